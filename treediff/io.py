@@ -1,0 +1,217 @@
+"""Reading inputs and writing outputs.
+
+* :func:`open_log` opens a plain, gzip or zstd log (or ``-`` for stdin) as bytes.
+* :class:`AtomicParquetWriter` / :func:`write_table_atomic` never leave a
+  half-written file behind: they write a temporary file and rename it.
+* :func:`load` turns any mix of logs, Parquet files from ``treediff parse`` and
+  dataset directories from ``treediff batch`` into one records DataFrame and
+  one searches DataFrame, with ``search`` numbers unique across inputs.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterable, Sequence
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from treediff.errors import InputError
+from treediff.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA, searches_path_for
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_PARQUET_MAGIC = b"PAR1"
+
+
+def open_log(path: str | os.PathLike) -> BinaryIO:
+    """Open a log for binary reading; gzip and zstd are detected by their magic bytes.
+
+    ``-`` is standard input.  Raises :class:`InputError` for a missing file.
+    """
+    if str(path) == "-":
+        raw: BinaryIO = sys.stdin.buffer
+    else:
+        try:
+            raw = open(path, "rb")  # noqa: SIM115 - returned to the caller
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise InputError(f"{path}: is a directory, not a log") from None
+        except PermissionError:
+            raise InputError(f"{path}: permission denied") from None
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    head = buffered.peek(4)[:4]
+    if head.startswith(_GZIP_MAGIC):
+        return gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
+    if head.startswith(_ZSTD_MAGIC):
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)  # type: ignore[return-value]
+    return buffered
+
+
+def input_size(path: str | os.PathLike) -> int | None:
+    """Size in bytes of a file on disk (compressed size for .gz/.zst); None for stdin."""
+    if str(path) == "-":
+        return None
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
+def _temp_beside(path: Path) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+class AtomicParquetWriter:
+    """A ``pyarrow.parquet.ParquetWriter`` whose file appears only when it is closed cleanly.
+
+    Used as a context manager: on an exception (or Ctrl-C) the temporary file
+    is removed and the destination is left as it was.
+    """
+
+    def __init__(self, path: str | os.PathLike, schema: pa.Schema, **kwargs):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = _temp_beside(self.path)
+        kwargs.setdefault("compression", "zstd")
+        self._writer = pq.ParquetWriter(self._tmp, schema, **kwargs)
+        self.rows = 0
+
+    def write(self, table: pa.Table | pa.RecordBatch) -> None:
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def commit(self) -> None:
+        self._writer.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> "AtomicParquetWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def write_table_atomic(table: pa.Table, path: str | os.PathLike) -> None:
+    """Write one Parquet file atomically."""
+    with AtomicParquetWriter(path, table.schema) as writer:
+        writer.write(table)
+
+
+@dataclass
+class Loaded:
+    """Records and searches of one or more inputs, as pandas DataFrames."""
+
+    records: pd.DataFrame
+    searches: pd.DataFrame
+
+
+def _is_parquet(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == _PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+def _read_dataset_dir(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Table]:
+    rec_dir, srch_dir = path / "records", path / "searches"
+    if not rec_dir.is_dir() or not srch_dir.is_dir():
+        raise InputError(f"{path}: not a treediff dataset (expected records/ and searches/ inside)")
+    records = pads.dataset(rec_dir, format="parquet", partitioning="hive", schema=RECORDS_SCHEMA)
+    searches = pads.dataset(srch_dir, format="parquet", partitioning="hive")
+    return records.to_table(columns=list(columns) if columns else None), searches.to_table()
+
+
+def _read_parquet_pair(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Table]:
+    records = pq.read_table(path, columns=list(columns) if columns else None)
+    spath = Path(searches_path_for(str(path)))
+    if not spath.exists():
+        raise InputError(f"{path}: its searches table {spath.name} is missing (write both with `treediff parse`)")
+    return records, pq.read_table(spath)
+
+
+def read_input(
+    path: str | os.PathLike,
+    columns: Sequence[str] | None = None,
+    **parse_options,
+) -> tuple[pa.Table, pa.Table]:
+    """Records and searches (Arrow tables) of one input: a log, a parsed Parquet file or a dataset directory.
+
+    ``parse_options`` go to :func:`treediff.parsers.core.parse_logs` for logs.
+    """
+    p = Path(path)
+    if str(path) != "-" and p.is_dir():
+        return _read_dataset_dir(p, columns)
+    if str(path) != "-" and not p.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if str(path) != "-" and _is_parquet(p):
+        return _read_parquet_pair(p, columns)
+    from treediff.parsers.core import parse_logs
+
+    result = parse_logs([str(path)], **parse_options)
+    records = result.records
+    if columns:
+        records = records.select([c for c in columns if c in records.column_names])
+    return records, result.searches
+
+
+def load(
+    inputs: Iterable[str | os.PathLike],
+    columns: Sequence[str] | None = None,
+    **parse_options,
+) -> Loaded:
+    """Load any mix of inputs into pandas; ``search`` is renumbered to stay unique across inputs.
+
+    ``columns`` limits the records columns read (``engine`` and ``search`` are
+    always included).  String columns come back as pandas categoricals where
+    they were dictionary-encoded.
+    """
+    if columns is not None:
+        columns = list(dict.fromkeys(["engine", "search", *columns]))
+    rec_frames, srch_frames = [], []
+    offset = 0
+    for path in inputs:
+        records, searches = read_input(path, columns, **parse_options)
+        rec = records.to_pandas()
+        srch = searches.to_pandas()
+        if len(srch):
+            ids = sorted(set(srch["search"].astype("int64")))
+            remap = {old: offset + i for i, old in enumerate(ids)}
+            srch["search"] = srch["search"].map(remap).astype("int32")
+            if len(rec):
+                rec["search"] = rec["search"].map(remap).astype("int32")
+            offset += len(ids)
+        rec_frames.append(rec)
+        srch_frames.append(srch)
+    if not srch_frames:
+        raise InputError("no input given")
+    records = pd.concat(rec_frames, ignore_index=True) if len(rec_frames) > 1 else rec_frames[0]
+    searches = pd.concat(srch_frames, ignore_index=True) if len(srch_frames) > 1 else srch_frames[0]
+    for col in ("engine", "position", "phase"):
+        if col in searches.columns:
+            searches[col] = searches[col].astype("string")
+    return Loaded(records=records, searches=searches)

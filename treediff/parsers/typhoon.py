@@ -1,0 +1,19 @@
+"""typhoon: depth in 1/64 ply ticks, coordinate moves with upper-case promotion."""
+from treediff.parsers.dialect import Dialect, Notation
+from treediff.schema import Kind
+
+DIALECT = Dialect(
+    name="typhoon",
+    unit=64,  # ONE_PLY = 64, QUARTER_PLY = 16
+    notation=Notation.COORD,
+    null_moves=("(null)",),
+    acts={
+        "FULL": Kind.SEARCH,
+        "LMR": Kind.REDUCE,
+        "LMP": Kind.PRUNE,
+        "NMP": Kind.NULL_PROBE,
+        "EXT": Kind.EXTEND,
+        "NULLBAILOUT": Kind.NODE_CUT,
+    },
+    description="typhoon (xboard); ticks of 1/64 ply; e7e8Q; null move (null)",
+)
