@@ -1,0 +1,764 @@
+"""Parse TREEDUMP logs into the normalized records and searches tables.
+
+The log is read in chunks of whole lines.  Each chunk is tokenized column-wise
+(:mod:`treediff.parsers.tokenizer`); the few lines that carry state (headers,
+``ITER``, ``END``) are handled one by one and the state they set (search,
+iteration, context) is spread over the chunk's records with vectorized
+operations.  Memory is bounded by the chunk size, not by the log.
+"""
+from __future__ import annotations
+
+import collections
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from treediff.errors import InputError
+from treediff.io import AtomicParquetWriter, input_size, open_log, write_table_atomic
+from treediff.parsers import DIALECTS, Dialect, Notation, get_dialect
+from treediff.parsers.moves import UCI_PATH_PATTERN, NULL_UCI, PathResolver, normalize_coord_paths
+from treediff.parsers.positions import (
+    PositionBook,
+    fen_hash_id,
+    material_phase,
+    normalize_phase,
+    read_epd,
+)
+from treediff.parsers.tokenizer import (
+    FAST_FIELDS,
+    INT_KEYS,
+    ROW_KEYS,
+    decode_lines,
+    fast_fields,
+    is_int,
+    split_lines,
+    tokenize_line,
+)
+from treediff.schema import (
+    DICT_STR,
+    RECORDS_SCHEMA,
+    SEARCHES_SCHEMA,
+    Kind,
+    searches_path_for,
+)
+
+CHUNK_BYTES = 16 * 1024 * 1024
+_FIRST_LINES_SHOWN = 5
+_NO_CTX = ""  # the effective context of lines that name none
+
+
+@dataclass
+class ParseOptions:
+    """How to parse: dialect override, EPD labels, strictness, contexts kept."""
+
+    engine: str = "auto"
+    positions: PositionBook | None = None
+    strict: bool = False
+    all_contexts: bool = False
+
+
+class Problems:
+    """Counts of unusable or suspicious lines, with the first line numbers of each."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.first: dict[str, list[int]] = collections.defaultdict(list)
+
+    def add(self, reason: str, line: int, count: int = 1) -> None:
+        self.counts[reason] += count
+        if len(self.first[reason]) < _FIRST_LINES_SHOWN:
+            self.first[reason].append(line)
+
+    def add_many(self, reason: str, lines: np.ndarray) -> None:
+        if len(lines) == 0:
+            return
+        self.counts[reason] += int(len(lines))
+        room = _FIRST_LINES_SHOWN - len(self.first[reason])
+        if room > 0:
+            self.first[reason].extend(int(x) for x in lines[:room])
+
+    def messages(self, source: str) -> list[str]:
+        out = []
+        for reason, count in self.counts.items():
+            lines = ", ".join(str(x) for x in self.first[reason])
+            more = "" if count <= len(self.first[reason]) else ", ..."
+            noun = "line" if count == 1 else "lines"
+            out.append(f"{source}: {count} {noun} {reason} (line {lines}{more})")
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+
+@dataclass
+class SearchState:
+    """What the parser knows about one search while reading it."""
+
+    search: int
+    dialect: Dialect
+    unit: int
+    position: str
+    fen: str | None
+    phase: str | None
+    phase_source: str | None
+    producer: str | None
+    source: str
+    first_line: int
+    header_ctx: str
+    kept_ctx: str | None = None
+    ctx_counts: collections.Counter = field(default_factory=collections.Counter)
+    iter_counts: collections.Counter = field(default_factory=collections.Counter)
+    max_iter: dict = field(default_factory=dict)
+    ends: dict = field(default_factory=dict)
+    records: int = 0
+    moves: int = 0
+    result_nodes: int = 0
+    seq: int = 0
+    other_acts: collections.Counter = field(default_factory=collections.Counter)
+    unresolved: list = field(default_factory=list)
+    unresolved_count: int = 0
+    warnings: list = field(default_factory=list)
+    _resolver: PathResolver | None = None
+
+    @property
+    def resolver(self) -> PathResolver:
+        if self._resolver is None:
+            self._resolver = PathResolver(self.fen)
+        return self._resolver
+
+
+@dataclass
+class ParseResult:
+    """What :func:`parse_logs` returns: Arrow tables plus the warnings shown to the user."""
+
+    records: pa.Table
+    searches: pa.Table
+    warnings: list[str]
+
+
+class TreedumpParser:
+    """Streaming parser; feed it logs with :meth:`parse_stream`, then call :meth:`finish`.
+
+    ``sink`` receives each chunk's records as an Arrow table (in order); without
+    a sink they are kept in memory and returned by :meth:`finish`.
+    """
+
+    def __init__(self, options: ParseOptions | None = None, sink: Callable[[pa.Table], None] | None = None):
+        self.options = options or ParseOptions()
+        self._sink = sink
+        self._tables: list[pa.Table] = []
+        self.searches: list[SearchState] = []
+        self.warnings: list[str] = []
+        self._current: SearchState | None = None
+        # (search, ctx) -> current ITER depth, carried from chunk to chunk.
+        self._iter_carry: dict[tuple[int, str], int] = {}
+        self._forced: Dialect | None = None
+        if self.options.engine and self.options.engine != "auto":
+            try:
+                self._forced = get_dialect(self.options.engine)
+            except KeyError:
+                raise InputError(
+                    f"unknown engine dialect {self.options.engine!r} (known: {', '.join(DIALECTS)})"
+                ) from None
+
+    # ------------------------------------------------------------------ input
+    def parse_stream(self, stream, source: str, progress: Callable[[int], None] | None = None) -> None:
+        """Parse one log from a binary stream; ``progress`` gets the bytes read."""
+        problems = Problems()
+        line_base = 1
+        pending = b""
+        self._current = None  # a search never spans two files
+        searches_before = len(self.searches)
+        while True:
+            try:
+                block = stream.read(CHUNK_BYTES)
+            except (OSError, EOFError) as exc:
+                raise InputError(f"{source}: cannot read ({exc})") from None
+            if progress is not None and block:
+                progress(len(block))
+            if not block:
+                break
+            data = pending + block if pending else block
+            lines, consumed = split_lines(data)
+            pending = data[consumed:]
+            if len(lines):
+                self._process_chunk(lines, line_base, source, problems)
+                line_base += len(lines)
+        if pending.strip():
+            problems.add("truncated (no newline at end of file; dropped)", line_base)
+        if len(self.searches) == searches_before:
+            raise InputError(f"{source}: no TREEDUMP header found (empty file or not a TREEDUMP log)")
+        self.warnings.extend(problems.messages(source))
+        if self.options.strict and problems:
+            raise InputError("--strict: " + "; ".join(problems.messages(source)))
+
+    # ------------------------------------------------------------------ chunks
+    def _process_chunk(self, lines: pa.LargeBinaryArray, line_base: int, source: str, problems: Problems) -> None:
+        text, bad_utf8 = decode_lines(lines)
+        fast = fast_fields(text)
+        fast_mask = fast.get_column("tag").is_not_null().to_numpy()
+        if bad_utf8.any():
+            fast_mask &= ~bad_utf8
+            problems.add_many("with garbage (non-UTF-8) bytes", np.flatnonzero(bad_utf8) + line_base)
+        slow_idx = np.flatnonzero(~fast_mask & ~bad_utf8)
+
+        # Slow path: headers, ITER, END, comments and odd records.
+        events: list[tuple[int, str, dict]] = []  # (chunk index, kind, fields)
+        slow_rows: list[dict] = []
+        for i in slow_idx.tolist():
+            line_no = line_base + i
+            token = tokenize_line(text[i])
+            if token is None:
+                continue
+            if token.tag in ("MOVE", "RESULT"):
+                row = self._slow_row(token, i, line_no, problems)
+                if row is not None:
+                    slow_rows.append(row)
+            elif token.tag in ("TREEDUMP", "ITER", "END"):
+                if token.bad:
+                    problems.add(f"with a malformed {token.tag} record", line_no)
+                events.append((i, token.tag, token.fields))
+            else:
+                problems.add("with an unknown record tag", line_no)
+
+        fast_rows = fast.with_row_index("idx").filter(pl.Series(fast_mask))
+        if slow_rows:
+            slow_frame = pl.DataFrame(
+                slow_rows,
+                schema={"idx": pl.UInt32, **{k: pl.String for k in FAST_FIELDS}, "extra": pl.String, "problem": pl.String},
+            )
+            rows = pl.concat(
+                [fast_rows.with_columns(pl.lit(None, pl.String).alias("extra"), pl.lit(None, pl.String).alias("problem")),
+                 slow_frame],
+                how="vertical_relaxed",
+            ).sort("idx")
+        else:
+            rows = fast_rows.with_columns(
+                pl.lit(None, pl.String).alias("extra"), pl.lit(None, pl.String).alias("problem")
+            )
+
+        self._apply(rows, events, line_base, source, problems)
+
+    def _slow_row(self, token, idx: int, line_no: int, problems: Problems) -> dict | None:
+        fields = token.fields
+        required = ("path", "act") if token.tag == "MOVE" else ("path",)
+        for key in required:
+            if key not in fields or not fields[key]:
+                problems.add(f"missing required key {key}= (dropped)", line_no)
+                return None
+        if token.bad:
+            problems.add("with a malformed key=value token", line_no)
+        row: dict = {"idx": idx, "tag": token.tag}
+        extra = []
+        problem = None
+        for key, value in fields.items():
+            if key in ROW_KEYS:
+                if key in INT_KEYS and not is_int(value):
+                    problems.add(f"with a non-numeric {key}=", line_no)
+                    problem = problem or f"bad-number:{key}"
+                    continue
+                row[key] = value
+            else:
+                extra.append(f"{key}={value}")
+        row["extra"] = " ".join(extra) if extra else None
+        row["problem"] = problem
+        return row
+
+    # ------------------------------------------------------------------ state
+    def _start_search(self, fields: dict, line_no: int, source: str, problems: Problems) -> SearchState:
+        name = fields.get("engine")
+        if self._forced is not None:
+            dialect = self._forced
+        elif not name:
+            raise InputError(f"{source}:{line_no}: TREEDUMP header has no engine= key; give --engine")
+        else:
+            try:
+                dialect = get_dialect(name)
+            except KeyError:
+                raise InputError(
+                    f"{source}:{line_no}: unknown engine dialect {name!r} "
+                    f"(known: {', '.join(DIALECTS)}); give --engine to read it as one of them"
+                ) from None
+        warnings = []
+        version = fields.get("v")
+        if version not in (None, "1"):
+            warnings.append(f"format version v={version} is not 1; reading it as v=1")
+        unit = dialect.unit
+        if "unit" in fields:
+            if is_int(fields["unit"]) and int(fields["unit"]) > 0:
+                unit = int(fields["unit"])
+            else:
+                problems.add("with a bad unit= (the dialect's default used)", line_no)
+        fen = fields.get("fen") or None
+        if fen is None:
+            warnings.append("header has no fen=: position and phase cannot be derived from it")
+        position = fields.get("id") or None
+        phase = normalize_phase(fields.get("phase"))
+        phase_source = "header" if phase else None
+        book = self.options.positions
+        if book is not None:
+            entry = book.lookup(position, fen)
+            if entry is not None:
+                position = position or entry.id
+                if phase is None and entry.phase:
+                    phase, phase_source = entry.phase, "epd"
+                fen = fen or entry.fen
+        if phase is None and fen:
+            phase = material_phase(fen)
+            phase_source = "material" if phase else None
+            if phase is None:
+                warnings.append(f"fen {fen!r} is not a valid position")
+        if position is None:
+            position = fen_hash_id(fen) if fen else f"search-{len(self.searches)}"
+        state = SearchState(
+            search=len(self.searches),
+            dialect=dialect,
+            unit=unit,
+            position=position,
+            fen=fen,
+            phase=phase,
+            phase_source=phase_source,
+            producer=fields.get("producer"),
+            source=source,
+            first_line=line_no,
+            header_ctx=fields.get(dialect.context_key, _NO_CTX),
+            warnings=warnings,
+        )
+        self.searches.append(state)
+        return state
+
+    def _apply(self, rows: pl.DataFrame, events: list, line_base: int, source: str, problems: Problems) -> None:
+        """Assign search, iteration and context to the chunk's records, then convert and emit them."""
+        # Walk the stateful lines in order; remember where each search starts in this chunk.
+        starts: list[int] = []        # chunk index of each header
+        chunk_searches: list[SearchState] = []
+        iter_events = []              # (idx, search, ctx, d)
+        for idx, tag, fields in sorted(events, key=lambda e: e[0]):
+            line_no = line_base + idx
+            if tag == "TREEDUMP":
+                self._current = self._start_search(fields, line_no, source, problems)
+                starts.append(idx)
+                chunk_searches.append(self._current)
+                continue
+            state = self._current
+            if state is None:
+                problems.add(f"with {tag} before any TREEDUMP header (ignored)", line_no)
+                continue
+            ctx = fields.get(state.dialect.context_key, state.header_ctx)
+            if tag == "ITER":
+                d = fields.get("d")
+                if d is None or not is_int(d):
+                    problems.add("with an ITER record without a numeric d=", line_no)
+                    continue
+                depth = int(d)
+                iter_events.append((idx, state.search, ctx, depth))
+                state.iter_counts[ctx] += 1
+                state.max_iter[ctx] = max(state.max_iter.get(ctx, 0), depth)
+            else:  # END
+                nodes = fields.get("nodes")
+                if nodes is not None and not is_int(nodes):
+                    problems.add("with an END record with non-numeric nodes=", line_no)
+                    nodes = None
+                score = fields.get("score")
+                state.ends[ctx] = (
+                    int(nodes) if nodes is not None else None,
+                    fields.get("best"),
+                    int(score) if score is not None and is_int(score) else None,
+                    line_no,
+                )
+
+        if rows.height == 0:
+            return
+        idx = rows.get_column("idx").to_numpy().astype(np.int64)
+        # Search of each record: the last header before it in this chunk, else the carried one.
+        carried = self._search_before_chunk(chunk_searches)
+        pos = np.searchsorted(np.asarray(starts, dtype=np.int64), idx, side="right") - 1
+        search_states: list[SearchState | None] = [carried] + chunk_searches
+        local = pos + 1  # index into search_states
+        if carried is None:
+            orphan = local == 0
+            if orphan.any():
+                problems.add_many("with a record before any TREEDUMP header (dropped)", idx[orphan] + line_base)
+                keep = ~orphan
+                rows, idx, local = rows.filter(pl.Series(keep)), idx[keep], local[keep]
+                if rows.height == 0:
+                    return
+        state_ids = np.array([s.search if s is not None else -1 for s in search_states], dtype=np.int64)
+        search_ids = state_ids[local]
+        header_ctx = [s.header_ctx if s is not None else _NO_CTX for s in search_states]
+        rows = rows.with_columns(
+            pl.Series("search", search_ids, dtype=pl.Int32),
+            pl.Series("local", local, dtype=pl.Int32),
+        )
+        rows = rows.with_columns(
+            pl.coalesce(
+                pl.col("ctx"),
+                pl.col("local").replace_strict(list(range(len(header_ctx))), header_ctx, return_dtype=pl.String),
+            ).alias("ctx_eff")
+        )
+
+        # Iteration: forward-fill ITER depths per (search, context), seeded by earlier chunks.
+        if iter_events:
+            iters = pl.DataFrame(
+                {
+                    "idx": [e[0] for e in iter_events],
+                    "search": [e[1] for e in iter_events],
+                    "ctx_eff": [e[2] for e in iter_events],
+                    "iter_val": [e[3] for e in iter_events],
+                },
+                schema={"idx": pl.UInt32, "search": pl.Int32, "ctx_eff": pl.String, "iter_val": pl.Int32},
+            )
+            merged = (
+                pl.concat([rows.with_columns(pl.lit(None, pl.Int32).alias("iter_val")), iters], how="diagonal_relaxed")
+                .sort("idx")
+                .with_columns(pl.col("iter_val").forward_fill().over(["search", "ctx_eff"]).alias("iter"))
+            )
+            last = merged.group_by(["search", "ctx_eff"]).agg(pl.col("iter").last())
+            rows = merged.filter(pl.col("tag").is_not_null()).drop("iter_val")
+        else:
+            rows = rows.with_columns(pl.lit(None, pl.Int32).alias("iter"))
+            last = None
+        if self._iter_carry:
+            carry = pl.DataFrame(
+                {
+                    "search": [k[0] for k in self._iter_carry],
+                    "ctx_eff": [k[1] for k in self._iter_carry],
+                    "iter_carry": list(self._iter_carry.values()),
+                },
+                schema={"search": pl.Int32, "ctx_eff": pl.String, "iter_carry": pl.Int32},
+            )
+            rows = rows.join(carry, on=["search", "ctx_eff"], how="left", maintain_order="left").with_columns(
+                pl.coalesce("iter", "iter_carry").alias("iter")
+            ).drop("iter_carry")
+        rows = rows.with_columns(pl.col("iter").fill_null(0))
+        if last is not None:
+            for search, ctx, value in last.iter_rows():
+                if value is not None:
+                    self._iter_carry[(search, ctx)] = value
+
+        # Contexts: count them all; keep the one of each search's first record unless --all-contexts.
+        counts = rows.group_by(["search", "ctx_eff"], maintain_order=True).len()
+        by_id = {s.search: s for s in search_states if s is not None}
+        for search, ctx, n in counts.iter_rows():
+            state = by_id[search]
+            if state.kept_ctx is None:
+                state.kept_ctx = ctx
+            state.ctx_counts[ctx] += n
+        if not self.options.all_contexts:
+            kept = [by_id[s].kept_ctx if s in by_id else None for s in range(min(by_id), max(by_id) + 1)]
+            base = min(by_id)
+            rows = rows.filter(
+                pl.col("ctx_eff")
+                == pl.col("search").sub(base).replace_strict(list(range(len(kept))), kept, return_dtype=pl.String)
+            )
+        if rows.height == 0:
+            return
+        self._emit(rows, by_id, line_base, problems)
+
+    def _search_before_chunk(self, chunk_searches: list[SearchState]) -> SearchState | None:
+        """The search that was open when this chunk started."""
+        if not chunk_searches:
+            return self._current
+        first = chunk_searches[0].search
+        # The search just before the chunk's first header, if it came from the same file.
+        if first > 0 and self.searches[first - 1].source == chunk_searches[0].source and self._opened_before(first):
+            return self.searches[first - 1]
+        return None
+
+    def _opened_before(self, search: int) -> bool:
+        return self.searches[search - 1].first_line < self.searches[search].first_line
+
+    # ------------------------------------------------------------------ output
+    def _emit(self, rows: pl.DataFrame, by_id: dict[int, SearchState], line_base: int, problems: Problems) -> None:
+        search_col = rows.get_column("search").to_numpy()
+        present = sorted(set(search_col.tolist()))
+        # Sequence within the search, continuing from earlier chunks.
+        seq_start = {s: by_id[s].seq for s in present}
+        rows = rows.with_columns(
+            (pl.int_range(pl.len(), dtype=pl.Int64).over("search")
+             + pl.col("search").replace_strict(list(seq_start), list(seq_start.values()), return_dtype=pl.Int64)).alias("seq"),
+            (pl.col("idx").cast(pl.Int64) + line_base).alias("line"),
+        )
+        int_cols = [pl.col(k).cast(pl.Int64, strict=False) for k in INT_KEYS]
+        rows = rows.with_columns(int_cols)
+
+        # Per-search constants, as lookups from the search number.
+        units = {s: by_id[s].unit for s in present}
+        rows = rows.with_columns(
+            pl.col("search").replace_strict(list(units), list(units.values()), return_dtype=pl.Float64).alias("_unit")
+        )
+        # Paths to UCI, dialect by dialect.
+        path_parts = []
+        for s in present:
+            state = by_id[s]
+            part = rows.filter(pl.col("search") == s) if len(present) > 1 else rows
+            path_parts.append(self._normalize_paths(part, state, problems))
+        rows = pl.concat(path_parts) if len(path_parts) > 1 else path_parts[0]
+
+        # Kind from act, per dialect.
+        kinds = []
+        for s in present:
+            state = by_id[s]
+            part = rows.filter(pl.col("search") == s) if len(present) > 1 else rows
+            acts = part.get_column("act")
+            known = {a: k.value for a, k in state.dialect.acts.items()}
+            kind = acts.replace_strict(list(known), list(known.values()), default=Kind.OTHER.value, return_dtype=pl.String)
+            kind = pl.Series("kind", kind).set(acts.is_null(), None)  # type: ignore[arg-type]
+            other = part.filter((kind == Kind.OTHER.value) & acts.is_not_null()).get_column("act").value_counts()
+            for act, n in other.iter_rows():
+                state.other_acts[act] += n
+            kinds.append(part.with_columns(kind))
+            tags = part.get_column("tag")
+            state.records += part.height
+            state.moves += int((tags == "MOVE").sum())
+            state.result_nodes += int((tags == "RESULT").sum())
+            state.seq += part.height
+        rows = pl.concat(kinds) if len(kinds) > 1 else kinds[0]
+
+        self._write(rows, by_id, present)
+
+    def _normalize_paths(self, part: pl.DataFrame, state: SearchState, problems: Problems) -> pl.DataFrame:
+        raw = part.get_column("path")
+        if state.dialect.notation in (Notation.UCI, Notation.COORD):
+            uci = normalize_coord_paths(raw, state.dialect.null_moves)
+            ok = uci.str.contains(UCI_PATH_PATTERN)
+            if not ok.all():
+                # Liberal: SAN (or anything else) in a coordinate dialect goes through the resolver.
+                fixed = [state.resolver.resolve(p) if not good else u
+                         for p, u, good in zip(raw.to_list(), uci.to_list(), ok.to_list())]
+                uci = pl.Series("path", fixed, dtype=pl.String)
+        else:
+            resolve = state.resolver.resolve
+            uci = pl.Series("path", [resolve(p) for p in raw.to_list()], dtype=pl.String)
+        unresolved = uci.is_null()
+        if unresolved.any():
+            lines = part.filter(unresolved).get_column("line").to_numpy()
+            problems.add_many("with a move that does not resolve in its position", lines)
+            state.unresolved_count += len(lines)
+            if len(state.unresolved) < _FIRST_LINES_SHOWN:
+                state.unresolved.extend(int(x) for x in lines[: _FIRST_LINES_SHOWN - len(state.unresolved)])
+            # Keep the record, flagged, with its path as written.
+            uci = pl.Series("path", pl.select(pl.coalesce(pl.lit(uci), pl.lit(raw))).to_series(), dtype=pl.String)
+        last_move = uci.str.extract(r"([^/]+)$")
+        depth_from_path = pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1)
+        out = part.with_columns(
+            uci.alias("path"),
+            last_move.alias("move"),
+            (last_move == NULL_UCI).alias("null_move"),
+            pl.coalesce(pl.col("ply"), pl.select(depth_from_path).to_series()).alias("ply"),
+            pl.when(pl.lit(unresolved)).then(pl.lit("unresolved-move")).otherwise(pl.col("problem")).alias("problem"),
+        )
+        return out
+
+    def _write(self, rows: pl.DataFrame, by_id: dict[int, SearchState], present: list[int]) -> None:
+        unit = pl.col("_unit")
+        frame = rows.select(
+            pl.col("search").cast(pl.Int32),
+            pl.col("iter").cast(pl.Int16),
+            pl.col("seq"),
+            pl.col("line"),
+            pl.col("tag"),
+            pl.col("ctx"),
+            pl.col("path"),
+            pl.col("ply").cast(pl.Int16, strict=False),
+            pl.col("move"),
+            pl.col("null_move"),
+            pl.col("mn").cast(pl.Int16, strict=False),
+            (pl.col("d") / unit).cast(pl.Float32).alias("depth"),
+            (pl.col("nd") / unit).cast(pl.Float32).alias("new_depth"),
+            (pl.col("red") / unit).cast(pl.Float32).alias("reduction"),
+            pl.col("act"),
+            pl.col("kind"),
+            pl.col("a").cast(pl.Int32, strict=False).alias("alpha"),
+            pl.col("b").cast(pl.Int32, strict=False).alias("beta"),
+            pl.col("score").cast(pl.Int32, strict=False),
+            pl.col("bound"),
+            pl.col("nt").alias("node_type"),
+            pl.col("see").cast(pl.Int32, strict=False),
+            pl.col("hist"),
+            pl.col("why"),
+            pl.col("extra"),
+            pl.col("problem"),
+        )
+        table = frame.to_arrow()
+        search_arr = table.column("search").to_numpy()
+        base = min(present)
+        lookup = {name: [None] * (max(present) - base + 1) for name in ("engine", "position", "fen", "phase")}
+        for s in present:
+            st = by_id[s]
+            lookup["engine"][s - base] = st.dialect.name
+            lookup["position"][s - base] = st.position
+            lookup["fen"][s - base] = st.fen
+            lookup["phase"][s - base] = st.phase
+        indices = pa.array(search_arr.astype(np.int32) - base, type=pa.int32())
+        columns = {}
+        for name in ("engine", "position", "fen", "phase"):
+            dictionary = pa.array(lookup[name], type=pa.string())
+            columns[name] = pa.DictionaryArray.from_arrays(indices, dictionary)
+        arrays = []
+        for fld in RECORDS_SCHEMA:
+            if fld.name in columns:
+                arrays.append(columns[fld.name])
+                continue
+            col = table.column(fld.name).combine_chunks()
+            if fld.type == DICT_STR:
+                col = pc.dictionary_encode(col.cast(pa.string()))
+            elif col.type != fld.type:
+                col = col.cast(fld.type)
+            arrays.append(col)
+        out = pa.Table.from_arrays(arrays, schema=RECORDS_SCHEMA)
+        if self._sink is not None:
+            self._sink(out)
+        else:
+            self._tables.append(out)
+
+    # ------------------------------------------------------------------ finish
+    def finish(self) -> ParseResult:
+        """Close the parse: per-search warnings, the searches table, and (without a sink) the records."""
+        rows = []
+        for st in self.searches:
+            kept = st.kept_ctx if st.kept_ctx is not None else st.header_ctx
+            warnings = list(st.warnings)
+            where = f"search {st.search} ({st.position}, line {st.first_line})"
+            if len(st.ctx_counts) > 1:
+                detail = ", ".join(f"{c or '(none)'}: {n}" for c, n in st.ctx_counts.items())
+                if self.options.all_contexts:
+                    warnings.append(f"several search contexts in one search ({detail}); all kept (--all-contexts)")
+                else:
+                    warnings.append(
+                        f"several search contexts in one search ({detail}): a second search (e.g. pondering) "
+                        f"wrote into the same log; kept only {kept or '(none)'!s}, the context of its first record "
+                        "(--all-contexts keeps all)"
+                    )
+            if st.records == 0:
+                warnings.append(
+                    "0-node search: no MOVE/RESULT records (an engine fed by a closing pipe can lose its input "
+                    "before it starts searching; hold stdin open until it answers)"
+                )
+            for act, n in st.other_acts.most_common():
+                warnings.append(f"unknown act={act} ({n} records) is not in the {st.dialect.name} vocabulary: kind OTHER")
+            end = st.ends.get(kept)
+            if end is None and self.options.all_contexts and st.ends:
+                end = next(iter(st.ends.values()))
+            end_nodes = end[0] if end else None
+            if end_nodes is not None and end_nodes != st.result_nodes and not self.options.all_contexts:
+                warnings.append(f"END nodes={end_nodes} but {st.result_nodes} RESULT records")
+            if st.unresolved_count:
+                warnings.append(
+                    f"{st.unresolved_count} records with a move that does not resolve in its position "
+                    f"(flagged problem=unresolved-move; first at line {', '.join(map(str, st.unresolved))})"
+                )
+            end_best = None
+            if end and end[1]:
+                best = end[1]
+                if st.dialect.notation == Notation.SAN or not _looks_uci(best):
+                    end_best = st.resolver.resolve_move(best) or best
+                else:
+                    end_best = best.lower() if best not in st.dialect.null_moves else NULL_UCI
+            for w in warnings:
+                self.warnings.append(f"{st.source}: {where}: {w}")
+            rows.append(
+                {
+                    "engine": st.dialect.name,
+                    "search": st.search,
+                    "position": st.position,
+                    "fen": st.fen,
+                    "phase": st.phase,
+                    "phase_source": st.phase_source,
+                    "unit": st.unit,
+                    "producer": st.producer,
+                    "source": st.source,
+                    "first_line": st.first_line,
+                    "contexts": ",".join(f"{c}:{n}" for c, n in st.ctx_counts.items()),
+                    "kept_context": "*" if self.options.all_contexts else kept,
+                    "iterations": st.iter_counts.get(kept, 0),
+                    "max_iter": st.max_iter.get(kept, 0),
+                    "records": st.records,
+                    "moves": st.moves,
+                    "result_nodes": st.result_nodes,
+                    "end_nodes": end_nodes,
+                    "end_best": end_best,
+                    "end_score": end[2] if end else None,
+                    "node_source": "result",
+                    "warnings": "\n".join(warnings) if warnings else None,
+                }
+            )
+        searches = pa.Table.from_pylist(rows, schema=SEARCHES_SCHEMA)
+        if self.options.strict:
+            serious = [w for w in self.warnings if "unknown act=" in w or "does not resolve" in w]
+            if serious:
+                raise InputError("--strict: " + "; ".join(serious))
+        records = (
+            pa.concat_tables(self._tables, promote_options="permissive").combine_chunks() if self._tables
+            else RECORDS_SCHEMA.empty_table()
+        )
+        if self._tables:
+            records = records.cast(RECORDS_SCHEMA) if records.schema != RECORDS_SCHEMA else records
+        return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
+
+
+def _looks_uci(move: str) -> bool:
+    return len(move) in (4, 5) and move[0] in "abcdefgh" and move[1] in "12345678"
+
+
+def _options(engine: str, positions, strict: bool, all_contexts: bool) -> ParseOptions:
+    book = read_epd(positions) if isinstance(positions, (str, os.PathLike)) else positions
+    return ParseOptions(engine=engine or "auto", positions=book, strict=strict, all_contexts=all_contexts)
+
+
+def parse_logs(
+    paths: Iterable[str | os.PathLike],
+    engine: str = "auto",
+    positions: str | os.PathLike | PositionBook | None = None,
+    strict: bool = False,
+    all_contexts: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ParseResult:
+    """Parse logs in memory: records and searches as Arrow tables, plus warnings.
+
+    ``positions`` is an EPD file (or a :class:`PositionBook`) giving ids and
+    phase labels.  Raises :class:`~treediff.errors.InputError` for unreadable
+    input (and, with ``strict``, for any problem).
+    """
+    parser = TreedumpParser(_options(engine, positions, strict, all_contexts))
+    for path in paths:
+        with open_log(path) as stream:
+            parser.parse_stream(stream, str(path), progress)
+    return parser.finish()
+
+
+def parse_to_parquet(
+    paths: Iterable[str | os.PathLike],
+    out: str | os.PathLike,
+    engine: str = "auto",
+    positions: str | os.PathLike | PositionBook | None = None,
+    strict: bool = False,
+    all_contexts: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ParseResult:
+    """Parse logs straight to ``out`` (records) and its ``.searches.parquet`` sibling, streaming.
+
+    Both files appear only if the whole parse succeeds.  The returned result's
+    ``records`` table is empty (the rows went to disk).
+    """
+    parser_options = _options(engine, positions, strict, all_contexts)
+    out = str(out)
+    with AtomicParquetWriter(out, RECORDS_SCHEMA) as writer:
+        parser = TreedumpParser(parser_options, sink=writer.write)
+        for path in paths:
+            with open_log(path) as stream:
+                parser.parse_stream(stream, str(path), progress)
+        result = parser.finish()
+        # Written before the records file is renamed into place, so a reader never sees records alone.
+        write_table_atomic(result.searches, searches_path_for(out))
+    return result
+
+
+def total_input_bytes(paths: Iterable[str]) -> int | None:
+    sizes = [input_size(p) for p in paths]
+    return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]

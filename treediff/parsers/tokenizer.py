@@ -1,0 +1,125 @@
+"""The shared TREEDUMP tokenizer.
+
+Two paths produce the same string fields:
+
+* a vectorized *fast path* (one regex over a whole chunk of lines, via polars)
+  for MOVE/RESULT lines whose keys come in the canonical order of
+  ``docs/TREEDUMP_FORMAT.md``, which is how producers write them;
+* a per-line *slow path* (:func:`tokenize_line`) for everything else: headers,
+  ITER/END, comments, keys in another order, unknown keys, tabs, bad lines.
+
+A well-formed log sends only its few header/ITER/END lines down the slow path.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+#: Record keys in canonical order: MOVE keys and RESULT keys are both subsequences of it.
+ROW_KEYS = (
+    "path", "ply", "mn", "d", "nd", "act", "red", "a", "b", "nt", "see", "hist", "why",
+    "score", "bound", "ctx",
+)
+#: Keys whose value must be an integer.
+INT_KEYS = frozenset({"ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "score"})
+
+_VALUE = r"([^ \t\r\n]+)"
+_INT = r"(-?[0-9]+)"
+FAST_PATTERN = (
+    r"^(MOVE|RESULT)"
+    + "".join(rf"(?: {k}={_INT if k in INT_KEYS else _VALUE})?" for k in ROW_KEYS)
+    + r"\r?\n?$"
+)
+FAST_FIELDS = ("tag", *ROW_KEYS)
+
+_INT_RE = re.compile(r"-?[0-9]+\Z")
+
+
+@dataclass
+class Token:
+    """One line read by the slow path."""
+
+    tag: str
+    fields: dict[str, str] = field(default_factory=dict)
+    extra: list[str] = field(default_factory=list)
+    #: Why the line is unusable (None if fine).
+    bad: str | None = None
+
+
+def tokenize_line(text: str) -> Token | None:
+    """Tokenize one decoded line; None for blank lines and ``#`` comments."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    fen = None
+    if stripped.startswith("TREEDUMP"):
+        # fen runs to the end of the line and may contain spaces.
+        m = re.search(r"(?:^|\s)fen=", stripped)
+        if m:
+            fen = stripped[m.end():].strip()
+            stripped = stripped[: m.start()]
+    parts = stripped.split()
+    tag, rest = parts[0], parts[1:]
+    token = Token(tag=tag)
+    for part in rest:
+        key, eq, value = part.partition("=")
+        if not eq or not key:
+            token.bad = f"malformed token {part[:30]!r}"
+            continue
+        if key in token.fields:
+            token.bad = f"key {key!r} given twice"
+            continue
+        token.fields[key] = value
+    if fen is not None:
+        token.fields["fen"] = fen
+    return token
+
+
+def split_lines(data: bytes) -> tuple[pa.LargeBinaryArray, int]:
+    """Split complete lines (each keeps its ``\\n``) out of ``data``.
+
+    Returns the lines and the number of bytes consumed; bytes after the last
+    newline are not consumed.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 10)
+    offsets = np.empty(len(newlines) + 1, dtype=np.int64)
+    offsets[0] = 0
+    offsets[1:] = newlines + 1
+    consumed = int(offsets[-1])
+    lines = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(newlines), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    return lines, consumed
+
+
+def decode_lines(lines: pa.LargeBinaryArray) -> tuple[pl.Series, np.ndarray]:
+    """Decode lines as UTF-8; lines that are not valid UTF-8 become "" and are flagged."""
+    series = pl.Series("l", lines)
+    try:
+        return series.cast(pl.String), np.zeros(len(series), dtype=bool)
+    except pl.exceptions.ComputeError:
+        pass
+    texts, bad = [], np.zeros(len(series), dtype=bool)
+    for i, raw in enumerate(lines.to_pylist()):
+        try:
+            texts.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            texts.append("")
+            bad[i] = True
+    return pl.Series("l", texts, dtype=pl.String), bad
+
+
+def fast_fields(text: pl.Series) -> pl.DataFrame:
+    """Apply the canonical-order regex: one string column per field, ``tag`` null where it did not match."""
+    groups = text.str.extract_groups(FAST_PATTERN)
+    frame = groups.struct.unnest()
+    return frame.rename(dict(zip(frame.columns, FAST_FIELDS)))
+
+
+def is_int(value: str) -> bool:
+    return bool(_INT_RE.match(value))
