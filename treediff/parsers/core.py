@@ -109,8 +109,11 @@ class SearchState:
     producer: str | None
     source: str
     first_line: int
-    header_ctx: str
-    kept_ctx: str | None = None
+    #: The context kept: the header's ctx=, else the label of the search's first record (None: unlabelled).
+    primary_label: str | None = None
+    primary_known: bool = False
+    #: Lines read so far that carry state, keyed by raw context label ("" = unlabelled).
+    order: int = 0
     ctx_counts: collections.Counter = field(default_factory=collections.Counter)
     iter_counts: collections.Counter = field(default_factory=collections.Counter)
     max_iter: dict = field(default_factory=dict)
@@ -155,8 +158,8 @@ class TreedumpParser:
         self.searches: list[SearchState] = []
         self.warnings: list[str] = []
         self._current: SearchState | None = None
-        # (search, ctx) -> current ITER depth, carried from chunk to chunk.
-        self._iter_carry: dict[tuple[int, str], int] = {}
+        # (search, raw ctx label) -> (order, current ITER depth), carried from chunk to chunk.
+        self._iter_carry: dict[tuple[int, str], tuple[int, int]] = {}
         self._forced: Dialect | None = None
         if self.options.engine and self.options.engine != "auto":
             try:
@@ -227,6 +230,15 @@ class TreedumpParser:
                 problems.add("with an unknown record tag", line_no)
 
         fast_rows = fast.with_row_index("idx").filter(pl.Series(fast_mask))
+        missing_path = fast_rows.get_column("path").is_null()
+        missing_act = (fast_rows.get_column("tag") == "MOVE") & fast_rows.get_column("act").is_null()
+        if missing_path.any() or missing_act.any():
+            idx_all = fast_rows.get_column("idx").to_numpy()
+            problems.add_many("missing required key path= (dropped)", idx_all[missing_path.to_numpy()] + line_base)
+            problems.add_many(
+                "missing required key act= (dropped)", idx_all[(missing_act & ~missing_path).to_numpy()] + line_base
+            )
+            fast_rows = fast_rows.filter(~(missing_path | missing_act))
         if slow_rows:
             slow_frame = pl.DataFrame(
                 slow_rows,
@@ -326,7 +338,8 @@ class TreedumpParser:
             producer=fields.get("producer"),
             source=source,
             first_line=line_no,
-            header_ctx=fields.get(dialect.context_key, _NO_CTX),
+            primary_label=fields.get(dialect.context_key),
+            primary_known=dialect.context_key in fields,
             warnings=warnings,
         )
         self.searches.append(state)
@@ -335,6 +348,7 @@ class TreedumpParser:
     def _apply(self, rows: pl.DataFrame, events: list, line_base: int, source: str, problems: Problems) -> None:
         """Assign search, iteration and context to the chunk's records, then convert and emit them."""
         # Walk the stateful lines in order; remember where each search starts in this chunk.
+        carry_before = dict(self._iter_carry)
         starts: list[int] = []        # chunk index of each header
         chunk_searches: list[SearchState] = []
         iter_events = []              # (idx, search, ctx, d)
@@ -349,14 +363,17 @@ class TreedumpParser:
             if state is None:
                 problems.add(f"with {tag} before any TREEDUMP header (ignored)", line_no)
                 continue
-            ctx = fields.get(state.dialect.context_key, state.header_ctx)
+            # Raw label; which one is kept is known only at the search's first record.
+            ctx = fields.get(state.dialect.context_key) or _NO_CTX
+            state.order += 1
             if tag == "ITER":
                 d = fields.get("d")
                 if d is None or not is_int(d):
                     problems.add("with an ITER record without a numeric d=", line_no)
                     continue
                 depth = int(d)
-                iter_events.append((idx, state.search, ctx, depth))
+                iter_events.append((idx, state, ctx, depth))
+                self._iter_carry[(state.search, ctx)] = (state.order, depth)
                 state.iter_counts[ctx] += 1
                 state.max_iter[ctx] = max(state.max_iter.get(ctx, 0), depth)
             else:  # END
@@ -369,7 +386,7 @@ class TreedumpParser:
                     int(nodes) if nodes is not None else None,
                     fields.get("best"),
                     int(score) if score is not None and is_int(score) else None,
-                    line_no,
+                    state.order,
                 )
 
         if rows.height == 0:
@@ -390,16 +407,26 @@ class TreedumpParser:
                     return
         state_ids = np.array([s.search if s is not None else -1 for s in search_states], dtype=np.int64)
         search_ids = state_ids[local]
-        header_ctx = [s.header_ctx if s is not None else _NO_CTX for s in search_states]
         rows = rows.with_columns(
             pl.Series("search", search_ids, dtype=pl.Int32),
             pl.Series("local", local, dtype=pl.Int32),
         )
+        # A search without a header ctx= keeps the context of its first record.
+        firsts = rows.group_by("local", maintain_order=True).agg(pl.col("ctx").first())
+        for loc, label in firsts.iter_rows():
+            state = search_states[loc]
+            if state is not None and not state.primary_known:
+                state.primary_label, state.primary_known = label, True
+        primary = [s.primary_label if s is not None else None for s in search_states]
         rows = rows.with_columns(
-            pl.coalesce(
-                pl.col("ctx"),
-                pl.col("local").replace_strict(list(range(len(header_ctx))), header_ctx, return_dtype=pl.String),
-            ).alias("ctx_eff")
+            pl.when(
+                pl.col("ctx").is_null()
+                | (pl.col("ctx") == pl.col("local").replace_strict(
+                    list(range(len(primary))), primary, return_dtype=pl.String))
+            )
+            .then(pl.lit(_NO_CTX))
+            .otherwise(pl.col("ctx"))
+            .alias("ctx_eff")
         )
 
         # Iteration: forward-fill ITER depths per (search, context), seeded by earlier chunks.
@@ -407,8 +434,8 @@ class TreedumpParser:
             iters = pl.DataFrame(
                 {
                     "idx": [e[0] for e in iter_events],
-                    "search": [e[1] for e in iter_events],
-                    "ctx_eff": [e[2] for e in iter_events],
+                    "search": [e[1].search for e in iter_events],
+                    "ctx_eff": [_effective(e[1], e[2]) for e in iter_events],
                     "iter_val": [e[3] for e in iter_events],
                 },
                 schema={"idx": pl.UInt32, "search": pl.Int32, "ctx_eff": pl.String, "iter_val": pl.Int32},
@@ -418,17 +445,21 @@ class TreedumpParser:
                 .sort("idx")
                 .with_columns(pl.col("iter_val").forward_fill().over(["search", "ctx_eff"]).alias("iter"))
             )
-            last = merged.group_by(["search", "ctx_eff"]).agg(pl.col("iter").last())
             rows = merged.filter(pl.col("tag").is_not_null()).drop("iter_val")
         else:
             rows = rows.with_columns(pl.lit(None, pl.Int32).alias("iter"))
-            last = None
-        if self._iter_carry:
+        if carry_before:
+            # Several raw labels can map to the kept context: the latest ITER among them wins.
+            latest: dict[tuple[int, str], tuple[int, int]] = {}
+            for (search, label), (order, depth) in carry_before.items():
+                key = (search, _effective(self.searches[search], label))
+                if key not in latest or latest[key][0] < order:
+                    latest[key] = (order, depth)
             carry = pl.DataFrame(
                 {
-                    "search": [k[0] for k in self._iter_carry],
-                    "ctx_eff": [k[1] for k in self._iter_carry],
-                    "iter_carry": list(self._iter_carry.values()),
+                    "search": [k[0] for k in latest],
+                    "ctx_eff": [k[1] for k in latest],
+                    "iter_carry": [v[1] for v in latest.values()],
                 },
                 schema={"search": pl.Int32, "ctx_eff": pl.String, "iter_carry": pl.Int32},
             )
@@ -436,26 +467,14 @@ class TreedumpParser:
                 pl.coalesce("iter", "iter_carry").alias("iter")
             ).drop("iter_carry")
         rows = rows.with_columns(pl.col("iter").fill_null(0))
-        if last is not None:
-            for search, ctx, value in last.iter_rows():
-                if value is not None:
-                    self._iter_carry[(search, ctx)] = value
 
-        # Contexts: count them all; keep the one of each search's first record unless --all-contexts.
+        # Contexts: count them all; keep the search's primary context unless --all-contexts.
         counts = rows.group_by(["search", "ctx_eff"], maintain_order=True).len()
         by_id = {s.search: s for s in search_states if s is not None}
         for search, ctx, n in counts.iter_rows():
-            state = by_id[search]
-            if state.kept_ctx is None:
-                state.kept_ctx = ctx
-            state.ctx_counts[ctx] += n
+            by_id[search].ctx_counts[ctx] += n
         if not self.options.all_contexts:
-            kept = [by_id[s].kept_ctx if s in by_id else None for s in range(min(by_id), max(by_id) + 1)]
-            base = min(by_id)
-            rows = rows.filter(
-                pl.col("ctx_eff")
-                == pl.col("search").sub(base).replace_strict(list(range(len(kept))), kept, return_dtype=pl.String)
-            )
+            rows = rows.filter(pl.col("ctx_eff") == _NO_CTX)
         if rows.height == 0:
             return
         self._emit(rows, by_id, line_base, problems)
@@ -622,17 +641,20 @@ class TreedumpParser:
         """Close the parse: per-search warnings, the searches table, and (without a sink) the records."""
         rows = []
         for st in self.searches:
-            kept = st.kept_ctx if st.kept_ctx is not None else st.header_ctx
+            primary_name = st.primary_label or ""
+            kept_labels = {label for label in st.iter_counts | dict.fromkeys(st.ends, 0) if _effective(st, label) == _NO_CTX}
+            if self.options.all_contexts:
+                kept_labels = set(st.iter_counts) | set(st.ends)
             warnings = list(st.warnings)
             where = f"search {st.search} ({st.position}, line {st.first_line})"
             if len(st.ctx_counts) > 1:
-                detail = ", ".join(f"{c or '(none)'}: {n}" for c, n in st.ctx_counts.items())
+                detail = ", ".join(f"{c or primary_name or '(none)'}: {n}" for c, n in st.ctx_counts.items())
                 if self.options.all_contexts:
                     warnings.append(f"several search contexts in one search ({detail}); all kept (--all-contexts)")
                 else:
                     warnings.append(
                         f"several search contexts in one search ({detail}): a second search (e.g. pondering) "
-                        f"wrote into the same log; kept only {kept or '(none)'!s}, the context of its first record "
+                        f"wrote into the same log; kept only {primary_name or '(unlabelled)'}, the context of its first line "
                         "(--all-contexts keeps all)"
                     )
             if st.records == 0:
@@ -642,9 +664,8 @@ class TreedumpParser:
                 )
             for act, n in st.other_acts.most_common():
                 warnings.append(f"unknown act={act} ({n} records) is not in the {st.dialect.name} vocabulary: kind OTHER")
-            end = st.ends.get(kept)
-            if end is None and self.options.all_contexts and st.ends:
-                end = next(iter(st.ends.values()))
+            kept_ends = [st.ends[label] for label in kept_labels if label in st.ends]
+            end = max(kept_ends, key=lambda e: e[3]) if kept_ends else None
             end_nodes = end[0] if end else None
             if end_nodes is not None and end_nodes != st.result_nodes and not self.options.all_contexts:
                 warnings.append(f"END nodes={end_nodes} but {st.result_nodes} RESULT records")
@@ -674,10 +695,10 @@ class TreedumpParser:
                     "producer": st.producer,
                     "source": st.source,
                     "first_line": st.first_line,
-                    "contexts": ",".join(f"{c}:{n}" for c, n in st.ctx_counts.items()),
-                    "kept_context": "*" if self.options.all_contexts else kept,
-                    "iterations": st.iter_counts.get(kept, 0),
-                    "max_iter": st.max_iter.get(kept, 0),
+                    "contexts": ",".join(f"{c or primary_name}:{n}" for c, n in st.ctx_counts.items()),
+                    "kept_context": "*" if self.options.all_contexts else primary_name,
+                    "iterations": sum(st.iter_counts[label] for label in kept_labels),
+                    "max_iter": max((st.max_iter.get(label, 0) for label in kept_labels), default=0),
                     "records": st.records,
                     "moves": st.moves,
                     "result_nodes": st.result_nodes,
@@ -700,6 +721,13 @@ class TreedumpParser:
         if self._tables:
             records = records.cast(RECORDS_SCHEMA) if records.schema != RECORDS_SCHEMA else records
         return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
+
+
+def _effective(state: SearchState, label: str) -> str:
+    """The context key of a raw label: "" for the kept context (and unlabelled lines), else the label."""
+    if label == _NO_CTX or (state.primary_known and label == (state.primary_label or _NO_CTX)):
+        return _NO_CTX
+    return label
 
 
 def _looks_uci(move: str) -> bool:

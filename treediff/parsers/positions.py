@@ -16,7 +16,9 @@ PHASES = ("opening", "middlegame", "endgame")
 _PHASE_MATERIAL = {chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 ENDGAME_MAX_MATERIAL = 26
 OPENING_MIN_MATERIAL = 56
-OPENING_MAX_FULLMOVE = 10
+#: Of the 16 back-rank squares, how many must still hold their initial piece for "opening".
+OPENING_MIN_HOME_PIECES = 8
+_INITIAL = chess.Board()
 
 
 def fen_key(fen: str) -> str:
@@ -33,8 +35,10 @@ def material_phase(fen: str) -> str | None:
     """Phase by the documented material rule (docs/TREEDUMP_FORMAT.md §5); None for an invalid FEN.
 
     Non-pawn material M counts N and B as 3, R as 5, Q as 9 for both sides
-    together: endgame if M <= 26; opening if fullmove <= 10 and M >= 56;
-    middlegame otherwise.
+    together: endgame if M <= 26; opening if M >= 56 and at least 8 of the 16
+    back-rank squares still hold their initial piece (move counters are not
+    used: EPD lines and hand-typed FENs rarely carry real ones); middlegame
+    otherwise.
     """
     try:
         board = chess.Board(fen)
@@ -47,7 +51,12 @@ def material_phase(fen: str) -> str | None:
     )
     if material <= ENDGAME_MAX_MATERIAL:
         return "endgame"
-    if board.fullmove_number <= OPENING_MAX_FULLMOVE and material >= OPENING_MIN_MATERIAL:
+    home = sum(
+        1
+        for square in chess.SquareSet(chess.BB_RANK_1 | chess.BB_RANK_8)
+        if board.piece_at(square) is not None and board.piece_at(square) == _INITIAL.piece_at(square)
+    )
+    if material >= OPENING_MIN_MATERIAL and home >= OPENING_MIN_HOME_PIECES:
         return "opening"
     return "middlegame"
 
