@@ -1,0 +1,3 @@
+from typhoon_py.cli import main
+
+main()
