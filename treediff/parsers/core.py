@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import collections
 import os
+import queue
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -508,71 +510,94 @@ class TreedumpParser:
 
         # Per-search constants, as lookups from the search number.
         units = {s: by_id[s].unit for s in present}
+        dialects = {s: by_id[s].dialect.name for s in present}
         rows = rows.with_columns(
-            pl.col("search").replace_strict(list(units), list(units.values()), return_dtype=pl.Float64).alias("_unit")
+            pl.col("search").replace_strict(list(units), list(units.values()), return_dtype=pl.Float64).alias("_unit"),
+            pl.col("search").replace_strict(list(dialects), list(dialects.values()), return_dtype=pl.String).alias("_dialect"),
         )
-        # Paths to UCI, dialect by dialect.
-        path_parts = []
-        for s in present:
-            state = by_id[s]
-            part = rows.filter(pl.col("search") == s) if len(present) > 1 else rows
-            path_parts.append(self._normalize_paths(part, state, problems))
-        rows = pl.concat(path_parts) if len(path_parts) > 1 else path_parts[0]
+        rows = self._normalize_paths(rows, by_id, problems)
 
-        # Kind from act, per dialect.
-        kinds = []
-        for s in present:
-            state = by_id[s]
-            part = rows.filter(pl.col("search") == s) if len(present) > 1 else rows
-            acts = part.get_column("act")
-            known = {a: k.value for a, k in state.dialect.acts.items()}
-            kind = acts.replace_strict(list(known), list(known.values()), default=Kind.OTHER.value, return_dtype=pl.String)
-            kind = pl.Series("kind", kind).set(acts.is_null(), None)  # type: ignore[arg-type]
-            other = part.filter((kind == Kind.OTHER.value) & acts.is_not_null()).get_column("act").value_counts()
-            for act, n in other.iter_rows():
-                state.other_acts[act] += n
-            kinds.append(part.with_columns(kind))
-            tags = part.get_column("tag")
-            state.records += part.height
-            state.moves += int((tags == "MOVE").sum())
-            state.result_nodes += int((tags == "RESULT").sum())
-            state.seq += part.height
-        rows = pl.concat(kinds) if len(kinds) > 1 else kinds[0]
+        # Kind from act: the (dialect, act) pairs every dialect declares; anything else is OTHER.
+        pairs = {f"{d.name}|{a}": k.value for d in DIALECTS.values() for a, k in d.acts.items()}
+        if self._forced is not None:
+            pairs.update({f"{self._forced.name}|{a}": k.value for a, k in self._forced.acts.items()})
+        rows = rows.with_columns(
+            pl.when(pl.col("act").is_null())
+            .then(pl.lit(None, pl.String))
+            .otherwise(
+                pl.concat_str([pl.col("_dialect"), pl.col("act")], separator="|").replace_strict(
+                    list(pairs), list(pairs.values()), default=Kind.OTHER.value, return_dtype=pl.String
+                )
+            )
+            .alias("kind")
+        )
+        stats = rows.group_by("search").agg(
+            pl.len().alias("n"),
+            (pl.col("tag") == "MOVE").sum().alias("moves"),
+            (pl.col("tag") == "RESULT").sum().alias("results"),
+        )
+        for search, n, moves, results in stats.iter_rows():
+            state = by_id[search]
+            state.records += n
+            state.moves += moves
+            state.result_nodes += results
+            state.seq += n
+        other = rows.filter(pl.col("kind") == Kind.OTHER.value).group_by(["search", "act"]).len()
+        for search, act, n in other.iter_rows():
+            by_id[search].other_acts[act] += n
 
         self._write(rows, by_id, present)
 
-    def _normalize_paths(self, part: pl.DataFrame, state: SearchState, problems: Problems) -> pl.DataFrame:
-        raw = part.get_column("path")
-        if state.dialect.notation in (Notation.UCI, Notation.COORD):
-            uci = normalize_coord_paths(raw, state.dialect.null_moves)
-            ok = uci.str.contains(UCI_PATH_PATTERN)
-            if not ok.all():
-                # Liberal: SAN (or anything else) in a coordinate dialect goes through the resolver.
-                fixed = [state.resolver.resolve(p) if not good else u
-                         for p, u, good in zip(raw.to_list(), uci.to_list(), ok.to_list())]
-                uci = pl.Series("path", fixed, dtype=pl.String)
+    def _normalize_paths(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> pl.DataFrame:
+        """Paths to UCI.  Paths already in UCI pass one regex test; only the others get more work."""
+        raw = rows.get_column("path")
+        uci = raw.replace("-", "")
+        ok = uci.str.contains(UCI_PATH_PATTERN)
+        if not ok.all():
+            todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)
+            fixed_index: list[int] = []
+            fixed_value: list[str | None] = []
+            for (search,), part in todo.group_by(["search"], maintain_order=True):
+                state = by_id[search]
+                paths = part.get_column("path")
+                if state.dialect.notation is not Notation.SAN:
+                    coord = normalize_coord_paths(paths, state.dialect.null_moves)
+                    good = coord.str.contains(UCI_PATH_PATTERN).to_list()
+                    coord_list = coord.to_list()
+                else:
+                    good = [False] * part.height
+                    coord_list = [None] * part.height
+                resolve = state.resolver.resolve
+                values = [c if g else resolve(p) for p, c, g in zip(paths.to_list(), coord_list, good)]
+                fixed_index.extend(part.get_column("_i").to_list())
+                fixed_value.extend(values)
+                unresolved = [i for i, v in zip(part.get_column("_i").to_list(), values) if v is None]
+                if unresolved:
+                    lines = rows.get_column("line").gather(unresolved).to_numpy()
+                    problems.add_many("with a move that does not resolve in its position", lines)
+                    state.unresolved_count += len(lines)
+                    room = _FIRST_LINES_SHOWN - len(state.unresolved)
+                    if room > 0:
+                        state.unresolved.extend(int(x) for x in lines[:room])
+            patch = pl.Series("v", fixed_value, dtype=pl.String)
+            uci = uci.scatter(fixed_index, patch)  # type: ignore[arg-type]
+            unresolved_mask = pl.Series([False] * len(uci)).scatter(fixed_index, patch.is_null())
+            # Unresolved records are kept, flagged, with their path as written.
+            uci = pl.select(pl.when(unresolved_mask).then(raw).otherwise(uci)).to_series()
+            problem = pl.when(unresolved_mask).then(pl.lit("unresolved-move")).otherwise(pl.col("problem"))
         else:
-            resolve = state.resolver.resolve
-            uci = pl.Series("path", [resolve(p) for p in raw.to_list()], dtype=pl.String)
-        unresolved = uci.is_null()
-        if unresolved.any():
-            lines = part.filter(unresolved).get_column("line").to_numpy()
-            problems.add_many("with a move that does not resolve in its position", lines)
-            state.unresolved_count += len(lines)
-            if len(state.unresolved) < _FIRST_LINES_SHOWN:
-                state.unresolved.extend(int(x) for x in lines[: _FIRST_LINES_SHOWN - len(state.unresolved)])
-            # Keep the record, flagged, with its path as written.
-            uci = pl.Series("path", pl.select(pl.coalesce(pl.lit(uci), pl.lit(raw))).to_series(), dtype=pl.String)
+            problem = pl.col("problem")
         last_move = uci.str.extract(r"([^/]+)$")
-        depth_from_path = pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1)
-        out = part.with_columns(
+        return rows.with_columns(
             uci.alias("path"),
             last_move.alias("move"),
             (last_move == NULL_UCI).alias("null_move"),
-            pl.coalesce(pl.col("ply"), pl.select(depth_from_path).to_series()).alias("ply"),
-            pl.when(pl.lit(unresolved)).then(pl.lit("unresolved-move")).otherwise(pl.col("problem")).alias("problem"),
+            pl.coalesce(
+                pl.col("ply"),
+                pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1),
+            ).alias("ply"),
+            problem.alias("problem"),
         )
-        return out
 
     def _write(self, rows: pl.DataFrame, by_id: dict[int, SearchState], present: list[int]) -> None:
         unit = pl.col("_unit")
@@ -776,15 +801,63 @@ def parse_to_parquet(
     """
     parser_options = _options(engine, positions, strict, all_contexts)
     out = str(out)
-    with AtomicParquetWriter(out, RECORDS_SCHEMA) as writer:
-        parser = TreedumpParser(parser_options, sink=writer.write)
+    with AtomicParquetWriter(out, RECORDS_SCHEMA) as writer, _BackgroundSink(writer.write) as sink:
+        parser = TreedumpParser(parser_options, sink=sink.put)
         for path in paths:
             with open_log(path) as stream:
                 parser.parse_stream(stream, str(path), progress)
+        sink.drain()
         result = parser.finish()
         # Written before the records file is renamed into place, so a reader never sees records alone.
         write_table_atomic(result.searches, searches_path_for(out))
     return result
+
+
+class _BackgroundSink:
+    """Runs a sink on a worker thread so Parquet encoding overlaps with parsing the next chunk.
+
+    At most ``depth`` chunks wait in the queue, which bounds memory.  An error in
+    the worker is raised in the caller at the next ``put`` or at ``drain``.
+    """
+
+    def __init__(self, sink: Callable[[pa.Table], None], depth: int = 2):
+        self._sink = sink
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="treediff-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._error is None:
+                try:
+                    self._sink(item)
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                    self._error = exc
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def put(self, table: pa.Table) -> None:
+        self._check()
+        self._queue.put(table)
+
+    def drain(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self._check()
+
+    def __enter__(self) -> "_BackgroundSink":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
 
 
 def total_input_bytes(paths: Iterable[str]) -> int | None:
