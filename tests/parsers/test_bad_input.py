@@ -196,7 +196,7 @@ def test_info_one_line_per_search(tmp_path):
     assert result.exit_code == 0
     lines = result.output.strip().splitlines()
     assert lines[0].split("\t") == ["engine", "position", "phase", "iterations", "records", "RESULT nodes", "END nodes", "contexts", "warnings"]
-    assert lines[1].split("\t")[:7] == ["stockfish", "start", "opening", "2", "13", "4", "4"]
+    assert lines[1].split("\t")[:8] == ["stockfish", "start", "opening", "2", "13", "4", "4", "1"]
     assert lines[2].split("\t")[:7] == ["typhoon", "tactical", "middlegame", "1", "11", "4", "4"]
 
 

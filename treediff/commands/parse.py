@@ -99,11 +99,19 @@ def info_rows(path: str, engine: str) -> list[dict]:
             "records": row["records"],
             "result_nodes": row["result_nodes"],
             "end_nodes": "" if row["end_nodes"] is None else row["end_nodes"],
-            "contexts": row["contexts"] or "",
+            "contexts": _contexts_cell(row["contexts"]),
             "warnings": len(warnings.splitlines()) if warnings else 0,
             "_warning_text": warnings,
         })
     return rows
+
+
+def _contexts_cell(contexts: str | None) -> str:
+    """``1`` for a clean search; the per-context record counts when several contexts wrote into it."""
+    parts = [p for p in (contexts or "").split(",") if p]
+    if len(parts) <= 1:
+        return str(len(parts))
+    return f"{len(parts)} ({', '.join(p if not p.startswith(':') else '(unlabelled)' + p for p in parts)})"
 
 
 @click.command("info")
