@@ -1,0 +1,103 @@
+"""Benchmark: `treediff parse` against the per-line Python baseline, in the same run.
+
+    python benchmarks/bench_parse.py              # 5M and 20M lines, stockfish + typhoon; SAN 1M
+    python benchmarks/bench_parse.py --quick      # 1M lines
+
+Each parse runs in its own subprocess so its peak RSS (ru_maxrss) is its own.
+The baseline runs on a slice of the log (it is slow and holds everything in
+memory) and its rate is extrapolated; ratios are what to read, since the
+machine is shared.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from gen_logs import generate  # noqa: E402
+
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {here!r})
+kind, log, out = sys.argv[1:4]
+t = time.perf_counter()
+if kind == "treediff":
+    from treediff.parsers.core import parse_to_parquet
+    parse_to_parquet([log], out)
+else:
+    from baseline_parser import parse_baseline
+    parse_baseline(log, out)
+elapsed = time.perf_counter() - t
+print(json.dumps({{"seconds": elapsed, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def run_child(kind: str, log: str, out: str) -> dict:
+    code = CHILD.format(here=str(HERE))
+    proc = subprocess.run([sys.executable, "-c", code, kind, log, out], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def head_lines(src: str, dst: str, n: int) -> int:
+    count = 0
+    with open(src) as fin, open(dst, "w") as fout:
+        for line in fin:
+            fout.write(line)
+            count += 1
+            if count >= n:
+                break
+    return count
+
+
+def bench(dialect: str, lines: int, workdir: str, baseline_lines: int) -> dict:
+    log = os.path.join(workdir, f"{dialect}_{lines}.log")
+    n = generate(dialect, lines, log)
+    td = run_child("treediff", log, os.path.join(workdir, "td.parquet"))
+    result = {"dialect": dialect, "lines": n, "treediff_s": td["seconds"],
+              "treediff_mlines_s": n / td["seconds"] / 1e6, "treediff_peak_mb": td["peak_rss_mb"]}
+    if dialect != "crafty":
+        small = os.path.join(workdir, "slice.log")
+        m = head_lines(log, small, min(baseline_lines, n))
+        base = run_child("baseline", small, os.path.join(workdir, "base.parquet"))
+        td_small = run_child("treediff", small, os.path.join(workdir, "td_small.parquet"))
+        result.update({"baseline_lines": m, "baseline_mlines_s": m / base["seconds"] / 1e6,
+                       "treediff_same_slice_mlines_s": m / td_small["seconds"] / 1e6,
+                       "speedup_same_slice": base["seconds"] / td_small["seconds"],
+                       "baseline_peak_mb": base["peak_rss_mb"]})
+    os.unlink(log)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1M lines only")
+    ap.add_argument("--workdir", default=None)
+    args = ap.parse_args()
+    sizes = [1_000_000] if args.quick else [5_000_000, 20_000_000]
+    with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
+        results = []
+        for dialect in ("stockfish", "typhoon"):
+            for size in sizes:
+                results.append(bench(dialect, size, workdir, baseline_lines=1_000_000))
+                print(json.dumps(results[-1]), flush=True)
+        results.append(bench("crafty", 1_000_000 if not args.quick else 300_000, workdir, 0))
+        print(json.dumps(results[-1]), flush=True)
+    print("\nsummary")
+    for r in results:
+        line = f"{r['dialect']:>9} {r['lines']:>11,} lines: treediff {r['treediff_mlines_s']:.2f} M lines/s, peak {r['treediff_peak_mb']:.0f} MB"
+        if "speedup_same_slice" in r:
+            line += f"; baseline {r['baseline_mlines_s']:.3f} M lines/s; speed-up x{r['speedup_same_slice']:.1f} on the same {r['baseline_lines']:,} lines"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
