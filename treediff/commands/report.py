@@ -1,0 +1,96 @@
+"""``treediff report`` and ``treediff compare``: thin shells over treediff.report and treediff.render."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from treediff.render import FORMATS, emit
+
+_PARSE_HELP = "Dialect for logs whose header does not say (default: auto)."
+
+
+def _parse_options(engine: str, positions: str | None) -> dict:
+    options: dict = {"engine": engine}
+    if positions:
+        options["positions"] = positions
+    return options
+
+
+@click.command("report")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--table", "tables", default="all", show_default=True,
+              help="Comma-separated: nodes,acts,lmr,ebf,skips,scope or all.")
+@click.option("--by", default="engine", show_default=True,
+              help="Comma-separated grouping: engine,phase,position,iter (engine is always included).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
+@click.option("--plot", "plot_dir", type=click.Path(file_okay=False),
+              help="Also write PNG charts (acts, EBF by iteration, LMR by phase) into DIR.")
+@click.option("--engine", default="auto", show_default=True, help=_PARSE_HELP)
+@click.option("--positions", type=click.Path(exists=True, dir_okay=False),
+              help="EPD file giving position ids and phase labels for logs.")
+def report(inputs, tables, by, fmt, output, plot_dir, engine, positions):
+    """Act breakdowns, LMR, EBF, skips, prune scope and nodes for logs, Parquet files or datasets.
+
+    Definitions of every table: docs/REPORTS.md.
+    """
+    from treediff.report.core import build_report, columns_for, parse_tables
+    from treediff.report.grouping import parse_by
+    from treediff.io import load
+
+    names = parse_tables(tables)
+    keys = parse_by(by)
+    wanted = set(names) | ({"acts", "lmr", "ebf"} if plot_dir else set())
+    cols = columns_for(tuple(wanted), keys)
+    loaded = load(list(inputs), columns=cols, **_parse_options(engine, positions))
+    result = build_report(loaded.records, loaded.searches, names, keys)
+    emit(result.sections, fmt, output)
+    if plot_dir:
+        from treediff.render.plots import write_plots
+
+        base = build_report(loaded.records, loaded.searches, ("acts", "ebf"), ("engine",))
+        by_phase = build_report(loaded.records, loaded.searches, ("lmr",), ("engine", "phase"))
+        files = write_plots(base["acts"], base["ebf_iter"], by_phase["lmr"], plot_dir)
+        click.echo("wrote " + ", ".join(str(f) for f in files), err=True)
+
+
+@click.command("compare")
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
+@click.option("--allow-different-positions", is_flag=True,
+              help="Compare even if A and B did not search the same positions.")
+@click.option("--engine-a", help="The engine to take from A when it holds several.")
+@click.option("--engine-b", help="The engine to take from B when it holds several.")
+@click.option("--label-a", help="Name shown for A (default: its engine, and file name if both engines agree).")
+@click.option("--label-b", help="Name shown for B.")
+@click.option("--engine", default="auto", show_default=True, help=_PARSE_HELP)
+@click.option("--positions", type=click.Path(exists=True, dir_okay=False),
+              help="EPD file giving position ids and phase labels for logs.")
+def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, engine, positions):
+    """Why is A's tree bigger than B's? Nodes and ratio, acts, LMR, EBF and skips side by side."""
+    from treediff.io import load
+    from treediff.report.compare import compare_loaded
+    from treediff.report.core import columns_for
+
+    cols = columns_for(("acts", "lmr", "ebf", "skips"), ("engine",))
+    options = _parse_options(engine, positions)
+    loaded_a = load([a], columns=cols, **options)
+    loaded_b = load([b], columns=cols, **options)
+
+    def default_label(loaded, chosen, path, other_loaded, other_chosen):
+        mine = chosen or ",".join(dict.fromkeys(loaded.searches["engine"].astype(str)))
+        theirs = other_chosen or ",".join(dict.fromkeys(other_loaded.searches["engine"].astype(str)))
+        return f"{mine} ({Path(path).name})" if mine == theirs else mine
+
+    la = label_a or default_label(loaded_a, engine_a, a, loaded_b, engine_b)
+    lb = label_b or default_label(loaded_b, engine_b, b, loaded_a, engine_a)
+    result = compare_loaded(loaded_a, loaded_b, la, lb, engine_a, engine_b, allow_different_positions)
+    extra = {"label_a": result.label_a, "label_b": result.label_b,
+             "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
+    emit(result.sections(), fmt, output, extra_json=extra, notes=result.notes())
+
+
+COMMANDS = [report, compare]

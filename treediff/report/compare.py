@@ -1,0 +1,201 @@
+"""``treediff compare A B``: one screen answering "why is A's tree bigger than B's?".
+
+:func:`compare` returns a :class:`Comparison` of DataFrames:
+
+* ``nodes``: per position, A's and B's node counts (mean over the searches of
+  that position) and ``ratio`` = A / B; then an ``(all)`` row (sums and the
+  ratio of the sums) and, with several positions, a ``(geomean)`` row (the
+  geometric mean of the per-position ratios).
+* ``acts``: the two act breakdowns side by side, each sorted by count
+  (rank-aligned, like the user's hand-made table).
+* ``kinds``: MOVE decisions per shared kind, merged on the kind.
+* ``lmr``, ``ebf``: the report's lmr and ebf rows of A and of B, one row each.
+* ``skips``: PRUNE decisions per act, merged on the act, ``(all)`` first.
+* ``divergences`` / ``divergence_kinds``: filled by the aligner (issue 5)
+  when available; rendered only when not None.
+
+The definitions are the report's (``docs/REPORTS.md``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from treediff.errors import InputError
+from treediff.report.core import Section, build_report
+from treediff.report.context import Context
+from treediff.report.ebf import search_nodes
+
+
+@dataclass
+class Side:
+    """One side of a comparison: its label and its loaded tables (one engine)."""
+
+    label: str
+    records: pd.DataFrame
+    searches: pd.DataFrame
+
+
+@dataclass
+class Comparison:
+    label_a: str
+    label_b: str
+    nodes: pd.DataFrame
+    acts: pd.DataFrame
+    kinds: pd.DataFrame
+    lmr: pd.DataFrame
+    ebf: pd.DataFrame
+    skips: pd.DataFrame
+    #: Hook for the aligner (treediff.align): top divergent subtrees, rendered when not None.
+    divergences: pd.DataFrame | None = None
+    #: Hook for the aligner: kind(A) x kind(B) counts of aligned decisions, rendered when not None.
+    divergence_kinds: pd.DataFrame | None = None
+    #: Positions only one side searched (with --allow-different-positions).
+    only_a: tuple[str, ...] = ()
+    only_b: tuple[str, ...] = ()
+
+    def sections(self) -> list[Section]:
+        ab = f"A = {self.label_a}, B = {self.label_b}"
+        out = [
+            Section("nodes", f"Nodes per position, ratio A/B ({ab})", self.nodes, ("position",)),
+            Section("acts", "MOVE decisions per act, side by side", self.acts),
+            Section("kinds", "MOVE decisions per kind", self.kinds, ("kind",)),
+            Section("lmr", "LMR admission, magnitude (plies) and re-search rate", self.lmr, ("side",)),
+            Section("ebf", "Effective branching factor", self.ebf, ("side",)),
+            Section("skips", "Unsearched skips (kind PRUNE) as % of MOVE decisions", self.skips, ("act",)),
+        ]
+        if self.divergences is not None:
+            out.append(Section("divergences", "Top divergent subtrees", self.divergences))
+        if self.divergence_kinds is not None:
+            out.append(Section("divergence_kinds", "Aligned decisions: kind in A x kind in B",
+                               self.divergence_kinds))
+        return out
+
+    def notes(self) -> list[str]:
+        notes = []
+        if self.only_a or self.only_b:
+            notes.append(f"note: positions searched by only one side: {len(self.only_a)} only in A, "
+                         f"{len(self.only_b)} only in B (--allow-different-positions)")
+        return notes
+
+
+def select_engine(records: pd.DataFrame, searches: pd.DataFrame, engine: str | None, side: str
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Keep one engine of a side; error when the side holds several and none was chosen."""
+    engines = list(dict.fromkeys(searches["engine"].astype("object")))
+    if engine is None:
+        if len(engines) > 1:
+            raise InputError(f"{side} holds several engines ({', '.join(map(str, engines))}); "
+                             f"choose one with --engine-{side.lower()}")
+        return records, searches
+    if engine not in engines:
+        raise InputError(f"{side} has no searches of engine {engine!r} (it has {', '.join(map(str, engines))})")
+    keep = searches["engine"].astype("object") == engine
+    ids = set(searches.loc[keep, "search"].astype(int))
+    return (records[records["search"].astype(int).isin(ids)].reset_index(drop=True),
+            searches[keep].reset_index(drop=True))
+
+
+def _position_ids(searches: pd.DataFrame) -> pd.Series:
+    pos = searches["position"].astype("object")
+    return pos.where(pos.notna(), searches["fen"].astype("object"))
+
+
+def _nodes_by_position(side: Side) -> pd.DataFrame:
+    ctx = Context(records=side.records, searches=side.searches, keys=("engine",))
+    sn = search_nodes(ctx)
+    frame = pd.DataFrame({"position": _position_ids(side.searches).to_numpy(),
+                          "phase": side.searches["phase"].astype("object").to_numpy(), "nodes": sn.nodes})
+    return frame.groupby("position", sort=False, dropna=False).agg(phase=("phase", "first"), nodes=("nodes", "mean"))
+
+
+def _nodes_table(a: Side, b: Side) -> pd.DataFrame:
+    na, nb = _nodes_by_position(a), _nodes_by_position(b)
+    order = list(dict.fromkeys([*na.index, *nb.index]))
+    table = pd.DataFrame({"position": order})
+    table["phase"] = [na["phase"].get(p, nb["phase"].get(p)) if p in na.index else nb["phase"].get(p) for p in order]
+    table["nodes_a"] = na["nodes"].reindex(order).to_numpy()
+    table["nodes_b"] = nb["nodes"].reindex(order).to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        table["ratio"] = table["nodes_a"] / table["nodes_b"]
+    both = table.dropna(subset=["nodes_a", "nodes_b"])
+    rows = [table]
+    if len(table) > 1 or len(both) != len(table):
+        sum_a, sum_b = both["nodes_a"].sum(), both["nodes_b"].sum()
+        rows.append(pd.DataFrame({"position": ["(all)"], "phase": [None], "nodes_a": [sum_a], "nodes_b": [sum_b],
+                                  "ratio": [sum_a / sum_b if sum_b else np.nan]}))
+        good = both[(both["ratio"] > 0) & np.isfinite(both["ratio"])]
+        if len(good) > 1:
+            rows.append(pd.DataFrame({"position": ["(geomean)"], "phase": [None], "nodes_a": [np.nan],
+                                      "nodes_b": [np.nan], "ratio": [float(np.exp(np.log(good["ratio"]).mean()))]}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _rank_aligned(fa: pd.DataFrame, fb: pd.DataFrame, la: str, lb: str, label_col: str) -> pd.DataFrame:
+    blocks = []
+    for frame, label in ((fa, la), (fb, lb)):
+        block = frame[[label_col, "count", "pct_of_moves"]].reset_index(drop=True)
+        block.columns = [f"{label} {label_col}", f"{label} count", f"{label} pct_of_moves"]
+        blocks.append(block)
+    return pd.concat(blocks, axis=1)
+
+
+def _merged(fa: pd.DataFrame, fb: pd.DataFrame, on: str) -> pd.DataFrame:
+    left = fa[[on, "count", "pct_of_moves"]].rename(columns={"count": "count_a", "pct_of_moves": "pct_a"})
+    right = fb[[on, "count", "pct_of_moves"]].rename(columns={"count": "count_b", "pct_of_moves": "pct_b"})
+    merged = left.merge(right, on=on, how="outer", sort=False)
+    for c in ("count_a", "count_b"):
+        merged[c] = merged[c].fillna(0).astype(np.int64)
+    for c in ("pct_a", "pct_b"):
+        merged[c] = merged[c].fillna(0.0)
+    merged["_total"] = merged["count_a"] + merged["count_b"]
+    first = merged[on] == "(all)"
+    merged = pd.concat([merged[first], merged[~first].sort_values("_total", ascending=False, kind="stable")])
+    return merged.drop(columns="_total").reset_index(drop=True)
+
+
+def _with_side(frame: pd.DataFrame, label: str) -> pd.DataFrame:
+    frame = frame.drop(columns=["engine"]).copy()
+    frame.insert(0, "side", label)
+    return frame
+
+
+def compare(a: Side, b: Side, allow_different_positions: bool = False) -> Comparison:
+    """Compare two sides (one engine each); see the module docstring for the tables."""
+    for side, name in ((a, "A"), (b, "B")):
+        if len(side.searches) == 0:
+            raise InputError(f"{name} ({side.label}) holds no searches")
+    pa_ids, pb_ids = set(_position_ids(a.searches).dropna()), set(_position_ids(b.searches).dropna())
+    only_a, only_b = tuple(sorted(pa_ids - pb_ids)), tuple(sorted(pb_ids - pa_ids))
+    if (only_a or only_b) and not allow_different_positions:
+        example = (only_a or only_b)[0]
+        raise InputError(
+            f"A and B searched different positions ({len(only_a)} only in A, {len(only_b)} only in B, "
+            f"e.g. {example!r} only in {'A' if only_a else 'B'}); pass --allow-different-positions to compare anyway")
+    label_a, label_b = a.label, b.label
+    if label_a == label_b:
+        label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
+    ra = build_report(a.records, a.searches, ("acts", "lmr", "ebf", "skips"), ("engine",))
+    rb = build_report(b.records, b.searches, ("acts", "lmr", "ebf", "skips"), ("engine",))
+    return Comparison(
+        label_a=label_a,
+        label_b=label_b,
+        nodes=_nodes_table(a, b),
+        acts=_rank_aligned(ra["acts"], rb["acts"], label_a, label_b, "act"),
+        kinds=_merged(ra["kinds"], rb["kinds"], "kind"),
+        lmr=pd.concat([_with_side(ra["lmr"], label_a), _with_side(rb["lmr"], label_b)], ignore_index=True),
+        ebf=pd.concat([_with_side(ra["ebf"], label_a), _with_side(rb["ebf"], label_b)], ignore_index=True),
+        skips=_merged(ra["skips"], rb["skips"], "act"),
+        only_a=only_a,
+        only_b=only_b,
+    )
+
+
+def compare_loaded(loaded_a, loaded_b, label_a: str = "A", label_b: str = "B", engine_a: str | None = None,
+                   engine_b: str | None = None, allow_different_positions: bool = False) -> Comparison:
+    """:func:`compare` for two :class:`treediff.io.Loaded` inputs, choosing one engine per side."""
+    ra, sa = select_engine(loaded_a.records, loaded_a.searches, engine_a, "A")
+    rb, sb = select_engine(loaded_b.records, loaded_b.searches, engine_b, "B")
+    return compare(Side(label_a, ra, sa), Side(label_b, rb, sb), allow_different_positions)

@@ -1,0 +1,249 @@
+"""The ``ebf``, ``ebf_iter`` and ``ebf_ply`` tables: nodes and effective branching factor.
+
+Node counts
+    A search's node count is its number of RESULT records (``result_nodes``;
+    quiescence nodes never write RESULT, so they are excluded).  Searches the
+    runner recorded from an engine without TREEDUMP (``node_source`` =
+    ``engine``) use the engine's own count (``end_nodes``), which usually
+    includes quiescence; the ``node_source`` column says which was used.
+
+Depth
+    A search's depth ``D`` is its deepest ITER ``d`` (``max_iter``, plies).  A
+    search without ITER markers uses the deepest ``d`` of its root RESULT
+    records (ply 0), in plies.  Engine-sourced searches use their deepest
+    reported depth.
+
+``ebf`` (one row per group)
+    * ``mean_nodes``: mean node count per search;
+    * ``ebf`` = mean_nodes ^ (1 / D): the user's definition; defined only when
+      every search of the group has the same ``D`` (else NaN, see ``ebf_geo``);
+    * ``ebf_geo``: geometric mean over searches of nodes ^ (1 / D);
+    * ``ebf_iter`` = sqrt(Σ N_s(D_s) / Σ N_s(D_s − 2)) over the searches that
+      have both iterations, N_s(d) being the nodes of iteration d;
+    * ``ebf_fanout``: geometric mean of the per-ply fanouts of ``ebf_ply`` over
+      plies 0 … D_min − 2 (D_min: the group's smallest final depth), i.e.
+      (n(D_min − 1) / n(0)) ^ (1 / (D_min − 1)).
+
+``ebf_iter`` (one row per group and iteration d)
+    ``searches``: searches with nodes in iteration d; ``mean_nodes``: their
+    mean N(d); ``pairs``: searches with nodes in both d and d − 2;
+    ``ebf_iter`` = sqrt(Σ N(d) / Σ N(d − 2)) over those pairs.
+
+``ebf_ply`` (one row per group and ply, final iterations only)
+    ``nodes``: RESULT records at that ply in each search's final iteration,
+    summed over the group's searches; ``fanout`` = nodes(p + 1) / nodes(p).
+
+Engine-sourced per-iteration counts come from the searches column
+``iter_nodes``: a JSON list of ``[depth, nodes]`` pairs holding the engine's
+*cumulative* node count at the end of each depth (``info depth d nodes n``);
+N(d) = C(d) − C(d − 1) when depth d − 1 is listed (C(0) = 0), otherwise unknown.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from treediff.errors import InputError
+from treediff.report.context import Context
+from treediff.report.grouping import key_frame
+
+
+@dataclass
+class SearchNodes:
+    """Per-search node data, rows aligned with the searches table."""
+
+    nodes: np.ndarray        #: float, node count used (RESULT count or engine count)
+    source: np.ndarray       #: object, ``result`` or ``engine``
+    depth: np.ndarray        #: int, D in plies (0 when unknown)
+    per_iter: np.ndarray     #: float [searches, depth+1]: N(d), 0 when absent
+    final_iter: np.ndarray   #: int, the iteration whose RESULT records make the per-ply profile
+
+
+def _parse_iter_nodes(text, where: str) -> dict[int, float]:
+    """Per-iteration node counts from the cumulative ``[[d, nodes], ...]`` JSON of one search."""
+    if text is None or (isinstance(text, float) and np.isnan(text)) or text is pd.NA:
+        return {}
+    try:
+        pairs = json.loads(text)
+        cumulative = {int(d): float(n) for d, n in pairs}
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{where}: iter_nodes is not a JSON list of [depth, nodes] pairs: {text!r}") from exc
+    per_iter = {}
+    for d, c in cumulative.items():
+        if d == 1:
+            per_iter[d] = c
+        elif d - 1 in cumulative:
+            per_iter[d] = c - cumulative[d - 1]
+    return per_iter
+
+
+def search_nodes(ctx: Context) -> SearchNodes:
+    """Node count, depth and per-iteration counts of every search (see the module docstring)."""
+    s = ctx.searches
+    n_s = len(s)
+    source = (s["node_source"].astype("object").where(s["node_source"].notna(), "result").to_numpy()
+              if "node_source" in s.columns else np.full(n_s, "result", dtype=object))
+    engine_src = source == "engine"
+    res = ctx.is_result
+    srow_res = ctx.srow[res]
+    iters_res = ctx.iters[res]
+    width = int(iters_res.max()) + 1 if len(iters_res) else 1
+    engine_iters: dict[int, dict[int, float]] = {}
+    if "iter_nodes" in s.columns and engine_src.any():
+        for row in np.flatnonzero(engine_src):
+            engine_iters[row] = _parse_iter_nodes(s["iter_nodes"].iat[row], f"search {s['search'].iat[row]}")
+        deepest = max((max(v) for v in engine_iters.values() if v), default=0)
+        width = max(width, deepest + 1)
+    per_iter = np.bincount(srow_res * width + iters_res, minlength=n_s * width).astype(np.float64).reshape(n_s, width)
+    for row, counts in engine_iters.items():
+        per_iter[row, :] = 0.0
+        for d, c in counts.items():
+            per_iter[row, d] = c
+    present = per_iter > 0
+    final_iter = np.where(present.any(axis=1), width - 1 - np.argmax(present[:, ::-1], axis=1), 0)
+
+    # Depth: max_iter, else deepest root RESULT depth (plies), else the engine's deepest listed depth.
+    max_iter = (np.asarray(s["max_iter"].fillna(0), dtype=np.int64) if "max_iter" in s.columns
+                else np.zeros(n_s, dtype=np.int64))
+    depth = np.maximum(max_iter, final_iter)
+    no_iter = depth == 0
+    if no_iter.any() and len(srow_res):
+        root = res & (ctx.plies == 0)
+        root_depth = pd.Series(np.asarray(ctx.records["depth"], dtype=np.float64)[root]).groupby(ctx.srow[root]).max()
+        fill = np.zeros(n_s)
+        fill[root_depth.index.to_numpy()] = root_depth.to_numpy()
+        depth = np.where(no_iter, np.rint(fill).astype(np.int64), depth)
+    for row, counts in engine_iters.items():
+        if depth[row] == 0 and counts:
+            depth[row] = max(counts)
+
+    result_count = np.bincount(ctx.srow[res], minlength=n_s).astype(np.float64)
+    if "result_nodes" in s.columns:
+        declared = np.asarray(s["result_nodes"].astype("float64").fillna(np.nan), dtype=np.float64)
+        result_count = np.where(np.isnan(declared), result_count, declared)
+    nodes = result_count.copy()
+    if engine_src.any():
+        end = (np.asarray(s["end_nodes"].astype("float64"), dtype=np.float64) if "end_nodes" in s.columns
+               else np.full(n_s, np.nan))
+        for row in np.flatnonzero(engine_src):
+            value = end[row]
+            if np.isnan(value) and engine_iters.get(row):
+                pairs = json.loads(s["iter_nodes"].iat[row])
+                value = float(max(pairs)[1])
+            nodes[row] = value
+    return SearchNodes(nodes=nodes, source=source, depth=depth.astype(np.int64), per_iter=per_iter,
+                       final_iter=final_iter.astype(np.int64))
+
+
+def _ply_grid(ctx: Context, sn: SearchNodes) -> np.ndarray:
+    """[groups, plies] RESULT counts in each search's final iteration (TREEDUMP searches only)."""
+    sg = ctx.search_groups
+    final = ctx.is_result & (ctx.iters == sn.final_iter[ctx.srow]) & (sn.source[ctx.srow] != "engine")
+    g = sg.search_group[ctx.srow[final]]
+    ply = ctx.plies[final]
+    width = int(ply.max()) + 1 if len(ply) else 1
+    return np.bincount(g * width + ply, minlength=len(sg.groups) * width).reshape(len(sg.groups), width)
+
+
+def ebf_ply_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
+    """RESULT nodes per ply in each search's final iteration, summed per group, and the fanout to the next ply."""
+    sn = sn or search_nodes(ctx)
+    grid = _ply_grid(ctx, sn)
+    width = grid.shape[1]
+    fanout = np.full(grid.shape, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fanout[:, :-1] = np.where(grid[:, :-1] > 0, grid[:, 1:] / np.maximum(grid[:, :-1], 1), np.nan)
+    cells = np.flatnonzero(grid.ravel())
+    groups, plies = cells // width, cells % width
+    body = pd.DataFrame({"ply": plies, "nodes": grid.ravel()[cells].astype(np.int64),
+                         "fanout": fanout.ravel()[cells]})
+    return pd.concat([key_frame(ctx.search_groups.groups, groups), body], axis=1)
+
+
+def ebf_iter_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
+    """Per group and iteration d: mean N(d) and sqrt(ΣN(d)/ΣN(d−2)) over searches having both."""
+    sn = sn or search_nodes(ctx)
+    sg = ctx.search_groups
+    n_g = len(sg.groups)
+    n = sn.per_iter
+    width = n.shape[1]
+    have = n > 0
+    pair = np.zeros_like(have)
+    pair[:, 3:] = have[:, 3:] & have[:, 1:-2]
+    g = np.repeat(sg.search_group[:, None], width, axis=1)
+    cell = g * width + np.arange(width)[None, :]
+    size = n_g * width
+    cnt = np.bincount(cell[have], minlength=size)
+    tot = np.bincount(cell[have], weights=n[have], minlength=size)
+    pairs = np.bincount(cell[pair], minlength=size)
+    num = np.bincount(cell[pair], weights=n[pair], minlength=size)
+    shifted = np.zeros_like(n)
+    shifted[:, 2:] = n[:, :-2]
+    den = np.bincount(cell[pair], weights=shifted[pair], minlength=size)
+    keep = np.flatnonzero((cnt > 0) & (np.arange(size) % width >= 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        body = pd.DataFrame({
+            "iter": keep % width,
+            "searches": cnt[keep].astype(np.int64),
+            "mean_nodes": tot[keep] / cnt[keep],
+            "pairs": pairs[keep].astype(np.int64),
+            "ebf_iter": np.where(pairs[keep] > 0, np.sqrt(num[keep] / np.where(den[keep] > 0, den[keep], np.nan)),
+                                 np.nan),
+        })
+    return pd.concat([key_frame(sg.groups, keep // width), body], axis=1)
+
+
+def ebf_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
+    """One row per group: mean nodes, depth, and the four EBF estimators (see the module docstring)."""
+    sn = sn or search_nodes(ctx)
+    sg = ctx.search_groups
+    n_g = len(sg.groups)
+    g = sg.search_group
+    nodes, depth = sn.nodes, sn.depth
+    known = ~np.isnan(nodes)
+    count = np.bincount(g, minlength=n_g)
+    n_known = np.bincount(g[known], minlength=n_g)
+    frame = pd.DataFrame({"g": g, "depth": depth})
+    dmin = frame.groupby("g")["depth"].min().reindex(range(n_g)).fillna(0).astype(np.int64).to_numpy()
+    dmax = frame.groupby("g")["depth"].max().reindex(range(n_g)).fillna(0).astype(np.int64).to_numpy()
+    labels = np.full(n_g, "", dtype=object)
+    for name in sorted(set(sn.source)):
+        hit = np.bincount(g[sn.source == name], minlength=n_g) > 0
+        labels = np.where(hit, np.where(labels == "", name, labels + "," + name), labels)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_nodes = np.bincount(g[known], weights=nodes[known], minlength=n_g) / np.where(n_known > 0, n_known, np.nan)
+        ebf = np.where((dmin == dmax) & (dmin > 0) & (mean_nodes > 0),
+                       mean_nodes ** (1.0 / np.where(dmin > 0, dmin, 1)), np.nan)
+        ok = known & (depth > 0) & (nodes > 0)
+        logs = np.bincount(g[ok], weights=np.log(nodes[ok]) / depth[ok], minlength=n_g)
+        n_ok = np.bincount(g[ok], minlength=n_g)
+        ebf_geo = np.where(n_ok > 0, np.exp(logs / np.where(n_ok > 0, n_ok, 1)), np.nan)
+        # Last-iteration estimator: each search's own final iteration D and D - 2.
+        rows = np.arange(len(nodes))
+        fin = sn.final_iter
+        width = sn.per_iter.shape[1]
+        has_pair = fin >= 3
+        n_d = np.where(has_pair, sn.per_iter[rows, np.minimum(fin, width - 1)], 0.0)
+        n_d2 = np.where(has_pair, sn.per_iter[rows, np.maximum(fin - 2, 0)], 0.0)
+        use = has_pair & (n_d > 0) & (n_d2 > 0)
+        num = np.bincount(g[use], weights=n_d[use], minlength=n_g)
+        den = np.bincount(g[use], weights=n_d2[use], minlength=n_g)
+        ebf_iter = np.where(den > 0, np.sqrt(num / np.where(den > 0, den, 1)), np.nan)
+        # Fanout estimator over plies 0 .. D_min - 2 of the summed final-iteration ply profile.
+        grid = _ply_grid(ctx, sn)
+        tre = sn.source != "engine"
+        d_res = np.full(n_g, np.iinfo(np.int64).max)
+        np.minimum.at(d_res, g[tre], depth[tre])
+        fan = np.full(n_g, np.nan)
+        cand = np.flatnonzero((d_res >= 2) & (d_res <= grid.shape[1]))
+        last = d_res[cand] - 1
+        first_n, last_n = grid[cand, 0], grid[cand, last]
+        good = (first_n > 0) & (last_n > 0)
+        fan[cand[good]] = (last_n[good] / first_n[good]) ** (1.0 / last[good])
+    out = pd.DataFrame({"searches": count.astype(np.int64), "node_source": labels,
+                        "mean_nodes": mean_nodes, "depth_min": dmin, "depth_max": dmax, "ebf": ebf,
+                        "ebf_geo": ebf_geo, "ebf_iter": ebf_iter, "ebf_fanout": fan})
+    return pd.concat([sg.groups.reset_index(drop=True), out], axis=1)

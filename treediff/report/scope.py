@@ -1,0 +1,116 @@
+"""The ``scope`` table: does a prune skip one move, or abandon the node?
+
+For each PRUNE act and group:
+
+* ``prunes``: MOVE records of that act;
+* ``nodes``: node visits in which the act fired at least once (a *node visit*
+  is one search of one node: its MOVE decisions up to and including the
+  node's RESULT record; a node searched twice in an iteration, e.g. after an
+  LMR re-search, is two visits);
+* ``continued``: those visits in which some later sibling decision (a MOVE
+  record of the same node, same visit, higher ``seq``) follows the act's first
+  prune;
+* ``pct_continued`` = 100 · continued / nodes.  Near 100 % means the act skips
+  one move and the node goes on (``continue``); 0 % means the node is
+  abandoned after it (``break``).  A node whose only prune is its last move
+  counts as not continued, so "skip one move" engines land slightly below 100 %.
+
+An ``(all)`` row per group does the same for any PRUNE act.
+
+Implementation: the trace is a depth-first walk in decision order, so the
+record after an unsearched (pruned) move is either the next decision of the
+same node (a MOVE one ply deeper than the node) or the node's RESULT.  Node
+visits are delimited without looking at paths: at node ply n, a visit ends
+with a RESULT at ply n or when a record of a shallower node appears.  This
+needs records in (search, seq) order of a single context.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from treediff.report.acts import ALL_ROW
+from treediff.report.context import Context
+from treediff.report.grouping import key_frame
+
+_COLUMNS = ["act", "prunes", "nodes", "continued", "pct_continued"]
+
+
+def _order(ctx: Context) -> np.ndarray | None:
+    """Permutation putting records in (search, seq) order, or None when they already are."""
+    seq = np.asarray(ctx.records["seq"], dtype=np.int64)
+    if len(seq) < 2:
+        return None
+    key = ctx.srow * (int(seq.max()) + 1) + seq
+    if np.all(key[1:] >= key[:-1]):
+        return None
+    return np.argsort(key, kind="stable")
+
+
+def scope_table(ctx: Context) -> pd.DataFrame:
+    """Share of node visits that go on deciding moves after a PRUNE act fired (see the module docstring)."""
+    order = _order(ctx)
+    take = (lambda a: a) if order is None else (lambda a: a[order])
+    is_move = take(ctx.is_move)
+    plies = take(ctx.plies)
+    srow = take(ctx.srow)
+    iters = take(ctx.iters)
+    group = take(ctx.record_groups.record_group)
+    a_codes, a_cats = ctx.codes("act")
+    acts = take(a_codes)
+    prune = is_move & take(ctx.kind_mask("PRUNE"))
+    n = len(plies)
+    empty = pd.concat([ctx.record_groups.groups.iloc[:0].reset_index(drop=True),
+                       pd.DataFrame({c: [] for c in _COLUMNS})], axis=1)
+    if n == 0 or not prune.any():
+        return empty
+
+    node_ply = plies - is_move.astype(np.int64)
+    key = 2 * node_ply + is_move.astype(np.int64)  # RESULT at n -> 2n, MOVE at node n -> 2n + 1
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = (srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1])
+    prevkey = np.empty(n, dtype=np.int64)
+    prevkey[0] = -1
+    prevkey[1:] = key[:-1]
+    prevkey[new_run] = -1
+
+    idx = np.flatnonzero(prune)
+    level = node_ply[idx]
+    nxt = np.minimum(idx + 1, n - 1)
+    continued = (idx + 1 < n) & ~new_run[nxt] & (key[nxt] == 2 * level + 1)
+
+    visit = np.empty(len(idx), dtype=np.int64)
+    stop = int(idx.max()) + 1
+    for lv in np.unique(level):
+        at = level == lv
+        seg = np.cumsum(prevkey[:stop] <= 2 * lv)
+        visit[at] = seg[idx[at]]
+    # One id per (level, visit): ids from different levels never collide.
+    vid = (level - level.min()) * (stop + 1) + visit
+
+    g = group[idx]
+    a = acts[idx] + 1
+    na = len(a_cats) + 1
+    frames = []
+    for per_act in (True, False):
+        cell = g * na + (a if per_act else 0)
+        visit_key = cell * (int(vid.max()) + 1) + vid
+        uniq, inverse = np.unique(visit_key, return_inverse=True)
+        visit_cont = np.bincount(inverse, weights=continued, minlength=len(uniq)) > 0
+        visit_cell = uniq // (int(vid.max()) + 1)
+        size = ctx.record_groups.n * na
+        prunes = np.bincount(cell, minlength=size)
+        nodes = np.bincount(visit_cell, minlength=size)
+        cont = np.bincount(visit_cell[visit_cont], minlength=size)
+        cells = np.flatnonzero(prunes)
+        labels = np.concatenate([[None], a_cats])[cells % na] if per_act else np.full(len(cells), ALL_ROW, object)
+        frames.append(pd.DataFrame({
+            "_group": cells // na, "_all": 0 if not per_act else 1, "act": labels,
+            "prunes": prunes[cells].astype(np.int64), "nodes": nodes[cells].astype(np.int64),
+            "continued": cont[cells].astype(np.int64),
+            "pct_continued": 100.0 * cont[cells] / nodes[cells],
+        }))
+    body = pd.concat(frames, ignore_index=True)
+    body = body.sort_values(["_group", "_all", "prunes", "act"], ascending=[True, True, False, True], kind="stable")
+    keys = key_frame(ctx.record_groups.groups, body["_group"].to_numpy())
+    return pd.concat([keys, body[_COLUMNS].reset_index(drop=True)], axis=1)
