@@ -46,6 +46,8 @@ _CRAFTY_LMP = [3 + int((d + 0.5) ** 1.9) for d in range(16)]
 _CRAFTY_FP_MARGIN = (0, 100, 150, 200, 250, 300, 400)
 #: typhoon-style LMP: leftover moves beyond this place are skipped, by plies.
 _TYPHOON_LMP = (0, 4, 6, 9, 13, 18, 24)
+#: Stockfish-style history pruning: quiets with history below ``-scale * depth`` (plies).
+_HIST_PRUNE_SCALE = 24
 
 
 def _crafty_lmr(depth_plies: int, move_number: int) -> int:
@@ -440,7 +442,7 @@ class Searcher:
                 return -MATE + ply if in_check else 0
             # ---------------------------------------------------------- probcut
             if (self.is_stockfish and not pv and not in_check and not root
-                    and depth >= 5 * ONE_PLY and -MATE_BOUND < beta < MATE_BOUND):
+                    and depth >= 4 * ONE_PLY and -MATE_BOUND < beta < MATE_BOUND):
                 rbeta = beta + 200
                 tried = 0
                 for m in moves:
@@ -450,7 +452,7 @@ class Searcher:
                     if SEE_VALUE[victim] + ev < rbeta or self.see(m) < rbeta - ev:
                         continue
                     tried += 1
-                    nd = depth - 4 * ONE_PLY
+                    nd = depth - 3 * ONE_PLY
                     path = sep + self._text(m) if tracing else ""
                     self._decide("PROBCUT", path, ply + 1, tried, depth, nd, 0, alpha, beta, nt)
                     self.pfx[ply + 1] = path
@@ -559,7 +561,7 @@ class Searcher:
                                 prune_act = "SEE-CAP"
                         elif quiet:
                             h = hist[hbase + m.from_square * 64 + to]
-                            if sc < (1 << 21) and lmr_d < 4 and h < -3000 * dp:
+                            if sc < (1 << 21) and lmr_d < 4 and h < -_HIST_PRUNE_SCALE * dp:
                                 prune_act = "HIST-PRUNE"
                             elif lmr_d < 7 and ev + 100 + 150 * lmr_d <= alpha and not b.gives_check(m):
                                 prune_act = "FP-QUIET"

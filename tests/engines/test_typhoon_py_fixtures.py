@@ -1,0 +1,51 @@
+"""The committed example traces are real, consistent and reproducible byte for byte."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from typhoon_py.fixtures import FIXTURES, PROFILE_NAMES, regenerate
+from typhoon_trace_tools import read_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT / "fixtures" / "traces"
+EPD = ROOT / "fixtures" / "positions20.epd"
+ALL_FILES = [f.file_name(p) for f in FIXTURES for p in PROFILE_NAMES]
+
+
+def test_every_fixture_exists_is_small_and_matches_its_counters():
+    for name in ALL_FILES:
+        log = TRACES / name
+        assert log.stat().st_size < 300_000, name
+        searches = read_trace(log.read_text(encoding="utf-8"))
+        counters = json.loads((TRACES / name.replace(".log", ".counters.json")).read_text())
+        if isinstance(counters, dict):
+            counters = [counters]
+        assert len(counters) == len(searches)
+        for s, c in zip(searches, counters):
+            assert s.header["engine"] == name.split("_")[0]
+            assert len(s.tagged("RESULT")) == int(s.tagged("END")[0]["nodes"]) == c["nodes"]
+            assert dict(s.acts()) == c["acts"]
+            assert len(s.tagged("ITER")) == c["iterations"]
+
+
+@pytest.mark.parametrize("name", ["crafty_tactical-f6f7.log", "stockfish_batch3.log"])
+def test_regeneration_reproduces_fixture_bytes(tmp_path, name):
+    regenerate(tmp_path, EPD, only=[name])
+    assert (tmp_path / name).read_bytes() == (TRACES / name).read_bytes()
+    counters = name.replace(".log", ".counters.json")
+    assert (tmp_path / counters).read_bytes() == (TRACES / counters).read_bytes()
+
+
+def test_positions_file_has_twenty_labelled_positions():
+    from typhoon_py import read_epd
+
+    positions = read_epd(EPD)
+    assert len(positions) == 20 and len({p.id for p in positions}) == 20
+    phases = [p.phase for p in positions]
+    assert (phases.count("opening"), phases.count("middlegame"), phases.count("endgame")) == (7, 7, 6)
+    assert all(len(p.board.piece_map()) >= 8 and p.board.is_valid() for p in positions)
+    tactical = next(p for p in positions if p.id == "tactical-f6f7")
+    assert tactical.board.board_fen() == "2q1r1k1/1ppb4/r2p1Pp1/p4n1p/2P1n3/5NPP/PP3Q1K/2BRRB2"
