@@ -1,0 +1,325 @@
+"""Benchmark: ``treediff report --table all`` on a 5M-record parsed file vs a straightforward pandas version.
+
+    python benchmarks/bench_report.py            # 5,000,000 records (generated once into benchmarks/data/)
+    python benchmarks/bench_report.py --records 500000 --repeat 1
+
+The synthetic input is deterministic (fixed seeds): three engine-like act
+mixes (typhoon-like: wide LMP `continue`, little LMR; stockfish-like: heavy
+LMR with re-searches and several narrow prunes; crafty-like: prunes that
+abandon the node), each a genuine depth-first iterative-deepening trace with
+RESULT records closing every node visit, tiled over 20 positions per engine
+with phases 7/7/6, like the user's batch; each search's last iteration is
+cut where its share of the record budget ends.
+
+Both implementations run in the same process on the same file, each timed
+end to end (reading the Parquet file included, output rendered to a string),
+best of ``--repeat`` runs; the script checks that they agree on the numbers
+before it prints the ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from treediff.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA, searches_path_for  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data"
+ENGINES = ("typhoon", "stockfish", "crafty")
+KIND = {"FULL": "SEARCH", "LMR": "REDUCE", "LMR-RESEARCH": "RESEARCH", "EXT": "EXTEND", "LMP": "PRUNE",
+        "FP-QUIET": "PRUNE", "FP-CAP": "PRUNE", "SEE-QUIET": "PRUNE", "SEE-CAP": "PRUNE", "HIST-PRUNE": "PRUNE",
+        "NMP": "NULL_PROBE", "PROBCUT": "NODE_CUT", "NULLBAILOUT": "NODE_CUT"}
+SQUARES = [f"{f}{r}" for f in "abcdefgh" for r in "12345678"]
+MOVES = [a + b for a in SQUARES[:16] for b in SQUARES[16:32]]
+PHASES = ["opening"] * 7 + ["middlegame"] * 7 + ["endgame"] * 6
+NULL = {"typhoon": "(null)", "stockfish": "0000", "crafty": "0000"}
+
+
+# ------------------------------------------------------------------ the synthetic input
+
+class _Tree:
+    """One engine-like iterative-deepening search, written depth-first as records (lists of columns)."""
+
+    def __init__(self, engine: str, seed: int):
+        self.engine = engine
+        self.rng = random.Random(seed)
+        self.cols: dict[str, list] = {k: [] for k in ("iter", "tag", "path", "ply", "move", "null_move", "mn",
+                                                      "depth", "new_depth", "reduction", "act")}
+        self.iter = 0
+
+    def _emit(self, tag, path, ply, move, null, mn, depth, nd, red, act):
+        c = self.cols
+        c["iter"].append(self.iter)
+        c["tag"].append(tag)
+        c["path"].append(path)
+        c["ply"].append(ply)
+        c["move"].append(move)
+        c["null_move"].append(null)
+        c["mn"].append(mn)
+        c["depth"].append(depth)
+        c["new_depth"].append(nd)
+        c["reduction"].append(red)
+        c["act"].append(act)
+
+    def _decide(self, i: int, depth: float) -> tuple[str, float]:
+        """(act, reduction in plies) for the i-th move (1-based) of a node."""
+        r = self.rng.random()
+        if i <= 2:
+            return ("EXT", 0.0) if r < 0.08 else ("FULL", 0.0)
+        if self.engine == "typhoon":
+            if r < 0.60:
+                return "LMP", 0.0
+            if r < 0.66:
+                return "LMR", self.rng.choice([1.0, 1.0, 1.25, 1.5, 1.75])
+        elif self.engine == "stockfish":
+            if r < 0.20:
+                return "FP-QUIET", 0.0
+            if r < 0.25:
+                return "SEE-QUIET", 0.0
+            if r < 0.27:
+                return "FP-CAP", 0.0
+            if r < 0.28:
+                return "HIST-PRUNE", 0.0
+            if r < 0.55:
+                return "LMR", float(self.rng.choice([1, 1, 2, 2, 3, 4]))
+        else:
+            if r < 0.12:
+                return "FP-QUIET", 0.0
+            if r < 0.18:
+                return "LMP", 0.0
+            if r < 0.21:
+                return "LMR", float(self.rng.choice([1, 1, 2]))
+        return "FULL", 0.0
+
+    def node(self, path: str, ply: int, depth: float) -> None:
+        rng = self.rng
+        prefix = path + "/" if path else ""
+        if ply > 0 and depth >= 2 and rng.random() < 0.25:
+            null = NULL[self.engine]
+            self._emit("MOVE", prefix + null, ply + 1, null, True, 0, depth, None, None, "NMP")
+            if rng.random() < 0.4:
+                self._emit("RESULT", path, ply, None, False, None, depth, None, None, None)
+                return
+        n_moves = rng.randint(12, 30)
+        for i in range(1, n_moves + 1):
+            mv = MOVES[rng.randrange(len(MOVES))]
+            act, red = self._decide(i, depth)
+            child = prefix + mv
+            if KIND[act] == "PRUNE":
+                self._emit("MOVE", child, ply + 1, mv, False, i, depth, None, None, act)
+                if self.engine == "crafty":
+                    break  # Crafty-like: the prune abandons the node
+                continue
+            nd = depth - 1 + (1 if act == "EXT" else 0) - red
+            self._emit("MOVE", child, ply + 1, mv, False, i, depth, max(nd, 0.0), red if act == "LMR" else None, act)
+            if nd >= 1:
+                self.node(child, ply + 1, nd)
+            if act == "LMR" and self.engine != "typhoon" and rng.random() < 0.08:
+                self._emit("MOVE", child, ply + 1, mv, False, i, depth, depth - 1, None, "LMR-RESEARCH")
+                if depth - 1 >= 1:
+                    self.node(child, ply + 1, depth - 1)
+            if ply > 0 and rng.random() < 0.25:
+                break  # beta cutoff
+        self._emit("RESULT", path, ply, None, False, None, depth, None, None, None)
+
+    def run(self, target: int) -> dict[str, list]:
+        d = 0
+        while len(self.cols["tag"]) < target:
+            d += 1
+            self.iter = d
+            self.node("", 0, float(d))
+        return self.cols
+
+
+def generate(path: Path, records: int, positions: int = 20) -> Path:
+    """Write ``path`` (records) and its searches table; deterministic for a given ``records``."""
+    per_search = -(-records // (len(ENGINES) * positions))
+    rec_tables, searches = [], []
+    search = 0
+    for e_i, engine in enumerate(ENGINES):
+        # The last iteration is cut where the record budget ends, like a search stopped by time.
+        template = {k: v[:per_search] for k, v in _Tree(engine, seed=1000 + e_i).run(per_search).items()}
+        n = len(template["tag"])
+        base = pa.table({
+            "iter": pa.array(template["iter"], pa.int16()),
+            "seq": pa.array(np.arange(n), pa.int64()),
+            "line": pa.array(np.arange(n) + 3, pa.int64()),
+            "tag": pa.array(template["tag"]).dictionary_encode(),
+            "path": pa.array(template["path"], pa.string()),
+            "ply": pa.array(template["ply"], pa.int16()),
+            "move": pa.array(template["move"], pa.string()).dictionary_encode(),
+            "null_move": pa.array(template["null_move"], pa.bool_()),
+            "mn": pa.array(template["mn"], pa.int16()),
+            "depth": pa.array(template["depth"], pa.float32()),
+            "new_depth": pa.array(template["new_depth"], pa.float32()),
+            "reduction": pa.array(template["reduction"], pa.float32()),
+            "act": pa.array(template["act"], pa.string()).dictionary_encode(),
+            "kind": pa.array([KIND.get(a) if a else None for a in template["act"]], pa.string()).dictionary_encode(),
+        })
+        n_results = template["tag"].count("RESULT")
+        max_iter = max(template["iter"])
+        for p in range(positions):
+            pos, phase = f"pos{p:02d}", PHASES[p % len(PHASES)]
+            cols = {}
+            for field in RECORDS_SCHEMA:
+                name = field.name
+                if name in base.column_names:
+                    col = base.column(name)
+                elif name == "engine":
+                    col = pa.array([engine] * n).dictionary_encode()
+                elif name == "search":
+                    col = pa.array(np.full(n, search, np.int32))
+                elif name == "position":
+                    col = pa.array([pos] * n).dictionary_encode()
+                elif name == "fen":
+                    col = pa.array([f"fen-{pos}"] * n).dictionary_encode()
+                elif name == "phase":
+                    col = pa.array([phase] * n).dictionary_encode()
+                else:
+                    col = pa.nulls(n, field.type)
+                cols[name] = col.cast(field.type) if col.type != field.type else col
+            rec_tables.append(pa.table(cols, schema=RECORDS_SCHEMA))
+            searches.append({"engine": engine, "search": search, "position": pos, "fen": f"fen-{pos}",
+                             "phase": phase, "phase_source": "header", "unit": 64 if engine == "typhoon" else 1,
+                             "producer": "bench", "source": "synthetic", "first_line": 1, "contexts": None,
+                             "kept_context": None, "iterations": max_iter, "max_iter": max_iter, "records": n,
+                             "moves": n - n_results, "result_nodes": n_results, "end_nodes": n_results,
+                             "end_best": None, "end_score": None, "node_source": "result", "warnings": None})
+            search += 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pq.ParquetWriter(path, RECORDS_SCHEMA, compression="zstd") as writer:
+        for t in rec_tables:
+            writer.write_table(t)
+    pq.write_table(pa.Table.from_pylist(searches, schema=SEARCHES_SCHEMA), searches_path_for(str(path)))
+    return path
+
+
+# ------------------------------------------------------------------ the straightforward pandas version
+
+def straightforward(path: Path) -> dict[str, pd.DataFrame]:
+    """What one writes without thinking about speed: read everything, groupby, string paths."""
+    rec = pd.read_parquet(path)
+    srch = pd.read_parquet(searches_path_for(str(path)))
+    rec["engine"] = rec["engine"].astype(str)
+    rec["tag"] = rec["tag"].astype(str)
+    rec["kind"] = rec["kind"].astype(str)
+    rec["act"] = rec["act"].astype(str)
+    moves = rec[rec["tag"] == "MOVE"]
+    out = {}
+    acts = moves.groupby(["engine", "act"]).size().rename("count").reset_index()
+    acts["pct_of_moves"] = 100 * acts["count"] / acts.groupby("engine")["count"].transform("sum")
+    out["acts"] = acts
+    lmr_rows = []
+    for engine, m in moves.groupby("engine"):
+        lmr = m[m["kind"] == "REDUCE"]
+        lmr_rows.append({"engine": engine, "moves": len(m), "real_moves": int((~m["null_move"]).sum()),
+                         "lmr": len(lmr), "mean_red": lmr["reduction"].mean(), "median_red": lmr["reduction"].median(),
+                         "p90_red": lmr["reduction"].quantile(0.9),
+                         "research": int((m["kind"] == "RESEARCH").sum())})
+    out["lmr"] = pd.DataFrame(lmr_rows)
+    res = rec[rec["tag"] == "RESULT"]
+    per_search = res.groupby("search").size()
+    srch = srch.assign(nodes=srch["search"].map(per_search).fillna(0))
+    ebf = srch.groupby("engine").agg(mean_nodes=("nodes", "mean"), depth=("max_iter", "max")).reset_index()
+    ebf["ebf"] = ebf["mean_nodes"] ** (1 / ebf["depth"])
+    per_iter = res.groupby(["engine", "search", "iter"]).size().rename("n").reset_index()
+    out["ebf"] = ebf
+    out["ebf_iter_counts"] = per_iter
+    final = res[res["iter"] == res["search"].map(srch.set_index("search")["max_iter"])]
+    out["ebf_ply"] = final.groupby(["engine", "ply"]).size().rename("nodes").reset_index()
+    prunes = moves[moves["kind"] == "PRUNE"]
+    out["skips"] = prunes.groupby(["engine", "act"]).size().rename("count").reset_index()
+    # scope, by paths: a node visit ends with the RESULT whose path is the node
+    node = rec["path"].where(rec["tag"] == "RESULT", rec["path"].str.rsplit("/", n=1).str[0].where(
+        rec["path"].str.contains("/"), ""))
+    frame = pd.DataFrame({"engine": rec["engine"], "search": rec["search"], "iter": rec["iter"], "node": node,
+                          "seq": rec["seq"], "is_result": rec["tag"] == "RESULT", "kind": rec["kind"],
+                          "act": rec["act"]})
+    frame = frame.sort_values(["search", "iter", "node", "seq"])
+    frame["visit"] = frame.groupby(["search", "iter", "node"])["is_result"].cumsum() - frame["is_result"]
+    mv = frame[~frame["is_result"]]
+    last_move = mv.groupby(["search", "iter", "node", "visit"])["seq"].max().rename("last_seq")
+    pr = mv[mv["kind"] == "PRUNE"]
+    first = pr.groupby(["engine", "act", "search", "iter", "node", "visit"])["seq"].min().rename("first").reset_index()
+    first = first.join(last_move, on=["search", "iter", "node", "visit"])
+    first["continued"] = first["last_seq"] > first["first"]
+    out["scope"] = first.groupby(["engine", "act"]).agg(nodes=("continued", "size"),
+                                                        continued=("continued", "sum")).reset_index()
+    return out
+
+
+# ------------------------------------------------------------------ running both
+
+def run_treediff(path: Path) -> tuple[dict[str, pd.DataFrame], str]:
+    from treediff.io import load
+    from treediff.render.output import render
+    from treediff.report.core import TABLES, build_report, columns_for
+
+    loaded = load([str(path)], columns=columns_for(TABLES, ("engine",)))
+    report = build_report(loaded.records, loaded.searches, TABLES, ("engine",))
+    text = render(report.sections, "table")
+    return {s.name: s.frame for s in report.sections}, text
+
+
+def check_agreement(ours: dict[str, pd.DataFrame], base: dict[str, pd.DataFrame]) -> None:
+    a = ours["acts"].set_index(["engine", "act"])["count"].astype(int)
+    b = base["acts"].set_index(["engine", "act"])["count"].astype(int)
+    assert a.sort_index().equals(b.sort_index()), "acts differ"
+    lo, lb = ours["lmr"].set_index("engine"), base["lmr"].set_index("engine")
+    for col in ("moves", "real_moves", "lmr", "research"):
+        assert (lo.loc[lb.index, col].astype(int) == lb[col].astype(int)).all(), col
+    for col in ("mean_red", "median_red", "p90_red"):
+        assert np.allclose(lo.loc[lb.index, col], lb[col], rtol=1e-6), col
+    eo, eb = ours["ebf"].set_index("engine"), base["ebf"].set_index("engine")
+    assert np.allclose(eo.loc[eb.index, "ebf"], eb["ebf"], rtol=1e-9), "ebf differs"
+    po = ours["ebf_ply"].set_index(["engine", "ply"])["nodes"]
+    pb = base["ebf_ply"].set_index(["engine", "ply"])["nodes"]
+    assert po.sort_index().equals(pb.sort_index().astype(po.dtype)), "per-ply nodes differ"
+    so = ours["scope"][ours["scope"]["act"] != "(all)"].set_index(["engine", "act"])[["nodes", "continued"]]
+    sb = base["scope"].set_index(["engine", "act"])[["nodes", "continued"]]
+    assert (so.loc[sb.index].astype(int).to_numpy() == sb.astype(int).to_numpy()).all(), "scope differs"
+
+
+def best_of(fn, repeat: int):
+    times, result = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=5_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    path = DATA / f"bench_report_{args.records}.parquet"
+    if not path.exists() or not Path(searches_path_for(str(path))).exists():
+        t0 = time.perf_counter()
+        generate(path, args.records)
+        print(f"generated {path} in {time.perf_counter() - t0:.1f} s")
+    n = pq.ParquetFile(path).metadata.num_rows
+    print(f"input: {n:,} records, {path.stat().st_size / 1e6:.1f} MB")
+    t_ours, (ours, _) = best_of(lambda: run_treediff(path), args.repeat)
+    t_base, base = best_of(lambda: straightforward(path), args.repeat)
+    check_agreement(ours, base)
+    print("both implementations agree on acts, lmr, ebf, per-ply nodes and scope")
+    print(f"treediff report --table all : {t_ours:6.2f} s  (best of {args.repeat})")
+    print(f"straightforward pandas      : {t_base:6.2f} s  (best of {args.repeat})")
+    print(f"speed-up                    : {t_base / t_ours:6.2f}x   target: <= 5 s and >= 1x")
+    return 0 if t_ours <= t_base else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
