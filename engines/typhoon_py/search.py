@@ -64,6 +64,63 @@ def _stockfish_lmr(depth_plies: int, move_number: int) -> int:
     return int(0.5 + 0.46 * _SF_LOG[min(depth_plies, 255)] * _SF_LOG[min(move_number, 255)])
 
 
+class _NodeSan:
+    """SAN (without ``+``/``#``) for the moves of one node, disambiguated against the node's
+    legal move list once instead of regenerating moves per call as ``Board.san`` does.
+    The rules are python-chess's; the tests check every traced move against ``Board.san``."""
+
+    __slots__ = ("board", "moves", "groups")
+
+    def __init__(self, board: chess.Board, moves: list) -> None:
+        self.board = board
+        self.moves = moves
+        groups: dict[int, int] = {}
+        pta = board.piece_type_at
+        for m in moves:
+            key = pta(m.from_square) * 64 + m.to_square
+            groups[key] = groups.get(key, 0) + 1
+        self.groups = groups
+
+    def __call__(self, move: chess.Move) -> str:
+        b = self.board
+        frm, to = move.from_square, move.to_square
+        pt = b.piece_type_at(frm)
+        capture = b.piece_type_at(to) is not None
+        if pt == PAWN:
+            if frm & 7 != to & 7:
+                text = _FILES[frm & 7] + "x" + _SQUARE_NAMES[to]
+            else:
+                text = _SQUARE_NAMES[to]
+            if move.promotion:
+                text += "=" + _PIECE_LETTERS[move.promotion]
+            return text
+        if pt == KING and (to - frm == 2 or frm - to == 2):
+            return "O-O" if to > frm else "O-O-O"
+        text = _PIECE_LETTERS[pt]
+        if self.groups.get(pt * 64 + to, 0) > 1:
+            same_rank = same_file = False
+            for o in self.moves:
+                of = o.from_square
+                if o.to_square == to and of != frm and b.piece_type_at(of) == pt:
+                    if of >> 3 == frm >> 3:
+                        same_rank = True
+                    if of & 7 == frm & 7:
+                        same_file = True
+            if same_rank or not same_file:
+                text += _FILES[frm & 7]
+            if same_file:
+                text += _RANKS[frm >> 3]
+        if capture:
+            text += "x"
+        return text + _SQUARE_NAMES[to]
+
+
+_FILES = "abcdefgh"
+_RANKS = "12345678"
+_SQUARE_NAMES = chess.SQUARE_NAMES
+_PIECE_LETTERS = ("", "P", "N", "B", "R", "Q", "K")
+
+
 def _san_without_suffix(board: chess.Board, move: chess.Move) -> str:
     """SAN of ``move`` without its check suffix (python-chess's own routine when present)."""
     alg = getattr(board, "_algebraic_without_suffix", None)
@@ -528,6 +585,7 @@ class Searcher:
         extend_ok = ply < 2 * self.root_depth
         child_pv_cut = True  # children after the first are expected to fail high (CUT) at PV nodes
         mn = 0
+        text = _NodeSan(b, moves) if tracing and is_crafty else self._text
         for i, m in enumerate(ordered):
             mn += 1
             sc = scores[i]
@@ -536,7 +594,7 @@ class Searcher:
             is_cap = bool(victim) or (to == b.ep_square and b.piece_type_at(m.from_square) == PAWN)
             quiet = not is_cap and not m.promotion
             good_cap = is_cap and sc > 0
-            path = sep + self._text(m) if tracing else ""
+            path = sep + text(m) if tracing else ""
             # ------------------------------------------------ forward pruning
             if may_prune and mn > 1:
                 prune_act = None

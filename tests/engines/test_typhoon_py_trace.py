@@ -157,3 +157,23 @@ def test_parser_counts_equal_engine_counters(tmp_path, profile, policy, scope):
         assert srch["position"][k] == ids[k]
     if policy == "profile":
         assert not result.warnings, result.warnings
+
+
+def test_node_san_equals_python_chess_san_without_suffix():
+    from typhoon_py.search import _NodeSan
+
+    fens = [p.board.fen() for p in POSITIONS.values()] + [
+        "7k/8/8/1Q3Q2/8/1Q3Q2/8/K7 w - - 0 1",          # four queens: file, rank and square disambiguation
+        "4k3/8/8/8/8/8/R6R/4K1N1 w - - 0 1",             # rooks on one rank
+        "4k3/8/8/R7/8/R7/8/4K3 w - - 0 1",               # rooks on one file
+        "r3k2r/1P6/8/2pP4/8/8/8/R3K2R w KQkq c6 0 1",    # castling, en passant, promotion with capture
+    ]
+    checked = 0
+    for fen in fens:
+        board = chess.Board(fen)
+        moves = list(board.legal_moves)
+        san = _NodeSan(board, moves)
+        for m in moves:
+            assert san(m) == board.san(m).rstrip("+#"), (fen, m)
+            checked += 1
+    assert checked > 500
