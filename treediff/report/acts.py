@@ -22,12 +22,20 @@ ALL_ROW = "(all)"
 
 def move_totals(ctx: Context) -> np.ndarray:
     """Number of MOVE records per record group."""
-    g = ctx.record_groups.record_group[ctx.is_move]
-    return np.bincount(g, minlength=ctx.record_groups.n).astype(np.int64)
+    if "move_totals" not in ctx._cache:
+        g = ctx.record_groups.record_group[ctx.is_move]
+        ctx._cache["move_totals"] = np.bincount(g, minlength=ctx.record_groups.n).astype(np.int64)
+    return ctx._cache["move_totals"]
 
 
 def _act_kind_counts(ctx: Context) -> pd.DataFrame:
-    """Long frame: group, act, kind, count (only non-zero cells), for MOVE records."""
+    """Long frame: group, act, kind, count (only non-zero cells), for MOVE records (cached on ``ctx``)."""
+    if "act_kind_counts" not in ctx._cache:
+        ctx._cache["act_kind_counts"] = _count_act_kind(ctx)
+    return ctx._cache["act_kind_counts"]
+
+
+def _count_act_kind(ctx: Context) -> pd.DataFrame:
     move = ctx.is_move
     g = ctx.record_groups.record_group[move]
     a_codes, a_cats = ctx.codes("act")

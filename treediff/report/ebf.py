@@ -139,13 +139,19 @@ def search_nodes(ctx: Context) -> SearchNodes:
 
 
 def _ply_grid(ctx: Context, sn: SearchNodes) -> np.ndarray:
-    """[groups, plies] RESULT counts in each search's final iteration (TREEDUMP searches only)."""
+    """[groups, plies] RESULT counts in each search's final iteration (TREEDUMP searches only); cached."""
+    cached = ctx._cache.get("ply_grid")
+    if cached is not None and cached[0] is sn:
+        return cached[1]
     sg = ctx.search_groups
-    final = ctx.is_result & (ctx.iters == sn.final_iter[ctx.srow]) & (sn.source[ctx.srow] != "engine")
+    traced = sn.source != "engine"  # per search; indexed by record below (no per-record string compare)
+    final = ctx.is_result & (ctx.iters == sn.final_iter[ctx.srow]) & traced[ctx.srow]
     g = sg.search_group[ctx.srow[final]]
     ply = ctx.plies[final]
     width = int(ply.max()) + 1 if len(ply) else 1
-    return np.bincount(g * width + ply, minlength=len(sg.groups) * width).reshape(len(sg.groups), width)
+    grid = np.bincount(g * width + ply, minlength=len(sg.groups) * width).reshape(len(sg.groups), width)
+    ctx._cache["ply_grid"] = (sn, grid)
+    return grid
 
 
 def ebf_ply_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:

@@ -79,29 +79,36 @@ def scope_table(ctx: Context) -> pd.DataFrame:
     nxt = np.minimum(idx + 1, n - 1)
     continued = (idx + 1 < n) & ~new_run[nxt] & (key[nxt] == 2 * level + 1)
 
+    # Visit number of each prune within its level: at node ply n a visit starts after a record with
+    # prevkey <= 2n (a shallower record, or the node's own RESULT), so a running count of such records
+    # numbers the visits; it never decreases along the trace.
     visit = np.empty(len(idx), dtype=np.int64)
-    stop = int(idx.max()) + 1
     for lv in np.unique(level):
-        at = level == lv
-        seg = np.cumsum(prevkey[:stop] <= 2 * lv)
-        visit[at] = seg[idx[at]]
-    # One id per (level, visit): ids from different levels never collide.
-    vid = (level - level.min()) * (stop + 1) + visit
+        at = np.flatnonzero(level == lv)
+        lo, hi = int(idx[at[0]]), int(idx[at[-1]]) + 1
+        seg = np.cumsum(prevkey[lo:hi] <= 2 * lv, dtype=np.int32)
+        visit[at] = seg[idx[at] - lo]
 
     g = group[idx]
     a = acts[idx] + 1
     na = len(a_cats) + 1
+    size = ctx.record_groups.n * na
     frames = []
     for per_act in (True, False):
         cell = g * na + (a if per_act else 0)
-        visit_key = cell * (int(vid.max()) + 1) + vid
-        uniq, inverse = np.unique(visit_key, return_inverse=True)
-        visit_cont = np.bincount(inverse, weights=continued, minlength=len(uniq)) > 0
-        visit_cell = uniq // (int(vid.max()) + 1)
-        size = ctx.record_groups.n * na
+        # Sort prunes by (level, act), keeping trace order inside: visit numbers then never decrease inside
+        # a block, and a prune is the first of its (act, visit) where the block starts or the number changes.
+        block = level * na + (a if per_act else 0)
+        order_b = np.argsort(block, kind="stable")
+        b_sorted, v_sorted = block[order_b], visit[order_b]
+        first_sorted = np.ones(len(order_b), dtype=bool)
+        first_sorted[1:] = (b_sorted[1:] != b_sorted[:-1]) | (v_sorted[1:] != v_sorted[:-1])
+        first = np.empty_like(first_sorted)
+        first[order_b] = first_sorted
         prunes = np.bincount(cell, minlength=size)
-        nodes = np.bincount(visit_cell, minlength=size)
-        cont = np.bincount(visit_cell[visit_cont], minlength=size)
+        nodes = np.bincount(cell[first], minlength=size)
+        # The first prune's successor decides: a sibling decision follows it iff the visit went on.
+        cont = np.bincount(cell[first & continued], minlength=size)
         cells = np.flatnonzero(prunes)
         labels = np.concatenate([[None], a_cats])[cells % na] if per_act else np.full(len(cells), ALL_ROW, object)
         frames.append(pd.DataFrame({
