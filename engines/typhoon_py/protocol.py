@@ -99,15 +99,26 @@ class UciEngine:
         self.s = _Session(config, trace_path, out)
         self.options = {"profile": config.profile.name, "lmrpolicy": config.lmr_policy.value,
                         "prunescope": config.prune_scope.value}
+        self.infinite = False  # the running search only ends on `stop`
 
     def run(self, lines) -> None:
         try:
             for line in lines:
                 if not self.handle(line):
                     return
-            self.s.wait()  # end of input: never abandon a running search
+            # End of input: finish the running search and answer it; only an infinite
+            # search is stopped, since nobody is left to send `stop`.
+            if self.infinite:
+                self.s.stop()
+            self.s.wait()
         finally:
             self.s.close_trace()
+
+    def _settle(self) -> None:
+        """Before a command that needs the engine idle: wait for the search (stop it if infinite)."""
+        if self.infinite and self.s.searching():
+            self.s.stop()
+        self.s.wait()
 
     def handle(self, line: str) -> bool:
         """Handle one command; ``False`` means quit."""
@@ -136,13 +147,13 @@ class UciEngine:
         elif cmd == "stop":
             s.stop()
         elif cmd == "ucinewgame":
-            s.wait()
+            self._settle()
             s.board = chess.Board()
         elif cmd == "setoption":
-            s.wait()
+            self._settle()
             self._setoption(args)
         elif cmd == "position":
-            s.wait()
+            self._settle()
             self._position(args)
         elif cmd == "go":
             self._go(args)
@@ -195,8 +206,9 @@ class UciEngine:
 
     def _go(self, args: list[str]) -> None:
         s = self.s
-        s.wait()
+        self._settle()
         depth, node_limit, movetime = DEFAULT_DEPTH, None, None
+        self.infinite = "infinite" in args
         i = 0
         while i < len(args):
             w = args[i]

@@ -179,3 +179,8 @@ def test_parser_sees_the_ponder_contamination(tmp_path):
     dirty_row = {n: dirty.searches.column(n).to_pylist()[0] for n in ("result_nodes", "end_nodes")}
     clean_row = {n: clean.searches.column(n).to_pylist()[0] for n in ("result_nodes", "end_nodes")}
     assert dirty_row == clean_row and clean_row["result_nodes"] == clean_row["end_nodes"] > 0
+
+
+def test_uci_end_of_input_stops_an_infinite_search(tmp_path):
+    out = _run(["uci", "position startpos", "go infinite"], tmp_path)
+    assert sum(line.startswith("bestmove ") for line in out) == 1
