@@ -536,15 +536,23 @@ class Searcher:
         hbase = 0 if b.turn else 4096
         ep = b.ep_square
         pawns = b.pawns
+        # Compare integer from/to keys: Move.__eq__ is slow in the hot loop.
+        ttk = tt_move.from_square * 64 + tt_move.to_square if tt_move else -1
+        k0k = k0.from_square * 64 + k0.to_square if k0 else -1
+        k1k = k1.from_square * 64 + k1.to_square if k1 else -1
+        cmk = cm.from_square * 64 + cm.to_square if cm else -1
+        pta = b.piece_type_at
         scores = []
         for m in moves:
-            if m == tt_move:
+            frm = m.from_square
+            to = m.to_square
+            mk = frm * 64 + to
+            if mk == ttk and m == tt_move:
                 s = 1 << 30
             else:
-                to = m.to_square
-                victim = b.piece_type_at(to)
-                if victim or (to == ep and _BB_SQUARES[m.from_square] & pawns):
-                    attacker = b.piece_type_at(m.from_square)
+                victim = pta(to)
+                if victim or (to == ep and _BB_SQUARES[frm] & pawns):
+                    attacker = pta(frm)
                     v = SEE_VALUE[victim] if victim else 100
                     if v < SEE_VALUE[attacker] and self.see(m) < 0:
                         s = -(1 << 24) + v - attacker
@@ -552,14 +560,14 @@ class Searcher:
                         s = (1 << 24) + v * 16 - attacker
                 elif m.promotion:
                     s = (1 << 24) + (m.promotion == QUEEN) * 8000
-                elif m == k0:
+                elif mk == k0k:
                     s = 1 << 22
-                elif m == k1:
+                elif mk == k1k:
                     s = (1 << 22) - 1
-                elif m == cm:
+                elif mk == cmk:
                     s = (1 << 21)
                 else:
-                    s = hist[hbase + m.from_square * 64 + to]
+                    s = hist[hbase + mk]
             scores.append(s)
         idx = sorted(range(len(moves)), key=scores.__getitem__, reverse=True)
         return [moves[i] for i in idx], [scores[i] for i in idx]
@@ -599,7 +607,8 @@ class Searcher:
             if may_prune and mn > 1:
                 prune_act = None
                 if is_typhoon:
-                    leftover = sc < (1 << 21) and m != tt_move and not good_cap and not m.promotion
+                    # sc < 2**21: not the TT move, a killer or the countermove (see _order)
+                    leftover = sc < (1 << 21) and not good_cap and not m.promotion
                     if (leftover and dp < len(_TYPHOON_LMP) and mn > _TYPHOON_LMP[dp] + (2 if pv else 0)
                             and not b.gives_check(m)):
                         prune_act = "LMP"
@@ -665,7 +674,7 @@ class Searcher:
                             act = "LMR"
                 elif is_typhoon:
                     act = "FULL"
-                    if (not in_check and depth >= 3 * ONE_PLY and sc < (1 << 21) and m != tt_move
+                    if (not in_check and depth >= 3 * ONE_PLY and sc < (1 << 21)
                             and not good_cap and not m.promotion and mn > 2):
                         red = ONE_PLY + QUARTER_PLY * min(3, (mn - 3) // 5)
                         act = "LMR"
