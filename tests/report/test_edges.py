@@ -1,0 +1,90 @@
+"""Edge cases: 0-node searches, missing phases, engine-only inputs, every grouping combination."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from tracebuild import concat, read_trace
+from treediff.report.core import TABLES, build_report
+
+EMPTY_SEARCH = """\
+TREEDUMP engine=stockfish v=1 id=z fen=8/8/8/8/8/8/8/K6k w - - 0 1
+END nodes=0
+"""
+
+NO_PHASE = """\
+TREEDUMP engine=stockfish v=1 id=q fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1
+ITER d=1
+MOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL
+MOVE path=d2d4 ply=1 mn=2 d=1 nd=0 act=FULL
+RESULT path=- ply=0 d=1 score=1
+END nodes=1
+"""
+
+
+def test_zero_node_search_next_to_a_normal_one(stockfish):
+    records, searches = concat(stockfish, read_trace(EMPTY_SEARCH))
+    rep = build_report(records, searches)
+    nodes = rep["nodes"].iloc[0]
+    assert (nodes["searches"], nodes["nodes"]) == (3, 14)
+    assert nodes["mean_nodes"] == pytest.approx(14 / 3)
+    ebf = rep["ebf"].iloc[0]
+    assert ebf["depth_min"] == 0 and math.isnan(ebf["ebf"])
+    # the 0-node search has no depth: it does not enter the geometric mean
+    assert ebf["ebf_geo"] == pytest.approx(math.exp((math.log(10) / 3 + math.log(4) / 2) / 2))
+    by_pos = build_report(records, searches, tables=["ebf", "nodes"], by="position")
+    z = by_pos["ebf"][by_pos["ebf"]["position"] == "z"].iloc[0]
+    assert z["mean_nodes"] == 0 and math.isnan(z["ebf"])
+
+
+def test_missing_phase_groups_as_null(stockfish):
+    records, searches = concat(stockfish, read_trace(NO_PHASE))
+    lmr = build_report(records, searches, tables=["lmr"], by="phase")["lmr"]
+    assert list(lmr["phase"].astype(object)[:2]) == ["opening", "endgame"] and pd.isna(lmr["phase"].iloc[2])
+    assert lmr["moves"].tolist() == [32, 10, 2]
+
+
+def test_no_prunes_gives_an_empty_scope_and_zero_skips():
+    rep = build_report(*read_trace(NO_PHASE), tables=["scope", "skips"])
+    assert rep["scope"].empty and "pct_continued" in rep["scope"].columns
+    skips = rep["skips"]
+    assert list(skips["act"]) == ["(all)"] and skips["count"].iloc[0] == 0 and skips["pct_of_moves"].iloc[0] == 0
+
+
+@pytest.mark.parametrize("by", ["engine", "phase", "position", "iter", "phase,iter", "position,iter",
+                                "phase,position,iter"])
+def test_every_grouping_adds_up(three, by):
+    rep = build_report(*three, tables=TABLES, by=by)
+    acts = rep["acts"]
+    totals = acts.groupby(acts["engine"].astype(object))["count"].sum().to_dict()
+    assert totals == {"typhoon": 28, "stockfish": 42, "crafty": 32}
+    lmr = rep["lmr"]
+    assert lmr.groupby(lmr["engine"].astype(object))["lmr"].sum().to_dict() == {"typhoon": 4, "stockfish": 6,
+                                                                                 "crafty": 3}
+    scope = rep["scope"]
+    prunes = scope[scope["act"] == "(all)"].groupby(scope["engine"].astype(object))["prunes"].sum().to_dict()
+    assert prunes == {"typhoon": 10, "stockfish": 16, "crafty": 12}
+    nodes = rep["nodes"]
+    assert nodes.groupby(nodes["engine"].astype(object))["nodes"].sum().to_dict() == {"typhoon": 10, "stockfish": 14,
+                                                                                      "crafty": 13}
+
+
+def test_engine_only_input_without_records():
+    searches = pd.DataFrame({
+        "engine": pd.array(["ethereal", "ethereal"], dtype="string"), "search": [0, 1],
+        "position": pd.array(["a", "b"], dtype="string"), "fen": ["x", "y"],
+        "phase": pd.array(["opening", "endgame"], dtype="string"), "max_iter": [0, 0], "result_nodes": [0, 0],
+        "end_nodes": [1000, 4000], "node_source": ["engine", "engine"],
+        "iter_nodes": ["[[1, 10], [2, 40], [3, 1000]]", "[[1, 20], [2, 400], [3, 4000]]"],
+    })
+    records = pd.DataFrame({c: pd.Series([], dtype="object") for c in ("engine", "search", "tag")})
+    records["search"] = records["search"].astype("int32")
+    rep = build_report(records, searches, tables=["ebf", "nodes", "acts"])
+    ebf = rep["ebf"].iloc[0]
+    assert (ebf["mean_nodes"], ebf["depth_min"]) == (2500, 3)
+    assert ebf["ebf"] == pytest.approx(2500 ** (1 / 3))
+    # N(3) = C(3) - C(2): 960 and 3600; N(1) = 10 and 20
+    assert ebf["ebf_iter"] == pytest.approx(math.sqrt((960 + 3600) / (10 + 20)))
+    assert rep["acts"].empty
