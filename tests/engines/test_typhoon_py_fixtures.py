@@ -49,3 +49,33 @@ def test_positions_file_has_twenty_labelled_positions():
     assert all(len(p.board.piece_map()) >= 8 and p.board.is_valid() for p in positions)
     tactical = next(p for p in positions if p.id == "tactical-f6f7")
     assert tactical.board.board_fen() == "2q1r1k1/1ppb4/r2p1Pp1/p4n1p/2P1n3/5NPP/PP3Q1K/2BRRB2"
+
+
+treediff_cli = pytest.importorskip("treediff.cli")
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_treediff_parse_of_the_batch_fixture_equals_the_counters(tmp_path, profile):
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+    from collections import Counter
+
+    from typhoon_py import read_epd
+
+    name = f"{profile}_batch3"
+    out = tmp_path / "b.parquet"
+    res = CliRunner().invoke(treediff_cli.main, ["parse", str(TRACES / f"{name}.log"), "-o", str(out),
+                                                 "--positions", str(EPD), "--strict"])
+    assert res.exit_code == 0, res.output
+    counters = json.loads((TRACES / f"{name}.counters.json").read_text())
+    rec = pq.read_table(out, columns=["search", "tag", "act"]).to_pylist()
+    searches = pq.read_table(tmp_path / "b.searches.parquet").to_pylist()
+    phases = {p.id: p.phase for p in read_epd(EPD)}
+    assert len(searches) == len(counters) == 3
+    for k, c in enumerate(counters):
+        rows = [r for r in rec if r["search"] == k]
+        assert dict(Counter(r["act"] for r in rows if r["tag"] == "MOVE")) == c["acts"]
+        assert sum(r["tag"] == "RESULT" for r in rows) == c["nodes"]
+        s = next(s for s in searches if s["search"] == k)
+        assert s["result_nodes"] == s["end_nodes"] == c["nodes"] and s["iterations"] == c["iterations"]
+        assert s["phase"] == phases[s["position"]]
