@@ -1,0 +1,227 @@
+"""Every position × engine, on a pluggable executor: :func:`plan_batch` and :func:`run_batch`.
+
+An executor is anything with ``map_unordered(fn, tasks)`` yielding each
+task's :class:`~treediff.runner.task.TaskResult` as it finishes, and
+``abort()`` to stop early.  The work itself is always
+:func:`~treediff.runner.task.run_task`, which writes its own result into the
+dataset; an executor only decides where it runs.  Provided here:
+:class:`SerialExecutor` (``-j 1``, in this process) and
+:class:`LocalExecutor` (a pool of worker processes).  A cluster executor
+(e.g. Dask: ``client.map(run_task, tasks)`` + ``as_completed``) needs nothing
+more.
+"""
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
+
+from treediff import __version__
+from treediff.runner.dataset import make_manifest, positions_digest, prepare_dataset, scan_done
+from treediff.runner.engines import EngineSpec
+from treediff.runner.positions import Position
+from treediff.runner.search import Limits
+from treediff.runner.task import Task, TaskResult, run_task
+
+TaskFn = Callable[[Task], TaskResult]
+
+
+class Executor(Protocol):
+    """Runs tasks somewhere and yields their results in completion order."""
+
+    def map_unordered(self, fn: TaskFn, tasks: Sequence[Task]) -> Iterator[TaskResult]: ...
+
+    def abort(self) -> None: ...
+
+
+class SerialExecutor:
+    """Runs tasks one after another in this process."""
+
+    def map_unordered(self, fn: TaskFn, tasks: Sequence[Task]) -> Iterator[TaskResult]:
+        for task in tasks:
+            yield fn(task)
+
+    def abort(self) -> None:
+        pass
+
+
+def _terminate_as_exit(signum, frame):  # pragma: no cover - runs in pool workers
+    raise SystemExit(128 + signum)
+
+
+def _worker_init() -> None:  # pragma: no cover - runs in pool workers
+    # Ctrl-C reaches the whole foreground group: the parent alone decides, and stops workers with SIGTERM,
+    # which unwinds the running task (its engine group killed, its temp directory removed).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminate_as_exit)
+
+
+class LocalExecutor:
+    """A pool of ``jobs`` worker processes on this machine.
+
+    The workers are forked when the executor is created, so create it before
+    starting threads (a progress display) in this process.  One use:
+    :meth:`map_unordered` closes the pool when it finishes.
+    """
+
+    def __init__(self, jobs: int):
+        self.jobs = max(1, jobs)
+        # fork: the workers inherit the loaded modules (no re-import of __main__, cheap start).
+        ctx = multiprocessing.get_context("fork")
+        self._pool = ctx.Pool(self.jobs, initializer=_worker_init)
+
+    def map_unordered(self, fn: TaskFn, tasks: Sequence[Task]) -> Iterator[TaskResult]:
+        if self._pool is None:
+            raise RuntimeError("LocalExecutor is single-use")
+        try:
+            yield from self._pool.imap_unordered(fn, tasks, chunksize=1)
+            self._pool.close()
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            self.close()
+
+    def abort(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+
+    def close(self) -> None:
+        """Wait for the workers to exit (after :meth:`abort` or a finished map)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
+
+    def __enter__(self) -> "LocalExecutor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is not None:
+            self.abort()
+        self.close()
+
+
+def make_executor(jobs: int) -> Executor:
+    return SerialExecutor() if jobs <= 1 else LocalExecutor(jobs)
+
+
+@dataclass
+class BatchPlan:
+    """The tasks still to run and what was found already done."""
+
+    dataset: Path
+    tasks: list[Task]
+    total: int              #: positions × engines
+    already_done: int       #: skipped by --resume (completed, plus failed unless retried)
+    engines: list[EngineSpec]
+    positions: list[Position]
+
+
+def plan_batch(positions: Sequence[Position], engines: Sequence[EngineSpec], depth: int, dataset: str | Path,
+               limits: Limits = Limits(), resume: bool = False, retry_failed: bool = False,
+               keep_logs: str = "all", keep_traces: bool = False, tmp_root: str | None = None,
+               source: str = "") -> BatchPlan:
+    """Prepare the dataset (manifest checked on resume) and list the tasks to run.
+
+    Task ``search`` numbers are ``position index * len(engines) + engine index``;
+    file keys are the zero-padded position index.
+    """
+    dataset = Path(dataset)
+    names = [e.name for e in engines]
+    if len(set(names)) != len(names):
+        dup = collections.Counter(names).most_common(1)[0][0]
+        from treediff.errors import InputError
+        raise InputError(f"engine {dup!r} given twice; name one of them with LABEL@{dup}")
+    digest = positions_digest([(p.id, p.fen, p.phase) for p in positions])
+    manifest = make_manifest(depth, [e.describe() for e in engines], len(positions), digest, source)
+    manifest["treediff"] = __version__
+    prepare_dataset(dataset, manifest, resume)
+    done = scan_done(dataset, names)
+    width = max(6, len(str(len(positions) - 1)))
+    tasks: list[Task] = []
+    skipped = 0
+    for p_index, position in enumerate(positions):
+        key = f"{p_index:0{width}d}"
+        for e_index, engine in enumerate(engines):
+            if resume and done.is_done(engine.name, key, retry_failed):
+                skipped += 1
+                continue
+            tasks.append(Task(key=key, search=p_index * len(engines) + e_index, engine=engine, position=position,
+                              depth=depth, dataset=str(dataset), limits=limits, keep_logs=keep_logs,
+                              keep_traces=keep_traces, tmp_root=tmp_root))
+    return BatchPlan(dataset, tasks, len(positions) * len(engines), skipped, list(engines), list(positions))
+
+
+@dataclass
+class EngineTally:
+    ok: int = 0
+    failed: int = 0
+    nodes: int = 0
+    by_failure: collections.Counter = field(default_factory=collections.Counter)
+    contaminated: int = 0    #: searches whose trace held more than one context (extra dropped by the parser)
+    warned: int = 0
+
+
+@dataclass
+class BatchSummary:
+    """The outcome of :func:`run_batch`."""
+
+    plan: BatchPlan
+    results: list[TaskResult] = field(default_factory=list)
+    per_engine: dict[str, EngineTally] = field(default_factory=dict)
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> int:
+        return sum(t.ok for t in self.per_engine.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(t.failed for t in self.per_engine.values())
+
+    @property
+    def not_run(self) -> int:
+        return len(self.plan.tasks) - len(self.results)
+
+    def failures(self) -> list[TaskResult]:
+        return [r for r in self.results if not r.ok]
+
+    def mean_overhead(self) -> float | None:
+        done = [r.overhead_seconds for r in self.results]
+        return sum(done) / len(done) if done else None
+
+
+def run_batch(plan: BatchPlan, executor: Executor, on_result: Callable[[TaskResult], None] | None = None,
+              task_fn: TaskFn = run_task) -> BatchSummary:
+    """Run the plan's tasks on ``executor``; a failure never stops the batch.
+
+    On KeyboardInterrupt the executor is aborted, the summary is marked
+    ``interrupted`` and returned (completed results are already on disk).
+    """
+    summary = BatchSummary(plan=plan, per_engine={e.name: EngineTally() for e in plan.engines})
+    t0 = time.perf_counter()
+    try:
+        for result in executor.map_unordered(task_fn, plan.tasks):
+            summary.results.append(result)
+            tally = summary.per_engine[result.engine]
+            if result.ok:
+                tally.ok += 1
+                tally.nodes += result.nodes or 0
+            else:
+                tally.failed += 1
+                tally.by_failure[result.failure or "unknown"] += 1
+            tally.contaminated += result.contexts > 1
+            tally.warned += bool(result.warnings)
+            if on_result is not None:
+                on_result(result)
+    except KeyboardInterrupt:
+        executor.abort()
+        summary.interrupted = True
+    summary.seconds = time.perf_counter() - t0
+    return summary
