@@ -405,7 +405,8 @@ class XboardEngine:
             s.board.push(best)
             s.send(f"move {best.uci()}")
             with self.lock:
-                start_ponder = self.ponder and not self.pending and len(outcome.pv) > 1
+                start_ponder = (self.ponder and not self.pending and not ponder_stop.is_set()
+                                and len(outcome.pv) > 1)
             if start_ponder:
                 self._ponder(board, best, outcome.pv[1], depth, config, trace, ponder_stop)
 

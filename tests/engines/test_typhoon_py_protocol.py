@@ -184,3 +184,9 @@ def test_parser_sees_the_ponder_contamination(tmp_path):
 def test_uci_end_of_input_stops_an_infinite_search(tmp_path):
     out = _run(["uci", "position startpos", "go infinite"], tmp_path)
     assert sum(line.startswith("bestmove ") for line in out) == 1
+
+
+def test_xboard_quit_ends_everything_without_a_ponder_context(tmp_path):
+    out, searches = _xboard_trace(tmp_path, [], after_go=["quit"])
+    assert any(line.startswith("move ") for line in out)
+    assert "ponder" not in _contexts(searches[0])
