@@ -376,8 +376,8 @@ class Searcher:
                 break
         pv = self.principal_variation(best, max(done_depth, 1))
         if out is not None:
-            best_txt = self.prof.move_text(b, best) if best is not None else "-"
-            out(f"END nodes={self.nodes} best={best_txt} score={score}{sfx}\n")
+            best_txt = f" best={self.prof.move_text(b, best)}" if best is not None else ""
+            out(f"END nodes={self.nodes}{best_txt} score={score}{sfx}\n")
         return SearchOutcome(best, score, done_depth, self.nodes, self.qnodes, self.iterations,
                              dict(self.acts), dict(self.silent), pv, aborted)
 

@@ -10,7 +10,7 @@ import pytest
 from typhoon_py import make_config, read_epd, run_search
 from typhoon_py.evaluation import full_evaluation
 from typhoon_py.search import MATE_BOUND, Searcher
-from typhoon_trace_tools import move_forces_mate_after
+from typhoon_trace_tools import move_forces_mate_after, read_trace
 
 from pathlib import Path
 
@@ -71,7 +71,11 @@ def test_only_legal_moves_on_all_fixture_positions(profile):
 def test_no_move_positions():
     mated = chess.Board("rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3")
     stalemate = chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")
-    assert run_search(mated, 2, make_config()).best_move is None
+    buf = io.StringIO()
+    assert run_search(mated, 2, make_config(), buf).best_move is None
+    (search,) = read_trace(buf.getvalue())
+    (end,) = search.tagged("END")
+    assert end["best"] is None and int(end["score"]) < -MATE_BOUND
     assert run_search(stalemate, 2, make_config()).score == 0
 
 

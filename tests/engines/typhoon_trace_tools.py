@@ -23,7 +23,7 @@ RE = {
                        r" a=(?P<a>-?\d+) b=(?P<b>-?\d+) nt=(?P<nt>PV|CUT|ALL)" + CTX + "$"),
     "RESULT": re.compile(r"^RESULT path=(?P<path>\S+) ply=(?P<ply>\d+) d=(?P<d>\d+) score=(?P<score>-?\d+)"
                          r" bound=(?P<bound>exact|lower|upper)" + CTX + "$"),
-    "END": re.compile(r"^END nodes=(?P<nodes>\d+) best=(?P<best>\S+) score=(?P<score>-?\d+)" + CTX + "$"),
+    "END": re.compile(r"^END nodes=(?P<nodes>\d+)(?: best=(?P<best>\S+))? score=(?P<score>-?\d+)" + CTX + "$"),
 }
 NULL_TOKEN = {"typhoon": "(null)", "stockfish": "0000", "crafty": "null"}
 
