@@ -66,3 +66,13 @@ def test_compare_plain_text_one_screen():
     assert "A = stockfish, B = crafty" in text
     assert "(all)" in text and "1.077" in text  # 14 / 13
     assert len(text.splitlines()) < 60
+
+
+def test_rich_never_cuts_cells_on_a_narrow_terminal():
+    rep = build_report(*read_fixture(FIX / "report_stockfish.log"), tables=["lmr", "ebf"])
+    console = Console(record=True, width=60, color_system=None)
+    render_rich(rep.sections, console)
+    text = console.export_text()
+    assert "…" not in text
+    assert "admission_pct_real" in text and "14.63" in text  # 6 / 41 real moves
+    assert "2.449" in text  # sqrt(6), p1's iterations 3 and 1

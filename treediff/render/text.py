@@ -101,10 +101,20 @@ def render_rich(sections, console) -> None:
         numeric = _numeric(frame)
         header, rows = _cells(frame)
         for name, num in zip(header, numeric):
-            table.add_column(name, justify="right" if num else "left")
+            table.add_column(name, justify="right" if num else "left", no_wrap=True)
         for row in rows:
             table.add_row(*row)
         if frame.empty:
             console.print(f"[bold]{section.title}[/bold]: (no rows)")
-        else:
+            continue
+        # Nothing is ever cut: a table wider than the terminal is printed whole (the terminal wraps it).
+        natural = sum(max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(header)) + 1
+        if natural <= console.width:
             console.print(table)
+            continue
+        saved = console.width
+        console.width = natural  # rich caps print(width=) at the console's width
+        try:
+            console.print(table, crop=False)
+        finally:
+            console.width = saved
