@@ -9,7 +9,7 @@ import click
 
 from typhoon_py.engine import (
     make_config,
-    open_trace,
+    open_trace as _open_trace,
     read_epd,
     resolve_trace_path,
     run_batch,
@@ -18,6 +18,15 @@ from typhoon_py.engine import (
 )
 from typhoon_py.profiles import PROFILES
 from typhoon_py.protocol import UciEngine, XboardEngine, detect_and_run
+
+
+def open_trace(path):
+    """The trace file, or a clear usage error (exit 2) when it cannot be created."""
+    try:
+        return _open_trace(path)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write the trace file {path}: {exc.strerror}",
+                                 param_hint="--treedump / $TREEDUMP") from None
 
 
 def _engine_options(f):

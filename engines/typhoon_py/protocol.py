@@ -50,8 +50,13 @@ class _Session:
             self.out.flush()
 
     def trace_file(self) -> Optional[TextIO]:
+        """The open trace; when it cannot be created, say so once on stderr and trace nothing."""
         if self.trace is None and self.trace_path is not None:
-            self.trace = open_trace(self.trace_path)
+            try:
+                self.trace = open_trace(self.trace_path)
+            except OSError as exc:
+                sys.stderr.write(f"typhoon_py: cannot write the trace file {self.trace_path}: {exc.strerror}\n")
+                self.trace_path = None
         return self.trace
 
     def set_trace_path(self, value: str) -> None:

@@ -77,3 +77,11 @@ def test_trace_is_identical_across_processes_and_hash_seeds(tmp_path):
                        capture_output=True)
         texts.append(log.read_bytes())
     assert texts[0] == texts[1] and len(texts[0]) > 1000
+
+
+def test_unwritable_trace_path_is_a_clear_usage_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = CliRunner().invoke(main, ["search", "--depth", "1", "--treedump", str(blocker / "x.log")])
+    assert res.exit_code == 2 and "cannot write the trace file" in res.output
+    assert "Traceback" not in res.output
