@@ -88,3 +88,23 @@ def test_engine_only_input_without_records():
     # N(3) = C(3) - C(2): 960 and 3600; N(1) = 10 and 20
     assert ebf["ebf_iter"] == pytest.approx(math.sqrt((960 + 3600) / (10 + 20)))
     assert rep["acts"].empty
+
+
+def test_by_source_separates_two_runs_of_one_engine(typhoon, stockfish):
+    records, searches = typhoon
+    # A second "run": the same trace with its last LMP turned into FULL, from another log.
+    other_r, other_s = records.copy(), searches.copy()
+    other_s["source"] = "variant.log"
+    last_lmp = other_r.index[(other_r["act"] == "LMP")][-1]
+    other_r["act"] = other_r["act"].astype(object)
+    other_r["kind"] = other_r["kind"].astype(object)
+    other_r.loc[last_lmp, ["act", "kind"]] = ["FULL", "SEARCH"]
+    both = concat((records, searches), (other_r, other_s), stockfish)
+    rep = build_report(*both, tables=["acts", "nodes"], by="source")
+    acts = rep["acts"]
+    lmp = acts[acts["act"] == "LMP"]
+    assert list(lmp["count"]) == [10, 9]
+    assert list(lmp["source"]) == [searches["source"].iloc[0], "variant.log"]
+    nodes = rep["nodes"]
+    assert list(nodes["engine"]) == ["typhoon", "typhoon", "stockfish"]
+    assert nodes["ratio"].tolist() == [1.0, 1.0, pytest.approx(0.7)]  # against the first engine and source

@@ -22,7 +22,7 @@ def _parse_options(engine: str, positions: str | None) -> dict:
 @click.option("--table", "tables", default="all", show_default=True,
               help="Comma-separated: nodes,acts,lmr,ebf,skips,scope or all.")
 @click.option("--by", default="engine", show_default=True,
-              help="Comma-separated grouping: engine,phase,position,iter (engine is always included).")
+              help="Comma-separated grouping: engine,source,phase,position,iter (engine is always included).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False),

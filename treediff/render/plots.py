@@ -56,6 +56,9 @@ def plot_ebf_iter(ebf_iter: pd.DataFrame, path: Path) -> Path:
     data = ebf_iter.dropna(subset=["ebf_iter"])
     for engine, part in data.groupby(data["engine"].astype("object"), sort=False):
         ax.plot(part["iter"], part["ebf_iter"], marker="o", label=str(engine))
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("iteration d (plies)")
     ax.set_ylabel("sqrt(N(d) / N(d-2))")
     ax.set_title("EBF by iteration")

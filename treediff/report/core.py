@@ -101,7 +101,7 @@ def columns_for(tables: Sequence[str], keys: Sequence[str]) -> list[str]:
 def build_report(records: pd.DataFrame, searches: pd.DataFrame, tables: Sequence[str] = TABLES,
                  by: Sequence[str] | str | None = None) -> Report:
     """Compute the requested tables; ``records`` must hold :func:`columns_for` columns."""
-    keys = parse_by(by) if not (isinstance(by, tuple) and by and by[0] == "engine") else by
+    keys = parse_by(by)
     tables = parse_tables(tables)
     if len(searches) == 0:
         raise InputError("no searches in the input")

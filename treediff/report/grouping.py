@@ -2,6 +2,7 @@
 
 Every report table is computed per *group*.  ``engine`` is always a grouping
 key (mixing engines in one number is never meaningful); ``--by`` adds
+``source`` (the log a search came from: two runs of one engine side by side),
 ``phase``, ``position`` and/or ``iter``.  Groups are numbered densely and the
 numbers are used with ``numpy.bincount`` so that no table loops over rows in
 Python.
@@ -20,8 +21,8 @@ import pandas as pd
 
 from treediff.errors import InputError
 
-BY_CHOICES = ("engine", "phase", "position", "iter")
-SEARCH_KEYS = ("engine", "phase", "position")
+BY_CHOICES = ("engine", "source", "phase", "position", "iter")
+SEARCH_KEYS = ("engine", "source", "phase", "position")
 PHASE_ORDER = ("opening", "middlegame", "endgame")
 
 

@@ -4,8 +4,9 @@ Per group: ``searches``; ``nodes`` = Σ node counts (RESULT records, or the
 engine's own count for ``node_source`` = ``engine``, see :mod:`treediff.report.ebf`);
 ``mean_nodes`` = nodes / searches; ``end_nodes`` = Σ of the END records'
 ``nodes=`` (the engine's own counter; NaN when a search has none);
-``ratio`` = mean_nodes / mean_nodes of the first engine (in input order) in
-the group with the same other keys (phase, position, iteration).
+``ratio`` = mean_nodes / mean_nodes of the first engine (in input order; with
+``--by source`` the first engine and source) among the groups with the same
+phase, position and iteration keys.
 
 With ``--by iter`` the counts are per iteration: N(d) summed over the searches
 that have iteration d (``end_nodes`` does not apply and is NaN).
@@ -74,6 +75,6 @@ def nodes_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
         frame["node_source"] = frame["engine"].map(
             pd.Series(sn.source, index=ctx.searches["engine"].astype("object")).groupby(level=0).agg(
                 lambda v: ",".join(sorted(set(v)))))
-    others = [k for k in ctx.keys if k != "engine"]
+    others = [k for k in ctx.keys if k not in ("engine", "source")]
     frame["ratio"] = _ratio_to_first_engine(frame, others)
     return frame
