@@ -215,3 +215,17 @@ def test_compare_logs_end_to_end_with_san():
     assert (by_pos["p1"]["nodes_a"], by_pos["p2"]["nodes_b"]) == (10, 3)
     skips = {r["act"]: r for r in t["skips"]["rows"]}
     assert (skips["FP-QUIET"]["count_a"], skips["FP-QUIET"]["count_b"]) == (10, 7)
+
+
+@pytest.mark.skipif(not _parser_available(), reason="treediff.parsers.core not there yet")
+def test_parse_then_report_multi_search_san_log(tmp_path):
+    out = tmp_path / "crafty.parquet"
+    res = run("parse", FIX / "report_crafty.log", "-o", out)
+    assert res.exit_code == 0, res.output
+    res = run("report", out, "--by", "position", "--table", "nodes,acts,scope", "--format", "json")
+    assert res.exit_code == 0, res.output
+    t = tables_of(res.output)
+    assert [(r["position"], r["nodes"]) for r in t["nodes"]["rows"]] == [("p1", 10), ("p2", 3)]
+    assert rows(t["acts"], position="p1", act="FP-QUIET")[0]["count"] == 5
+    assert rows(t["acts"], position="p2", act="LMR")[0]["count"] == 1
+    assert rows(t["scope"], position="p1", act="(all)")[0]["continued"] == 0
