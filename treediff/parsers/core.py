@@ -505,8 +505,20 @@ class TreedumpParser:
              + pl.col("search").replace_strict(list(seq_start), list(seq_start.values()), return_dtype=pl.Int64)).alias("seq"),
             (pl.col("idx").cast(pl.Int64) + line_base).alias("line"),
         )
-        int_cols = [pl.col(k).cast(pl.Int64, strict=False) for k in INT_KEYS]
-        rows = rows.with_columns(int_cols)
+        # The fast path accepts any printable value; a value that is not an integer is flagged here.
+        keys = sorted(INT_KEYS)
+        bad = rows.select(
+            [(pl.col(k).is_not_null() & pl.col(k).cast(pl.Int64, strict=False).is_null()).alias(k) for k in keys]
+        )
+        if bad.select(pl.any_horizontal(pl.all()).any()).item():
+            problem = pl.col("problem")
+            for k in reversed(keys):
+                mask = bad.get_column(k)
+                if mask.any():
+                    problems.add_many(f"with a non-numeric {k}=", rows.get_column("line").filter(mask).to_numpy())
+                    problem = pl.when(pl.lit(mask)).then(pl.lit(f"bad-number:{k}")).otherwise(problem)
+            rows = rows.with_columns(problem.alias("problem"))
+        rows = rows.with_columns([pl.col(k).cast(pl.Int64, strict=False) for k in keys])
 
         # Per-search constants, as lookups from the search number.
         units = {s: by_id[s].unit for s in present}

@@ -27,13 +27,10 @@ ROW_KEYS = (
 #: Keys whose value must be an integer.
 INT_KEYS = frozenset({"ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "score"})
 
-_VALUE = r"([^ \t\r\n]+)"
-_INT = r"(-?[0-9]+)"
-FAST_PATTERN = (
-    r"^(MOVE|RESULT)"
-    + "".join(rf"(?: {k}={_INT if k in INT_KEYS else _VALUE})?" for k in ROW_KEYS)
-    + r"\r?\n?$"
-)
+# Printable ASCII without space: an ASCII-only class keeps the regex engine off UTF-8 decoding,
+# which makes the fast path about a quarter cheaper.  Integers are validated after the cast.
+_VALUE = r"([!-~]+)"
+FAST_PATTERN = r"^(MOVE|RESULT)" + "".join(rf"(?: {k}={_VALUE})?" for k in ROW_KEYS) + r"\r?\n?$"
 FAST_FIELDS = ("tag", *ROW_KEYS)
 
 _INT_RE = re.compile(r"-?[0-9]+\Z")
