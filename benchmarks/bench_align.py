@@ -1,0 +1,214 @@
+"""Benchmark: the vectorized aligner against a straightforward dict-based Python aligner.
+
+    python benchmarks/bench_align.py                 # 2M + 2M records (the target size)
+    python benchmarks/bench_align.py --records 200000 --check
+
+Two synthetic trees (treediff.align.synthetic: same game tree, typhoon-like vs
+stockfish-like pruning; deterministic) are written to Parquet; each aligner
+then runs in its own fresh child process that reads them, so time and peak
+RSS (ru_maxrss, loaded records included) are the aligner's alone.  Both
+results are compared row by row (order, status, node counts, decision
+sequences) and the speed ratio is reported.
+
+Targets (issue 5): >= 5x the baseline, <= 20 s and <= 2 GB peak for 2M + 2M.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+_NO_MN = 4095
+
+
+def baseline_align(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFrame:
+    """The straightforward aligner: Python dicts, prefix walks and an explicit DFS.
+
+    Same rules as treediff.align (status, sibling order, subtree node counts),
+    written the obvious way; the reference both for speed and for results.
+    """
+    sides = []
+    for records in (records_a, records_b):
+        records = records.sort_values("seq", kind="stable")
+        decisions: dict[str, list] = defaultdict(list)
+        own_results: dict[str, int] = defaultdict(int)
+        own_records: dict[str, int] = defaultdict(int)
+        result_depth: dict[str, float] = {}
+        columns = [records[c].tolist() for c in ("tag", "path", "seq", "act", "kind", "depth", "new_depth", "reduction", "mn")]
+        for tag, path, seq, act, kind, depth, nd, red, mn in zip(*columns):
+            if path is None or path != path:
+                continue
+            own_records[path] += 1
+            if tag == "MOVE":
+                decisions[path].append((act, kind, depth, nd, red, mn, seq))
+            elif tag == "RESULT":
+                own_results[path] += 1
+                result_depth.setdefault(path, depth)
+        sides.append((decisions, own_results, own_records, result_depth))
+
+    paths = set([""])
+    for decisions, _, own_records, _ in sides:
+        paths.update(own_records)
+    for path in list(paths):
+        while path:
+            path = path.rpartition("/")[0]
+            if path in paths:
+                break
+            paths.add(path)
+
+    def nan(x) -> bool:
+        return x is None or x is pd.NA or x != x
+
+    # Subtree sums by walking every path's ancestors.
+    sub = {p: [0, 0, 0, 0] for p in paths}
+    for i, (_, own_results, own_records, _) in enumerate(sides):
+        for path, count in own_results.items():
+            p = path
+            while True:
+                sub[p][i] += count
+                if not p:
+                    break
+                p = p.rpartition("/")[0]
+        for path, count in own_records.items():
+            p = path
+            while True:
+                sub[p][2 + i] += count
+                if not p:
+                    break
+                p = p.rpartition("/")[0]
+
+    children: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        if path:
+            children[path.rpartition("/")[0]].append(path)
+    dec_a, dec_b = sides[0][0], sides[1][0]
+    undecided = sorted(p for p in paths if p not in dec_a and p not in dec_b)
+    undecided_rank = {p: i for i, p in enumerate(undecided)}
+
+    def sibling_key(path: str):
+        if path in dec_a:
+            mn, rank, seq = dec_a[path][0][5], 0, dec_a[path][0][6]
+        elif path in dec_b:
+            mn, rank, seq = dec_b[path][0][5], 1, dec_b[path][0][6]
+        else:
+            mn, rank, seq = None, 2, undecided_rank[path]
+        return (_NO_MN if nan(mn) else min(max(int(mn), 0), _NO_MN), rank, seq)
+
+    def same_float(x, y) -> bool:
+        return (nan(x) and nan(y)) or x == y
+
+    out = []
+    stack = [""]
+    while stack:
+        path = stack.pop()
+        da, db = dec_a.get(path, []), dec_b.get(path, [])
+        present_a, present_b = sub[path][2] > 0, sub[path][3] > 0
+        if present_a and present_b:
+            same = len(da) == len(db) and all(
+                x[0] == y[0] and same_float(x[2], y[2]) and same_float(x[3], y[3]) and same_float(x[4], y[4])
+                for x, y in zip(da, db)
+            )
+            status = "same" if same else "differs"
+        else:
+            status = "only-A" if present_a else "only-B"
+        out.append(
+            (path, status, "→".join(d[0] for d in da), "→".join(d[0] for d in db), sub[path][0], sub[path][1])
+        )
+        stack.extend(sorted(children.get(path, []), key=sibling_key, reverse=True))
+    return pd.DataFrame(out, columns=["path", "status", "seq_a", "seq_b", "nodes_a", "nodes_b"])
+
+
+def _child(kind: str, a: str, b: str, out: str) -> None:
+    from treediff.align import LOAD_COLUMNS
+
+    # The columns `treediff diff` loads.
+    columns = list(dict.fromkeys(["engine", "search", *LOAD_COLUMNS]))
+    records_a, records_b = pd.read_parquet(a, columns=columns), pd.read_parquet(b, columns=columns)
+    start = time.perf_counter()
+    if kind == "vectorized":
+        from treediff.align import align
+
+        rows = align(records_a, records_b).rows
+    else:
+        rows = baseline_align(records_a, records_b)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    result = rows[["path", "status", "seq_a", "seq_b", "nodes_a", "nodes_b"]].astype(
+        {"path": str, "status": str, "seq_a": str, "seq_b": str}
+    )
+    result.to_parquet(out)
+    print(json.dumps({"seconds": seconds, "peak_rss": peak, "rows": len(rows)}))
+
+
+def _run_child(kind: str, a: Path, b: Path, out: Path, timeout: float) -> dict:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", kind, "--a", str(a), "--b", str(b), "--out", str(out)],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} aligner failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=2_000_000, help="records per side (default 2M)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per aligner run")
+    parser.add_argument("--child", choices=["vectorized", "baseline"], help=argparse.SUPPRESS)
+    parser.add_argument("--a", help=argparse.SUPPRESS)
+    parser.add_argument("--b", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child, args.a, args.b, args.out)
+        return
+
+    from treediff.align.synthetic import synthetic_pair
+
+    start = time.perf_counter()
+    records_a, records_b, depth = synthetic_pair(args.records, seed=args.seed)
+    print(f"generated 2 x {args.records:,} records (root depth {depth}) in {time.perf_counter() - start:.1f} s")
+    with tempfile.TemporaryDirectory(prefix="bench_align.") as tmp:
+        tmpdir = Path(tmp)
+        a, b = tmpdir / "a.parquet", tmpdir / "b.parquet"
+        records_a.to_parquet(a)
+        records_b.to_parquet(b)
+        del records_a, records_b
+        runs = {}
+        for kind in ("vectorized", "baseline"):
+            runs[kind] = _run_child(kind, a, b, tmpdir / f"{kind}.out.parquet", args.timeout)
+            r = runs[kind]
+            print(f"{kind:>10}: {r['seconds']:7.2f} s   peak RSS {r['peak_rss'] / 2**30:5.2f} GiB   {r['rows']:,} rows")
+        vec = pd.read_parquet(tmpdir / "vectorized.out.parquet")
+        base = pd.read_parquet(tmpdir / "baseline.out.parquet")
+    identical = vec.reset_index(drop=True).equals(base.reset_index(drop=True))
+    print(f"results identical: {identical}")
+    print("statuses: " + ", ".join(f"{k} {v:,}" for k, v in vec["status"].value_counts().items()))
+    ratio = runs["baseline"]["seconds"] / runs["vectorized"]["seconds"]
+    v = runs["vectorized"]
+    print(f"speed-up: {ratio:.1f}x (target >= 5x)")
+    print(
+        f"targets: {'OK' if ratio >= 5 else 'MISSED'} ratio, "
+        f"{'OK' if v['seconds'] <= 20 else 'MISSED'} time <= 20 s, "
+        f"{'OK' if v['peak_rss'] <= 2 * 2**30 else 'MISSED'} peak <= 2 GB"
+    )
+    if not identical:
+        raise SystemExit("vectorized and baseline results differ")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    main()

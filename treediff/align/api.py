@@ -1,0 +1,99 @@
+"""``align()``: two records tables -> an :class:`Alignment` of one position's trees."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from treediff.align.core import align_trees
+from treediff.align.select import SideChoice, choose_iterations, choose_searches
+from treediff.errors import InputError
+
+
+@dataclass
+class Alignment:
+    """Two sides' trees of one position, aligned path by path.
+
+    ``rows`` has one row per move path in depth-first (pre-order) tree order:
+
+    * ``path`` (UCI moves joined by ``/``, ``""`` for the root), ``ply``;
+    * ``status``: ``same`` (both decided the path with the same acts, depths,
+      new depths and reductions, in the same order), ``differs`` (both have
+      it, decided differently: other acts, or the same acts at other depths),
+      ``only-A`` / ``only-B`` (one side has no record at or below the path);
+    * per side (suffix ``_a`` / ``_b``): ``seq`` (the acts of the path's
+      decisions in ``seq`` order, joined by ``→``, e.g. ``LMR→LMR-RESEARCH``;
+      ``""`` when the side made no decision there), ``kind`` (of the first
+      decision), ``depth`` (node depth of the first decision, plies; for a
+      path with no decision, e.g. the root, its first RESULT's depth),
+      ``new_depth`` (first decision), ``final_depth`` (last decision's new
+      depth: the depth of a re-search), ``reduction`` (first decision), ``mn``,
+      ``decisions`` (how many);
+    * ``nodes_a`` / ``nodes_b``: RESULT records at the path or below it (the
+      subtree's node count, all of the iteration's visits);
+    * ``parent``: row number of the parent path (-1 for the root);
+      ``subtree_rows``: rows in the subtree, the row itself included.
+    """
+
+    rows: pd.DataFrame
+    a: SideChoice
+    b: SideChoice
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def iter_a(self) -> int:
+        return self.a.iter
+
+    @property
+    def iter_b(self) -> int:
+        return self.b.iter
+
+    @property
+    def position(self) -> str:
+        return self.a.position or self.b.position
+
+
+def _engine(records: pd.DataFrame) -> str:
+    if "engine" not in records.columns or len(records) == 0:
+        return ""
+    return str(records["engine"].iloc[0])
+
+
+def align(
+    records_a: pd.DataFrame,
+    records_b: pd.DataFrame,
+    iter: int | None = None,
+    position: str | None = None,
+) -> Alignment:
+    """Align A's and B's trees of one position and one iteration each.
+
+    ``records_*`` are records tables (``treediff.io.load(...).records``); see
+    :mod:`treediff.align.select` for how the search and iteration are chosen
+    and :class:`Alignment` for the result.  Raises :class:`InputError` when
+    the choice is impossible or ambiguous.
+    """
+    search_a, search_b, pos = choose_searches(records_a, records_b, position)
+    ra = records_a[records_a["search"].to_numpy() == search_a]
+    rb = records_b[records_b["search"].to_numpy() == search_b]
+    iter_a, iter_b, its_a, its_b, notes = choose_iterations(ra, rb, iter)
+    sides = []
+    for label, recs, it, its, search in (("A", ra, iter_a, its_a, search_a), ("B", rb, iter_b, its_b, search_b)):
+        if it != 0 and "iter" in recs.columns:
+            recs = recs[recs["iter"].to_numpy() == it]
+        if len(recs) == 0:
+            raise InputError(f"{label} has no records in iteration {it} of position {pos}")
+        choice = SideChoice(label, _engine(recs), pos, int(search), int(it), its[0], its[1])
+        sides.append((recs, choice))
+    (ra, ca), (rb, cb) = sides
+    rows = align_trees(ra, rb)
+    dropped = int(ra["path"].isna().sum()) + int(rb["path"].isna().sum())
+    if dropped:
+        notes.append(f"{dropped} record(s) without a path were left out")
+    return Alignment(rows=rows, a=ca, b=cb, notes=notes)
+
+
+def shared_rows(alignment: Alignment) -> np.ndarray:
+    """Boolean mask of rows both sides have (status same or differs)."""
+    status = alignment.rows["status"].to_numpy(dtype=object)
+    return (status == "same") | (status == "differs")

@@ -1,0 +1,395 @@
+"""The vectorized tree aligner: two sides' records of one search iteration -> one row per move path.
+
+Both sides' paths are dictionary-encoded together, so a path (normalized UCI,
+``/``-joined, ``""`` for the root) is one integer code whatever engine wrote
+it.  Everything after that is integer work over the union of paths:
+
+* each path's parent is found by stripping its last move (one Arrow regex and
+  one hash lookup for the whole table); paths whose parent never occurs get
+  the parent synthesized, so the union is always one tree rooted at ``""``;
+* per-path decision sequences come from one stable sort of the MOVE records by
+  path code (records keep their ``seq`` order within a path);
+* subtree sums (RESULT counts = node counts, row counts) are accumulated level
+  by level, deepest ply first, with ``np.add.reduceat`` over rows sorted by
+  (ply, parent);
+* depth-first (pre-order) positions are assigned level by level, shallowest
+  first: a row's position is its parent's + 1 + the subtree sizes of the
+  siblings ordered before it.
+
+Siblings are ordered by A's move number ``mn`` (B's for rows only B decided;
+paths neither side decided, such as the root, last), then rows A decided
+before rows only B decided before undecided rows, then by first ``seq`` of the
+deciding side (undecided rows: by path).
+
+Units: depths are plies (float), node counts are RESULT records.
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from treediff.schema import KIND_VALUES
+
+SEQ_SEPARATOR = "→"
+
+
+class Status(str, enum.Enum):
+    """How one aligned path compares between the two sides."""
+
+    SAME = "same"        #: both sides decided the path identically (acts and depths)
+    DIFFERS = "differs"  #: both sides have the path, decided differently
+    ONLY_A = "only-A"    #: only A has the path (or anything below it)
+    ONLY_B = "only-B"    #: only B has the path (or anything below it)
+
+
+STATUS_VALUES = [s.value for s in Status]
+
+#: Columns the aligner needs from the records table.
+NEEDED_COLUMNS = ("tag", "seq", "path", "mn", "act", "kind", "depth", "new_depth", "reduction")
+
+_PATH_DTYPE = pa.large_string()
+# The big transient Arrow buffers (hash tables, parent strings) go to the
+# system allocator, which hands them back when freed; Arrow's default pool
+# keeps them, and numpy cannot reuse them, so peak RSS would grow by ~0.5 GB.
+_POOL = pa.system_memory_pool()
+
+
+class _Side:
+    """One side's records reduced to numpy arrays, in record order."""
+
+    def __init__(self, records: pd.DataFrame):
+        missing = [c for c in NEEDED_COLUMNS if c not in records.columns]
+        if missing:
+            raise ValueError(f"records lack column(s): {', '.join(missing)}")
+        keep = records["path"].notna().to_numpy()
+        self.dropped = int((~keep).sum())
+        if self.dropped:
+            records = records[keep]
+        self.n = len(records)
+        self.path = _as_arrow_strings(records["path"])
+        self.is_move = equals(records["tag"], "MOVE")
+        self.is_result = equals(records["tag"], "RESULT")
+        self.seq = records["seq"].to_numpy(dtype=np.int64)
+        # float32 holds every depth exactly (ticks / unit with unit a power of
+        # two or 1) and halves the memory of 2M-record sides.
+        self.mn = records["mn"].to_numpy(dtype=np.float32, na_value=np.nan)
+        self.depth = records["depth"].to_numpy(dtype=np.float32, na_value=np.nan)
+        self.new_depth = records["new_depth"].to_numpy(dtype=np.float32, na_value=np.nan)
+        self.reduction = records["reduction"].to_numpy(dtype=np.float32, na_value=np.nan)
+        self.act = _labels(records["act"])
+        self.kind = _labels(records["kind"])
+
+
+def equals(series: pd.Series, value: str) -> np.ndarray:
+    """``series == value`` as a bool array, cheap for categoricals."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = list(series.cat.categories)
+        if value not in cats:
+            return np.zeros(len(series), dtype=bool)
+        return series.cat.codes.to_numpy() == cats.index(value)
+    return (series == value).to_numpy(dtype=bool, na_value=False)
+
+
+def _as_arrow_strings(series: pd.Series) -> pa.Array:
+    arr = pa.Array.from_pandas(series)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    return arr.cast(_PATH_DTYPE)
+
+
+def _labels(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, labels) of a categorical-ish column; code -1 is missing."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return series.cat.codes.to_numpy(dtype=np.int32), np.asarray(series.cat.categories.astype(str), dtype=object)
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    return codes.astype(np.int32), np.asarray([str(u) for u in uniques], dtype=object)
+
+
+def _unify(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], order: list[str] | None = None):
+    """Re-code two (codes, labels) pairs onto one shared label list; -1 stays missing."""
+    labels = list(order or [])
+    labels += sorted((set(a[1]) | set(b[1])) - set(labels))
+    index = {lab: i for i, lab in enumerate(labels)}
+    out = []
+    for codes, labs in (a, b):
+        lut = np.array([index[lab] for lab in labs] + [-1], dtype=np.int32)
+        out.append(lut[codes])  # code -1 picks the trailing -1
+    return out[0], out[1], np.asarray(labels, dtype=object)
+
+
+def _parents(paths: pa.Array, ply: np.ndarray) -> pa.Array:
+    stripped = pc.replace_substring_regex(paths, pattern=r"/[^/]*$", replacement="", memory_pool=_POOL)
+    return pc.if_else(pa.array(ply <= 1), pa.scalar("", _PATH_DTYPE), stripped, memory_pool=_POOL)
+
+
+def _ply_of(paths: pa.Array) -> np.ndarray:
+    slashes = pc.count_substring(paths, "/", memory_pool=_POOL).to_numpy(zero_copy_only=False).astype(np.int64)
+    empty = pc.equal(paths, "").to_numpy(zero_copy_only=False)
+    return np.where(empty, 0, slashes + 1)
+
+
+def _parent_index(paths: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """(ply, parent path, parent index or -1 when the parent is not in ``paths``) of every path."""
+    ply = _ply_of(paths)
+    parent_paths = _parents(paths, ply)
+    found = pc.index_in(parent_paths, value_set=paths, memory_pool=_POOL)
+    parent = pc.coalesce(found, pa.scalar(-1, found.type), memory_pool=_POOL).to_numpy(zero_copy_only=False).astype(np.int64)
+    return ply, parent_paths, parent
+
+
+def _tree_of(uniques: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """Close the path set under "parent of" and return (paths, ply, parent index; -1 for the root)."""
+    if not pc.any(pc.equal(uniques, "")).as_py():
+        uniques = pa.concat_arrays([uniques, pa.array([""], _PATH_DTYPE)])
+    ply, parent_paths, parent = _parent_index(uniques)
+    lost = (parent < 0) & (ply > 0)
+    # A path whose parent never occurs (a truncated or filtered trace): add the
+    # parent as a row with no records of its own, until the set is closed.
+    while lost.any():
+        missing = pc.unique(parent_paths.filter(pa.array(lost)))
+        uniques = pa.concat_arrays([uniques, missing.cast(_PATH_DTYPE)])
+        ply, parent_paths, parent = _parent_index(uniques)
+        lost = (parent < 0) & (ply > 0)
+    parent[ply == 0] = -1
+    return uniques, ply, parent
+
+
+class _Decisions:
+    """One side's MOVE records grouped by path code, in ``seq`` order within a path."""
+
+    def __init__(self, side: _Side, codes: np.ndarray, n_paths: int, act: np.ndarray, kind: np.ndarray):
+        move_codes = codes[side.is_move]
+        seq = side.seq[side.is_move]
+        if len(seq) < 2 or bool(np.all(seq[1:] >= seq[:-1])):
+            order = np.argsort(move_codes, kind="stable")
+        else:
+            order = np.lexsort((seq, move_codes))
+        self.count = np.bincount(move_codes, minlength=n_paths)
+        self.start = np.cumsum(self.count) - self.count
+        self.act = act[side.is_move][order]
+        self.kind = kind[side.is_move][order]
+        self.depth = side.depth[side.is_move][order]
+        self.new_depth = side.new_depth[side.is_move][order]
+        self.reduction = side.reduction[side.is_move][order]
+        self.mn = side.mn[side.is_move][order]
+        self.seq = seq[order]
+
+    def first(self, values: np.ndarray, fill) -> np.ndarray:
+        has = self.count > 0
+        out = np.full(len(self.count), fill, dtype=values.dtype if values.dtype != object else object)
+        out[has] = values[self.start[has]]
+        return out
+
+    def last(self, values: np.ndarray, fill) -> np.ndarray:
+        has = self.count > 0
+        out = np.full(len(self.count), fill, dtype=values.dtype)
+        out[has] = values[self.start[has] + self.count[has] - 1]
+        return out
+
+    def sequence(self, labels: np.ndarray) -> pd.Categorical:
+        """Each path's acts in order, joined by ``→``; ``""`` where the side made no decision.
+
+        Single decisions (the vast majority) are category codes of their act;
+        only multi-decision paths get strings built.
+        """
+        names = [*labels, "?"]  # act code -1 (missing) reads as "?"
+        codes = np.zeros(len(self.count), dtype=np.int64)  # category 0 is ""
+        has = self.count > 0
+        act_first = self.act[self.start[has]]
+        codes[has] = np.where(act_first < 0, len(names), act_first + 1)
+        categories = ["", *names]
+        multi = np.flatnonzero(self.count > 1)
+        if len(multi):
+            named = np.asarray(names, dtype=object)
+            text = named[self.act[self.start[multi]]]
+            for k in range(1, int(self.count.max())):
+                longer = np.flatnonzero(self.count[multi] > k)
+                text[longer] = text[longer] + SEQ_SEPARATOR + named[self.act[self.start[multi[longer]] + k]]
+            multi_codes, multi_names = pd.factorize(text)
+            codes[multi] = len(categories) + multi_codes
+            categories += list(multi_names)
+        return codes, categories
+
+
+def _dedupe(names: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        while name in seen:
+            name += "'"
+        seen.add(name)
+        out.append(name)
+    return out
+
+
+def _same_float(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return (x == y) | (np.isnan(x) & np.isnan(y))
+
+
+def _compare(da: _Decisions, db: _Decisions, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For paths ``rows`` with equally many decisions on both sides: (acts equal, acts and depths equal)."""
+    acts_eq = np.ones(len(rows), dtype=bool)
+    all_eq = np.ones(len(rows), dtype=bool)
+    counts = da.count[rows]
+    for k in range(int(counts.max(initial=0))):
+        sel = np.flatnonzero(counts > k)
+        ia = da.start[rows[sel]] + k
+        ib = db.start[rows[sel]] + k
+        act_ok = da.act[ia] == db.act[ib]
+        depth_ok = (
+            _same_float(da.depth[ia], db.depth[ib])
+            & _same_float(da.new_depth[ia], db.new_depth[ib])
+            & _same_float(da.reduction[ia], db.reduction[ib])
+        )
+        acts_eq[sel] &= act_ok
+        all_eq[sel] &= act_ok & depth_ok
+    return acts_eq, all_eq
+
+
+def _first_result_depth(side: _Side, codes: np.ndarray, n_paths: int) -> np.ndarray:
+    res_codes = codes[side.is_result]
+    order = np.argsort(res_codes, kind="stable")
+    count = np.bincount(res_codes, minlength=n_paths)
+    start = np.cumsum(count) - count
+    out = np.full(n_paths, np.nan)
+    has = count > 0
+    out[has] = side.depth[side.is_result][order][start[has]]
+    return out
+
+
+def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFrame:
+    """Align two sides' records of one search iteration; one row per path, depth-first.
+
+    Both frames hold the records of exactly one tree (one search, one
+    iteration).  Returns the rows described in :class:`treediff.align.Alignment`.
+    """
+    a, b = _Side(records_a), _Side(records_b)
+    # One memo table across both chunks: codes agree, the last chunk's dictionary has every path.
+    encoded = pc.dictionary_encode(pa.chunked_array([a.path, b.path], type=_PATH_DTYPE), memory_pool=_POOL)
+    codes = np.concatenate(
+        [np.empty(0, np.int32)] + [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
+    ).astype(np.intp if len(a.path) + len(b.path) >= 2**31 else np.int32, copy=False)
+    dictionary = encoded.chunks[-1].dictionary if encoded.num_chunks else pa.array([], _PATH_DTYPE)
+    del encoded
+    paths, ply, parent = _tree_of(dictionary)
+    del dictionary
+    n_paths = len(paths)
+    codes_a, codes_b = codes[: a.n], codes[a.n :]
+
+    act_a, act_b, act_labels = _unify(a.act, b.act)
+    kind_a, kind_b, kind_labels = _unify(a.kind, b.kind, order=KIND_VALUES)
+    dec_a = _Decisions(a, codes_a, n_paths, act_a, kind_a)
+    dec_b = _Decisions(b, codes_b, n_paths, act_b, kind_b)
+
+    # Per-path own counts, later summed over subtrees: RESULTs (nodes) and all
+    # records (presence) per side, and 1 per row (subtree size in rows).
+    sums = np.zeros((n_paths, 5), dtype=np.int64 if a.n + b.n >= 2**31 else np.int32)
+    sums[:, 0] = np.bincount(codes_a[a.is_result], minlength=n_paths)
+    sums[:, 1] = np.bincount(codes_b[b.is_result], minlength=n_paths)
+    sums[:, 2] = np.bincount(codes_a, minlength=n_paths)
+    sums[:, 3] = np.bincount(codes_b, minlength=n_paths)
+    sums[:, 4] = 1
+
+    # Sibling order: A's move number, A-decided before B-only, then first seq.
+    has_a, has_b = dec_a.count > 0, dec_b.count > 0
+    mn = np.where(has_a, dec_a.first(dec_a.mn, np.nan), dec_b.first(dec_b.mn, np.nan))
+    mn = np.where(np.isnan(mn), 4095, np.clip(mn, 0, 4095)).astype(np.int64)
+    side_rank = np.where(has_a, 0, np.where(has_b, 1, 2)).astype(np.int64)
+    first_seq = np.where(has_a, dec_a.first(dec_a.seq, 0), dec_b.first(dec_b.seq, 0))
+    undecided = np.flatnonzero(side_rank == 2)  # the root, RESULT-only and synthesized paths: few
+    by_name = pc.sort_indices(paths.take(pa.array(undecided))).to_numpy(zero_copy_only=False)
+    first_seq[undecided[by_name]] = np.arange(len(undecided))
+    sibling_key = (mn << 50) | (side_rank << 48) | np.clip(first_seq, 0, (1 << 48) - 1)
+    level_key = (ply.astype(np.int64) << 40) | (parent + 1)
+    order = np.lexsort((sibling_key, level_key))
+
+    # From here on, arrays are in (ply, parent, sibling) order.
+    inverse = np.empty(n_paths, dtype=np.int64)
+    inverse[order] = np.arange(n_paths)
+    par = parent[order]
+    par = np.where(par >= 0, inverse[np.maximum(par, 0)], -1)
+    ply_o = ply[order]
+    sums = sums[order]
+    bounds = np.searchsorted(ply_o, np.arange(int(ply_o.max(initial=0)) + 2))
+
+    for k in range(len(bounds) - 2, 0, -1):
+        lo, hi = bounds[k], bounds[k + 1]
+        if hi == lo:
+            continue
+        p = par[lo:hi]
+        starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+        # Rows are grouped by parent, so each parent occurs once in p[starts].
+        sums[p[starts]] += np.add.reduceat(sums[lo:hi], starts, axis=0)
+
+    pos = np.zeros(n_paths, dtype=np.int64)
+    size = sums[:, 4]
+    for k in range(1, len(bounds) - 1):
+        lo, hi = bounds[k], bounds[k + 1]
+        if hi == lo:
+            continue
+        p = par[lo:hi]
+        group_first = np.r_[True, p[1:] != p[:-1]]
+        before = np.cumsum(size[lo:hi]) - size[lo:hi]
+        group_base = before[np.flatnonzero(group_first)][np.cumsum(group_first) - 1]
+        pos[lo:hi] = pos[p] + 1 + (before - group_base)
+
+    final = np.empty(n_paths, dtype=np.int64)
+    final[pos] = np.arange(n_paths)
+    src = order[final]  # original path index of each output row
+    parent_row = par[final]
+    parent_row = np.where(parent_row >= 0, pos[np.maximum(parent_row, 0)], -1)
+    sums = sums[final]
+
+    present_a, present_b = sums[:, 2] > 0, sums[:, 3] > 0
+    status = np.full(n_paths, 1, dtype=np.int8)  # differs
+    status[present_a & ~present_b] = 2
+    status[~present_a & present_b] = 3
+    count_a, count_b = dec_a.count[src], dec_b.count[src]
+    both = present_a & present_b
+    status[both & (count_a == 0) & (count_b == 0)] = 0
+    comparable = np.flatnonzero(both & (count_a == count_b) & (count_a > 0))
+    _, all_eq = _compare(dec_a, dec_b, src[comparable])
+    status[comparable[all_eq]] = 0
+
+    def side_columns(dec: _Decisions, side: _Side, side_codes: np.ndarray, suffix: str) -> dict:
+        depth = dec.first(dec.depth, np.nan)
+        no_move = dec.count == 0
+        depth[no_move] = _first_result_depth(side, side_codes, n_paths)[no_move]
+        seq_codes, seq_categories = dec.sequence(act_labels)
+        kind_codes = np.where(dec.count > 0, dec.first(dec.kind, -1), -1)
+        return {
+            f"seq_{suffix}": pd.Categorical.from_codes(seq_codes[src], categories=_dedupe(seq_categories)),
+            f"kind_{suffix}": pd.Categorical.from_codes(kind_codes[src], categories=list(kind_labels)),
+            f"depth_{suffix}": depth[src].astype(np.float32),
+            f"new_depth_{suffix}": dec.first(dec.new_depth, np.nan)[src].astype(np.float32),
+            f"final_depth_{suffix}": dec.last(dec.new_depth, np.nan)[src].astype(np.float32),
+            f"reduction_{suffix}": dec.first(dec.reduction, np.nan)[src].astype(np.float32),
+            f"mn_{suffix}": dec.first(dec.mn, np.nan)[src].astype(np.float32),
+            f"decisions_{suffix}": dec.count[src].astype(np.int32),
+        }
+
+    columns: dict[str, object] = {
+        "path": pc.take(paths, pa.array(src), memory_pool=_POOL).to_pandas(),
+        "ply": ply[src].astype(np.int16),
+        "status": pd.Categorical.from_codes(status, categories=STATUS_VALUES),
+    }
+    columns.update(side_columns(dec_a, a, codes_a, "a"))
+    columns.update(side_columns(dec_b, b, codes_b, "b"))
+    columns.update(
+        {
+            "nodes_a": sums[:, 0].astype(np.int64),
+            "nodes_b": sums[:, 1].astype(np.int64),
+            "parent": parent_row,
+            "subtree_rows": sums[:, 4].astype(np.int64),
+        }
+    )
+    # copy=False keeps one block per column: consolidating ~20 columns of
+    # millions of rows into 2-D blocks would cost more than the alignment.
+    rows = pd.DataFrame(columns, copy=False)
+    return rows

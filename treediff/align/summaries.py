@@ -1,0 +1,125 @@
+"""Divergence summaries of an :class:`~treediff.align.api.Alignment`: pure functions returning DataFrames."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from treediff.align.api import Alignment
+from treediff.schema import KIND_VALUES
+
+#: The label for a shared path one side reached without a MOVE decision (the root, RESULT-only paths).
+NO_DECISION = "(none)"
+
+
+def kind_confusion(alignment: Alignment) -> pd.DataFrame:
+    """A's kind (rows) against B's kind (columns), counting paths both sides have.
+
+    A path's kind is the kind of its first decision.  Paths neither side made
+    a decision about (the root) are left out; a path only one side decided is
+    counted under :data:`NO_DECISION` for the other.  Kinds are in taxonomy
+    order; only kinds that occur are shown.
+    """
+    rows = alignment.rows
+    status = rows["status"].to_numpy(dtype=object)
+    shared = (status == "same") | (status == "differs")
+    ka = rows["kind_a"].astype(object).where(rows["kind_a"].notna(), NO_DECISION).to_numpy()[shared]
+    kb = rows["kind_b"].astype(object).where(rows["kind_b"].notna(), NO_DECISION).to_numpy()[shared]
+    decided = (ka != NO_DECISION) | (kb != NO_DECISION)
+    ka, kb = ka[decided], kb[decided]
+    order = [*KIND_VALUES, NO_DECISION]
+    rank = {k: i for i, k in enumerate(order)}
+    labels_a = sorted(set(ka), key=lambda k: (rank.get(k, len(order)), k))
+    labels_b = sorted(set(kb), key=lambda k: (rank.get(k, len(order)), k))
+    table = pd.crosstab(
+        pd.Categorical(ka, categories=labels_a), pd.Categorical(kb, categories=labels_b), dropna=False
+    )
+    table.index = pd.Index(list(table.index.astype(str)), name="A")
+    table.columns = pd.Index(list(table.columns.astype(str)), name="B")
+    return table.astype("int64")
+
+
+def _plies(value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "?"
+    return f"{value:g}"
+
+
+def _nodes(n: int) -> str:
+    return f"{n:,} node" + ("" if n == 1 else "s")
+
+
+def describe_side(row: pd.Series, side: str, path_text: str) -> str:
+    """What one side did with a path, as a verb phrase ("pruned it (FP-QUIET)")."""
+    seq = str(row[f"seq_{side}"])
+    kind = row[f"kind_{side}"]
+    status = row["status"]
+    if (status == "only-A" and side == "b") or (status == "only-B" and side == "a"):
+        return f"never reached {path_text}"
+    if not seq:
+        return f"visited {path_text} without a move decision"
+    acts = seq.split("→")
+    depth, nd, red = row[f"depth_{side}"], row[f"new_depth_{side}"], row[f"reduction_{side}"]
+    span = f"{_plies(depth)}→{_plies(nd)} plies"
+    if kind == "SEARCH":
+        text = f"searched {path_text} at full depth ({span})"
+    elif kind == "REDUCE":
+        by = f" by {_plies(red)} {'ply' if red == 1 else 'plies'}" if red == red and red is not None else ""
+        text = f"reduced {path_text}{by} ({acts[0]}, {span})"
+    elif kind == "RESEARCH":
+        text = f"re-searched {path_text} ({acts[0]}, {span})"
+    elif kind == "EXTEND":
+        text = f"extended {path_text} ({acts[0]}, {span})"
+    elif kind == "PRUNE":
+        text = f"pruned {path_text} ({acts[0]})"
+    elif kind == "NULL_PROBE":
+        text = f"tried the null move {path_text} ({acts[0]}, {span})"
+    elif kind == "NODE_CUT":
+        text = f"cut the node at {path_text} ({acts[0]})"
+    else:
+        text = f"decided {path_text} with {acts[0]}"
+    if len(acts) > 1:
+        text += ", then " + "→".join(acts[1:])
+        final = row[f"final_depth_{side}"]
+        if final == final and final is not None and final != nd:
+            text += f" at {_plies(final)} plies"
+    return text
+
+
+def _sentence(row: pd.Series) -> str:
+    path = row["path"] or "(root)"
+    lead, other = ("a", "b") if row["nodes_a"] >= row["nodes_b"] else ("b", "a")
+    first = describe_side(row, lead, f"`{path}`")
+    second = describe_side(row, other, "it")
+    text = f"{lead.upper()} {first}, {_nodes(int(row[f'nodes_{lead}']))} below it; {other.upper()} {second}"
+    if int(row[f"nodes_{other}"]):
+        text += f", {_nodes(int(row[f'nodes_{other}']))} below it"
+    return text
+
+
+def top_divergences(alignment: Alignment, n: int = 10) -> pd.DataFrame:
+    """The ``n`` divergences that cost the most nodes, with one sentence each.
+
+    A divergence is a row whose status is not ``same``; rows inside a subtree
+    that only one side has are left out (their top row already carries the
+    whole subtree's cost).  Cost = |nodes_a - nodes_b| (RESULT counts of the
+    two subtrees); ties keep tree order.
+    """
+    rows = alignment.rows
+    status = rows["status"].to_numpy(dtype=object)
+    parent = rows["parent"].to_numpy()
+    one_sided = (status == "only-A") | (status == "only-B")
+    parent_one_sided = np.zeros(len(rows), dtype=bool)
+    has_parent = parent >= 0
+    parent_one_sided[has_parent] = one_sided[parent[has_parent]]
+    keep = (status != "same") & ~parent_one_sided
+    picked = rows[keep]
+    cost = (picked["nodes_a"] - picked["nodes_b"]).abs()
+    order = np.argsort(-cost.to_numpy(), kind="stable")[: max(n, 0)]
+    top = picked.iloc[order].copy()
+    top.insert(0, "cost", cost.iloc[order].to_numpy())
+    top["sentence"] = [_sentence(r) for _, r in top.iterrows()]
+    columns = ["path", "ply", "status", "cost", "nodes_a", "nodes_b", "seq_a", "seq_b",
+               "kind_a", "kind_b", "depth_a", "new_depth_a", "depth_b", "new_depth_b", "sentence"]
+    return top[columns].reset_index(drop=True)
