@@ -29,15 +29,22 @@ def write_pair(frames, path: Path) -> Path:
 
 
 def write_dataset(frames, root: Path) -> Path:
-    """DIR/records/engine=E/part.parquet and DIR/searches/engine=E/part.parquet, as `treediff batch` writes."""
+    """DIR/records/engine=E/KEY.parquet and DIR/searches/engine=E/KEY.parquet in the runner's layout
+    (treediff.runner.dataset: the engine is the partition directory, not a column)."""
+    from treediff.runner.dataset import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA
+
     records, searches = frames
     engine = str(searches["engine"].iloc[0])
-    rec = pa.Table.from_pandas(records, schema=RECORDS_SCHEMA, preserve_index=False)
-    srch = pa.Table.from_pandas(searches, schema=SEARCHES_SCHEMA, preserve_index=False)
-    for sub, table in (("records", rec), ("searches", srch)):
-        d = root / sub / f"engine={engine}"
-        d.mkdir(parents=True)
-        pq.write_table(table, d / "part-0.parquet")
+    for key, sid in enumerate(searches["search"]):
+        rec = records[records["search"] == sid].drop(columns="engine")
+        srch = searches[searches["search"] == sid].drop(columns="engine").assign(
+            node_source="result", task=f"{key:05d}")
+        for sub, frame, schema in (("records", rec, DATASET_RECORDS_SCHEMA),
+                                   ("searches", srch, DATASET_SEARCHES_SCHEMA)):
+            d = root / sub / f"engine={engine}"
+            d.mkdir(parents=True, exist_ok=True)
+            table = pa.Table.from_pandas(frame.reindex(columns=schema.names), schema=schema, preserve_index=False)
+            pq.write_table(table, d / f"{key:05d}.parquet")
     return root
 
 
