@@ -139,6 +139,17 @@ def test_compare_same_positions(parquets):
     assert by_pos["p2"]["ratio"] == pytest.approx(4 / 3)
     assert by_pos["(all)"]["ratio"] == pytest.approx(14 / 13)
     assert by_pos["(geomean)"]["ratio"] == pytest.approx(math.sqrt(4 / 3))
+    # per position: LMR 6/32 (stockfish p1), 2/25 (crafty p1), 0/10 and 1/7 (p2);
+    # skips (12)/32, (5+4)/25, (2+1+1)/10, (2+1)/7; EBF 10^(1/3) both on p1, 4^(1/2) and 3^(1/2) on p2
+    p1, p2, total = by_pos["p1"], by_pos["p2"], by_pos["(all)"]
+    assert (p1["lmr_pct_a"], p1["lmr_pct_b"]) == (pytest.approx(100 * 6 / 32), pytest.approx(100 * 2 / 25))
+    assert (p2["lmr_pct_a"], p2["lmr_pct_b"]) == (0.0, pytest.approx(100 / 7))
+    assert (p1["skip_pct_a"], p1["skip_pct_b"], p2["skip_pct_a"], p2["skip_pct_b"]) == (
+        pytest.approx(100 * 12 / 32), pytest.approx(100 * 9 / 25), pytest.approx(40.0), pytest.approx(300 / 7))
+    assert (p1["ebf_a"], p2["ebf_a"], p2["ebf_b"]) == (pytest.approx(10 ** (1 / 3)), pytest.approx(2.0),
+                                                       pytest.approx(3 ** 0.5))
+    assert (total["lmr_pct_a"], total["lmr_pct_b"]) == (pytest.approx(100 * 6 / 42), pytest.approx(100 * 3 / 32))
+    assert total["ebf_a"] is None  # depths 3 and 2 mixed
     acts = t["acts"]["rows"]
     assert (acts[0]["stockfish act"], acts[0]["stockfish count"], acts[0]["crafty act"], acts[0]["crafty count"]) \
         == ("FULL", 16, "FULL", 14)

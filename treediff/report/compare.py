@@ -3,9 +3,12 @@
 :func:`compare` returns a :class:`Comparison` of DataFrames:
 
 * ``nodes``: per position, A's and B's node counts (mean over the searches of
-  that position) and ``ratio`` = A / B; then an ``(all)`` row (sums and the
-  ratio of the sums) and, with several positions, a ``(geomean)`` row (the
-  geometric mean of the per-position ratios).
+  that position), ``ratio`` = A / B, and each side's ``ebf``, LMR admission
+  (``lmr_pct``, % of MOVE decisions) and skip volume (``skip_pct``, PRUNE % of
+  MOVE decisions); then an ``(all)`` row (node sums over the positions both
+  searched and the ratio of the sums; the other columns are each side's overall
+  figures) and, with several positions, a ``(geomean)`` row (the geometric mean
+  of the per-position ratios).
 * ``acts``: the two act breakdowns side by side, each sorted by count
   (rank-aligned, like the user's hand-made table).
 * ``kinds``: MOVE decisions per shared kind, merged on the kind.
@@ -25,8 +28,6 @@ import pandas as pd
 
 from treediff.errors import InputError
 from treediff.report.core import Section, build_report
-from treediff.report.context import Context
-from treediff.report.ebf import search_nodes
 
 
 @dataclass
@@ -103,34 +104,71 @@ def _position_ids(searches: pd.DataFrame) -> pd.Series:
     return pos.where(pos.notna(), searches["fen"].astype("object"))
 
 
-def _nodes_by_position(side: Side) -> pd.DataFrame:
-    ctx = Context(records=side.records, searches=side.searches, keys=("engine",))
-    sn = search_nodes(ctx)
-    frame = pd.DataFrame({"position": _position_ids(side.searches).to_numpy(),
-                          "phase": side.searches["phase"].astype("object").to_numpy(), "nodes": sn.nodes})
-    return frame.groupby("position", sort=False, dropna=False).agg(phase=("phase", "first"), nodes=("nodes", "mean"))
+def _with_position_ids(side: Side) -> Side:
+    """The side with every search's position set (its id, else its FEN)."""
+    searches = side.searches.copy()
+    searches["position"] = pd.array(_position_ids(searches), dtype="string")
+    return Side(side.label, side.records, searches)
+
+
+@dataclass
+class _Summary:
+    """One side's per-position and overall figures for the nodes table."""
+
+    per_position: pd.DataFrame  #: index position: phase, nodes, ebf, lmr_pct, skip_pct
+    overall: dict
+
+
+def _summary(side: Side) -> _Summary:
+    tables = ("ebf", "lmr", "skips")
+    per = build_report(side.records, side.searches, tables, ("engine", "position"))
+    allr = build_report(side.records, side.searches, tables, ("engine",))
+
+    def figures(rep) -> pd.DataFrame:
+        keys = [k for k in ("position",) if k in rep["ebf"].columns]
+        ebf = rep["ebf"].set_index(keys) if keys else rep["ebf"]
+        lmr = rep["lmr"].set_index(keys) if keys else rep["lmr"]
+        skips = rep["skips"][rep["skips"]["act"] == "(all)"]
+        skips = skips.set_index(keys) if keys else skips
+        return pd.DataFrame({"nodes": ebf["mean_nodes"], "ebf": ebf["ebf"], "lmr_pct": lmr["admission_pct"],
+                             "skip_pct": skips["pct_of_moves"]})
+
+    table = figures(per)
+    phases = side.searches.groupby(side.searches["position"].astype("object"), sort=False)["phase"].first()
+    table.insert(0, "phase", phases.reindex(table.index).astype("object"))
+    overall = figures(allr).iloc[0].to_dict()
+    return _Summary(table, overall)
 
 
 def _nodes_table(a: Side, b: Side) -> pd.DataFrame:
-    na, nb = _nodes_by_position(a), _nodes_by_position(b)
-    order = list(dict.fromkeys([*na.index, *nb.index]))
+    """Per position: nodes of A and B, ratio A/B, and each side's EBF, LMR % and skip %; then totals."""
+    sa, sb = _summary(a), _summary(b)
+    pa_, pb_ = sa.per_position, sb.per_position
+    order = list(dict.fromkeys([*pa_.index, *pb_.index]))
     table = pd.DataFrame({"position": order})
-    table["phase"] = [na["phase"].get(p, nb["phase"].get(p)) if p in na.index else nb["phase"].get(p) for p in order]
-    table["nodes_a"] = na["nodes"].reindex(order).to_numpy()
-    table["nodes_b"] = nb["nodes"].reindex(order).to_numpy()
+    phase = pa_["phase"].reindex(order)
+    table["phase"] = phase.where(phase.notna(), pb_["phase"].reindex(order)).to_numpy()
+    table["nodes_a"] = pa_["nodes"].reindex(order).to_numpy()
+    table["nodes_b"] = pb_["nodes"].reindex(order).to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         table["ratio"] = table["nodes_a"] / table["nodes_b"]
+    for col in ("ebf", "lmr_pct", "skip_pct"):
+        table[f"{col}_a"] = pa_[col].reindex(order).to_numpy()
+        table[f"{col}_b"] = pb_[col].reindex(order).to_numpy()
     both = table.dropna(subset=["nodes_a", "nodes_b"])
     rows = [table]
     if len(table) > 1 or len(both) != len(table):
         sum_a, sum_b = both["nodes_a"].sum(), both["nodes_b"].sum()
-        rows.append(pd.DataFrame({"position": ["(all)"], "phase": [None], "nodes_a": [sum_a], "nodes_b": [sum_b],
-                                  "ratio": [sum_a / sum_b if sum_b else np.nan]}))
+        total = {"position": "(all)", "phase": None, "nodes_a": sum_a, "nodes_b": sum_b,
+                 "ratio": sum_a / sum_b if sum_b else np.nan}
+        for col in ("ebf", "lmr_pct", "skip_pct"):
+            total[f"{col}_a"], total[f"{col}_b"] = sa.overall[col], sb.overall[col]
+        rows.append(pd.DataFrame([total]))
         good = both[(both["ratio"] > 0) & np.isfinite(both["ratio"])]
         if len(good) > 1:
-            rows.append(pd.DataFrame({"position": ["(geomean)"], "phase": [None], "nodes_a": [np.nan],
-                                      "nodes_b": [np.nan], "ratio": [float(np.exp(np.log(good["ratio"]).mean()))]}))
-    return pd.concat(rows, ignore_index=True)
+            rows.append(pd.DataFrame([{"position": "(geomean)", "phase": None,
+                                       "ratio": float(np.exp(np.log(good["ratio"]).mean()))}]))
+    return pd.concat(rows, ignore_index=True)[table.columns]
 
 
 def _rank_aligned(fa: pd.DataFrame, fb: pd.DataFrame, la: str, lb: str, label_col: str) -> pd.DataFrame:
@@ -174,6 +212,7 @@ def compare(a: Side, b: Side, allow_different_positions: bool = False) -> Compar
         raise InputError(
             f"A and B searched different positions ({len(only_a)} only in A, {len(only_b)} only in B, "
             f"e.g. {example!r} only in {'A' if only_a else 'B'}); pass --allow-different-positions to compare anyway")
+    a, b = _with_position_ids(a), _with_position_ids(b)
     label_a, label_b = a.label, b.label
     if label_a == label_b:
         label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
