@@ -56,3 +56,32 @@ def test_scope_tells_break_from_continue(tmp_path):
     assert node_scope.loc["(all)", "nodes"] > 0
     assert node_scope.loc["(all)", "continued"] == 0
     assert move_scope.loc["(all)", "pct_continued"] > 50
+
+
+TRACES = __import__("pathlib").Path(__file__).resolve().parents[2] / "fixtures" / "traces"
+
+
+@pytest.mark.parametrize("profile", ["typhoon", "stockfish", "crafty"])
+def test_batch_fixture_per_position_matches_counters(profile):
+    """The committed 3-position batch traces: acts and nodes per position equal each search's counters."""
+    import json
+
+    from click.testing import CliRunner
+
+    from treediff.cli import main
+
+    log = TRACES / f"{profile}_batch3.log"
+    counters = json.loads((TRACES / f"{profile}_batch3.counters.json").read_text())
+    res = CliRunner().invoke(main, ["report", str(log), "--by", "position", "--table", "acts,nodes,ebf",
+                                    "--format", "json"])
+    assert res.exit_code == 0, res.output
+    tables = {t["name"]: t for t in json.loads(res.output)["tables"]}
+    positions = list(dict.fromkeys(r["position"] for r in tables["nodes"]["rows"]))
+    assert len(positions) == len(counters)
+    for position, expected in zip(positions, counters):
+        acts = {r["act"]: r["count"] for r in tables["acts"]["rows"] if r["position"] == position}
+        assert acts == expected["acts"], position
+        nodes = next(r for r in tables["nodes"]["rows"] if r["position"] == position)
+        assert nodes["nodes"] == expected["nodes"]
+        ebf = next(r for r in tables["ebf"]["rows"] if r["position"] == position)
+        assert ebf["depth_min"] == expected["iterations"]
