@@ -5,7 +5,6 @@ the modules computing them.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -137,11 +136,3 @@ def build_report(records: pd.DataFrame, searches: pd.DataFrame, tables: Sequence
         elif t == "scope":
             add("scope", scope_table(ctx))
     return report
-
-
-def load_for_report(inputs: Sequence[str | os.PathLike], tables: Sequence[str], by: Sequence[str],
-                    **parse_options):
-    """Load inputs reading only the records columns the tables need."""
-    from treediff.io import load
-
-    return load(list(inputs), columns=columns_for(tables, by), **parse_options)
