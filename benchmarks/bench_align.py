@@ -130,6 +130,22 @@ def baseline_align(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataF
     return pd.DataFrame(out, columns=["path", "status", "seq_a", "seq_b", "nodes_a", "nodes_b"])
 
 
+def _peak_rss() -> int:
+    """Peak resident set size of this process, bytes.
+
+    VmHWM rather than ru_maxrss: ru_maxrss survives exec, so a child forked
+    from the (large) generating parent would report the parent's size.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _child(kind: str, a: str, b: str, out: str) -> None:
     from treediff.align import LOAD_COLUMNS
 
@@ -144,7 +160,7 @@ def _child(kind: str, a: str, b: str, out: str) -> None:
     else:
         rows = baseline_align(records_a, records_b)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = _peak_rss()
     result = rows[["path", "status", "seq_a", "seq_b", "nodes_a", "nodes_b"]].astype(
         {"path": str, "status": str, "seq_a": str, "seq_b": str}
     )

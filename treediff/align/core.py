@@ -308,6 +308,7 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
     sibling_key = (mn << 50) | (side_rank << 48) | np.clip(first_seq, 0, (1 << 48) - 1)
     level_key = (ply.astype(np.int64) << 40) | (parent + 1)
     order = np.lexsort((sibling_key, level_key))
+    del sibling_key, level_key, mn, side_rank, first_seq
 
     # From here on, arrays are in (ply, parent, sibling) order.
     inverse = np.empty(n_paths, dtype=np.int64)
@@ -339,6 +340,7 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
         group_base = before[np.flatnonzero(group_first)][np.cumsum(group_first) - 1]
         pos[lo:hi] = pos[p] + 1 + (before - group_base)
 
+    del inverse, ply_o
     final = np.empty(n_paths, dtype=np.int64)
     final[pos] = np.arange(n_paths)
     src = order[final]  # original path index of each output row

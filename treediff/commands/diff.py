@@ -1,0 +1,91 @@
+"""``treediff diff A B``: the two trees of one position side by side, aligned path by path."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from treediff.errors import InputError
+
+FORMATS = ["table", "text", "json", "csv"]
+#: Rows kept around each change when folding identical runs, unless --context says otherwise.
+DEFAULT_CONTEXT = 3
+
+
+def _load(path: str, label: str):
+    from treediff.align import LOAD_COLUMNS
+    from treediff.io import load
+
+    loaded = load([path], columns=list(LOAD_COLUMNS))
+    if len(loaded.records) == 0:
+        searches = loaded.searches
+        what = f"{len(searches)} search(es), all without MOVE/RESULT records" if len(searches) else "no search"
+        raise InputError(f"{label} ({path}) has {what} (a 0-node search?)")
+    return loaded
+
+
+@click.command("diff")
+@click.argument("a", type=click.Path(dir_okay=True, allow_dash=False))
+@click.argument("b", type=click.Path(dir_okay=True, allow_dash=False))
+@click.option("--position", "position", metavar="ID", help="Position to align when an input holds several searches.")
+@click.option("--iter", "iteration", type=int, metavar="N",
+              help="Iteration (root depth, plies) to align; default: the deepest both completed.")
+@click.option("--under", metavar="PATH", help="Only this path and its subtree (UCI moves joined by /; SAN also read).")
+@click.option("--max-ply", type=click.IntRange(min=0), metavar="N", help="Only rows at most N plies from the root.")
+@click.option("--only-diff", is_flag=True, help="Only rows whose status is not 'same'.")
+@click.option("--context", type=click.IntRange(min=0), metavar="K", default=None,
+              help=f"Identical rows kept around each change; longer identical runs are folded (default {DEFAULT_CONTEXT}).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format; default: table on a terminal, text when piped.")
+@click.option("--meld", "meld_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are empty lines), for meld or diff -y.")
+def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, meld_dir) -> None:
+    """Show A's and B's search trees of one position side by side, aligned by move path.
+
+    Rows are in depth-first tree order; a path only one side has leaves a gap
+    on the other.  The marker between the sides is ' ' (same), '|' (differs),
+    '<' (only A) or '>' (only B).  Columns per side: move (indented by ply),
+    act(s), depth → new depth in plies, reduction, and the subtree's node
+    count (RESULT records at or below the path).
+    """
+    from treediff.align import align
+    from treediff.align import render
+    from treediff.align.view import fold, normalize_path, select_rows
+
+    loaded_a, loaded_b = _load(a, "A"), _load(b, "B")
+    alignment = align(loaded_a.records, loaded_b.records, iter=iteration, position=position)
+    under_path = None
+    if under is not None:
+        fen = None
+        if "fen" in loaded_a.records.columns and len(loaded_a.records):
+            match = loaded_a.records[loaded_a.records["search"] == alignment.a.search]
+            fen = str(match["fen"].iloc[0]) if len(match) and match["fen"].notna().iloc[0] else None
+        under_path = normalize_path(under, fen)
+    rows = select_rows(alignment.rows, under=under_path, max_ply=max_ply, only_diff=only_diff)
+
+    if meld_dir is not None:
+        path_a, path_b = render.write_meld(meld_dir, rows)
+        click.echo(f"wrote {path_a} and {path_b} ({len(rows):,} lines each)", err=fmt is None)
+        if fmt is None:
+            return
+
+    fmt = fmt or ("table" if sys.stdout.isatty() else "text")
+    if fmt == "json":
+        click.echo(render.to_json(alignment, rows))
+        return
+    if fmt == "csv":
+        click.echo(render.to_csv(rows), nl=False)
+        return
+    items = fold(rows, None if only_diff else (DEFAULT_CONTEXT if context is None else context))
+    if fmt == "table":
+        from rich.console import Console
+
+        render.print_rich(Console(), alignment, rows, items)
+        return
+    for line in render.text_lines(alignment, rows, items):
+        click.echo(line)
+    for note in alignment.notes:
+        click.echo(f"note: {note}", err=True)
+
+
+COMMANDS = [diff]
