@@ -9,6 +9,9 @@ from treediff.render import FORMATS, emit
 
 _PARSE_HELP = "Dialect for logs whose header does not say (default: auto)."
 
+#: Extra records columns ``compare`` loads for filling ``Comparison.divergences`` (the aligner's needs).
+COMPARE_EXTRA_COLUMNS: tuple[str, ...] = ()
+
 
 def _parse_options(engine: str, positions: str | None) -> dict:
     options: dict = {"engine": engine}
@@ -75,7 +78,7 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
     from treediff.report.compare import compare_loaded
     from treediff.report.core import columns_for
 
-    cols = columns_for(("acts", "lmr", "ebf", "skips"), ("engine",))
+    cols = list(dict.fromkeys([*columns_for(("acts", "lmr", "ebf", "skips"), ("engine",)), *COMPARE_EXTRA_COLUMNS]))
     options = _parse_options(engine, positions)
     loaded_a = load([a], columns=cols, **options)
     loaded_b = load([b], columns=cols, **options)
@@ -88,6 +91,7 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
     la = label_a or default_label(loaded_a, engine_a, a, loaded_b, engine_b)
     lb = label_b or default_label(loaded_b, engine_b, b, loaded_a, engine_a)
     result = compare_loaded(loaded_a, loaded_b, la, lb, engine_a, engine_b, allow_different_positions)
+    # Hook for the aligner: set result.divergences / result.divergence_kinds here (rendered when not None).
     extra = {"label_a": result.label_a, "label_b": result.label_b,
              "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
     emit(result.sections(), fmt, output, extra_json=extra, notes=result.notes())
