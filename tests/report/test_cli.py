@@ -247,3 +247,17 @@ def test_parse_then_report_multi_search_san_log(tmp_path):
     assert rows(t["acts"], position="p1", act="FP-QUIET")[0]["count"] == 5
     assert rows(t["acts"], position="p2", act="LMR")[0]["count"] == 1
     assert rows(t["scope"], position="p1", act="(all)")[0]["continued"] == 0
+
+
+@pytest.mark.skipif(not _parser_available(), reason="treediff.parsers.core not there yet")
+def test_positions_epd_labels_logs_without_ids(tmp_path):
+    text = (FIX / "report_stockfish.log").read_text()
+    log = tmp_path / "noid.log"
+    log.write_text(text.replace(" id=p1 phase=opening", "").replace(" id=p2 phase=endgame", ""))
+    epd = tmp_path / "two.epd"
+    epd.write_text('rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - id "start"; c0 "phase=middlegame";\n'
+                   '8/5k2/8/3p4/4P3/8/5K2/8 w - - id "pawns"; c0 "phase=endgame";\n')
+    res = run("report", log, "--positions", epd, "--by", "phase,position", "--table", "nodes", "--format", "json")
+    assert res.exit_code == 0, res.output
+    got = [(r["phase"], r["position"], r["nodes"]) for r in tables_of(res.output)["nodes"]["rows"]]
+    assert got == [("middlegame", "start", 10), ("endgame", "pawns", 4)]
