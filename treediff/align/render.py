@@ -46,8 +46,8 @@ class SideCells:
     gap: np.ndarray
 
 
-def side_cells(rows: pd.DataFrame, side: str, base_ply: int = 0) -> SideCells:
-    """Cells of side ``"a"`` or ``"b"``: move indented by ply, acts, depth→new depth, reduction, subtree nodes."""
+def side_cells(rows: pd.DataFrame, side: str, base_ply: int = 0, full_paths: bool = False) -> SideCells:
+    """Cells of side ``"a"`` or ``"b"``: move indented by ply (or the full path), acts, depth→new depth, reduction, nodes."""
     status = rows["status"].to_numpy(dtype=object)
     gap = status == ("only-B" if side == "a" else "only-A")
     paths = rows["path"].astype(str).tolist()
@@ -65,8 +65,11 @@ def side_cells(rows: pd.DataFrame, side: str, base_ply: int = 0) -> SideCells:
             for column in (tree, acts, depths, reds, counts):
                 column.append("")
             continue
-        move = path.rsplit("/", 1)[-1] if path else "(root)"
-        tree.append("  " * max(int(plies[i]) - base_ply, 0) + move)
+        if full_paths:
+            tree.append(path or "(root)")
+        else:
+            move = path.rsplit("/", 1)[-1] if path else "(root)"
+            tree.append("  " * max(int(plies[i]) - base_ply, 0) + move)
         acts.append(seqs[i])
         if decisions[i] == 0:
             depths.append(_num(depth[i]) if not math.isnan(depth[i]) else "")
@@ -104,15 +107,19 @@ def _base_ply(rows: pd.DataFrame) -> int:
 Segment = tuple[str, str]  # (text, rich style; "" for plain)
 
 
-def side_by_side(alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame) -> Iterator[list[Segment]]:
+def side_by_side(
+    alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame, full_paths: bool = False
+) -> Iterator[list[Segment]]:
     """The side-by-side view as lines of styled segments: a column heading, then one line per item.
 
     A's columns, a diff -y marker, B's columns; fold items become one line.
+    ``full_paths`` shows whole paths instead of indented moves (for views
+    that skip rows, where a move's parent may not be shown).
     Changed cells of ``differs`` rows are styled bold yellow, one-sided rows
     red (only A) or green (only B); unstyled text is the plain-text view.
     """
     base = _base_ply(rows)
-    cells = {s: side_cells(rows, s, base) for s in ("a", "b")}
+    cells = {s: side_cells(rows, s, base, full_paths) for s in ("a", "b")}
     changes = _changes(rows)
     headings = {s: {**_HEADINGS, "tree": f"{s.upper()} {_HEADINGS['tree']}"} for s in "ab"}
     widths = {
@@ -150,20 +157,24 @@ def side_by_side(alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame) 
         yield line
 
 
-def text_lines(alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame) -> Iterator[str]:
+def text_lines(
+    alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame, full_paths: bool = False
+) -> Iterator[str]:
     """Plain side-by-side lines (for pipes): header, column heading, one line per item."""
     yield from header_lines(alignment, rows)
-    for segments in side_by_side(alignment, rows, items):
+    for segments in side_by_side(alignment, rows, items, full_paths):
         yield "".join(text for text, _ in segments).rstrip()
 
 
-def print_rich(console, alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame) -> None:
+def print_rich(
+    console, alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame, full_paths: bool = False
+) -> None:
     """The side-by-side view on a terminal, changed cells highlighted."""
     from rich.text import Text
 
     for line in header_lines(alignment, rows):
         console.print(Text(line, style="bold"))
-    for i, segments in enumerate(side_by_side(alignment, rows, items)):
+    for i, segments in enumerate(side_by_side(alignment, rows, items, full_paths)):
         text = Text(no_wrap=True, overflow="ignore")
         for chunk, style in segments:
             text.append(chunk, style=style or ("bold underline" if i == 0 else ""))

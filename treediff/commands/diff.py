@@ -32,7 +32,7 @@ def _load(path: str, label: str):
               help="Iteration (root depth, plies) to align; default: the deepest both completed.")
 @click.option("--under", metavar="PATH", help="Only this path and its subtree (UCI moves joined by /; SAN also read).")
 @click.option("--max-ply", type=click.IntRange(min=0), metavar="N", help="Only rows at most N plies from the root.")
-@click.option("--only-diff", is_flag=True, help="Only rows whose status is not 'same'.")
+@click.option("--only-diff", is_flag=True, help="Only rows whose status is not 'same' (shown with their full paths).")
 @click.option("--context", type=click.IntRange(min=0), metavar="K", default=None,
               help=f"Identical rows kept around each change; longer identical runs are folded (default {DEFAULT_CONTEXT}).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -80,9 +80,9 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
     if fmt == "table":
         from rich.console import Console
 
-        render.print_rich(Console(), alignment, rows, items)
+        render.print_rich(Console(), alignment, rows, items, full_paths=only_diff)
         return
-    for line in render.text_lines(alignment, rows, items):
+    for line in render.text_lines(alignment, rows, items, full_paths=only_diff):
         click.echo(line)
     for note in alignment.notes:
         click.echo(f"note: {note}", err=True)
