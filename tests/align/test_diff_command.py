@@ -24,8 +24,9 @@ def run(*args: str):
 
 
 def _body(output: str) -> list[str]:
-    """Lines after the two header lines and the column heading."""
-    return output.splitlines()[3:]
+    """Row lines: after the two header lines and the column heading, up to the summaries."""
+    lines = output.splitlines()[3:]
+    return lines[: lines.index("")] if "" in lines else lines
 
 
 def test_text_side_by_side_without_folding():
@@ -129,3 +130,19 @@ def test_errors_are_one_line(tmp_path):
     result = run(str(empty), B)
     assert result.exit_code == 2 and "without MOVE/RESULT records" in result.output
     assert "Traceback" not in result.output
+
+
+def test_summaries_in_json_and_text():
+    doc = json.loads(run(A, B, "--format", "json").output)
+    # Hand-counted in test_align_hand.test_kind_confusion_hand_counted.
+    assert doc["kind_confusion"]["SEARCH"] == {"SEARCH": 4, "REDUCE": 0, "PRUNE": 1, "NULL_PROBE": 0}
+    assert doc["kind_confusion"]["PRUNE"]["SEARCH"] == 1
+    assert [t["path"] for t in doc["top_divergences"][:3]] == ["g1f3", "d2d4", "c2c4"]
+    assert doc["top_divergences"][0]["sentence"].endswith("B pruned it (FP-QUIET)")
+    # --under limits the summaries to the subtree: g1f3 (3), g1f3/g8f6 (1), g1f3/d7d5 (1).
+    doc = json.loads(run(A, B, "--format", "json", "--under", "g1f3").output)
+    assert [(t["path"], t["cost"]) for t in doc["top_divergences"]] == [("g1f3", 3), ("g1f3/g8f6", 1), ("g1f3/d7d5", 1)]
+    assert doc["kind_confusion"] == {"SEARCH": {"PRUNE": 1}}
+    text = run(A, B).output
+    assert "   1. [3] A searched `g1f3` at full depth (3→2 plies), 3 nodes below it; B pruned it (FP-QUIET)" in text
+    assert "   9. [0] B searched `0000/e7e5` at full depth (1→0 plies), 0 nodes below it; A never reached it" in text

@@ -257,14 +257,43 @@ def export_frame(rows: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def to_json(alignment: Alignment, rows: pd.DataFrame) -> str:
-    """A JSON document: what was compared, notes, and the selected rows."""
+def summary_lines(confusion: pd.DataFrame, top: pd.DataFrame) -> list[str]:
+    """The kind x kind table and the top divergences as plain lines."""
+    lines = ["", "kinds on shared paths (A's kind down, B's across):"]
+    if confusion.empty:
+        lines.append("  (no shared decided paths)")
+    else:
+        lines += ["  " + line for line in confusion.to_string().splitlines()]
+    lines += ["", "top divergences by node cost:"]
+    if top.empty:
+        lines.append("  (none)")
+    for i, r in enumerate(top.itertuples(), start=1):
+        lines.append(f"  {i:>2}. [{int(r.cost):,}] {r.sentence}")
+    return lines
+
+
+def to_json(
+    alignment: Alignment,
+    rows: pd.DataFrame,
+    confusion: pd.DataFrame | None = None,
+    top: pd.DataFrame | None = None,
+) -> str:
+    """A JSON document: what was compared, notes, summaries, and the selected rows."""
 
     def side(c) -> dict:
         return {"engine": c.engine, "position": c.position, "search": c.search, "iter": c.iter,
                 "iterations": list(c.iterations), "completed": list(c.completed)}
 
-    head = json.dumps({"a": side(alignment.a), "b": side(alignment.b), "notes": alignment.notes})
+    doc: dict = {"a": side(alignment.a), "b": side(alignment.b), "notes": alignment.notes}
+    if confusion is not None:
+        doc["kind_confusion"] = {a: {b: int(v) for b, v in row.items()} for a, row in confusion.iterrows()}
+    if top is not None:
+        doc["top_divergences"] = [
+            {"path": r.path, "cost": int(r.cost), "nodes_a": int(r.nodes_a), "nodes_b": int(r.nodes_b),
+             "status": str(r.status), "sentence": r.sentence}
+            for r in top.itertuples()
+        ]
+    head = json.dumps(doc, ensure_ascii=False)
     body = export_frame(rows).to_json(orient="records", force_ascii=False)
     return head[:-1] + ', "rows": ' + body + "}"
 

@@ -13,17 +13,20 @@ from treediff.schema import KIND_VALUES
 NO_DECISION = "(none)"
 
 
-def kind_confusion(alignment: Alignment) -> pd.DataFrame:
+def kind_confusion(alignment: Alignment, within: np.ndarray | None = None) -> pd.DataFrame:
     """A's kind (rows) against B's kind (columns), counting paths both sides have.
 
     A path's kind is the kind of its first decision.  Paths neither side made
     a decision about (the root) are left out; a path only one side decided is
     counted under :data:`NO_DECISION` for the other.  Kinds are in taxonomy
-    order; only kinds that occur are shown.
+    order; only kinds that occur are shown.  ``within``: optional boolean
+    mask over the rows (e.g. one subtree) to count.
     """
     rows = alignment.rows
     status = rows["status"].to_numpy(dtype=object)
     shared = (status == "same") | (status == "differs")
+    if within is not None:
+        shared &= within
     ka = rows["kind_a"].astype(object).where(rows["kind_a"].notna(), NO_DECISION).to_numpy()[shared]
     kb = rows["kind_b"].astype(object).where(rows["kind_b"].notna(), NO_DECISION).to_numpy()[shared]
     decided = (ka != NO_DECISION) | (kb != NO_DECISION)
@@ -74,7 +77,7 @@ def describe_side(row: pd.Series, side: str, path_text: str) -> str:
     elif kind == "PRUNE":
         text = f"pruned {path_text} ({acts[0]})"
     elif kind == "NULL_PROBE":
-        text = f"tried the null move {path_text} ({acts[0]}, {span})"
+        text = f"probed {path_text} ({acts[0]}, {span})"
     elif kind == "NODE_CUT":
         text = f"cut the node at {path_text} ({acts[0]})"
     else:
@@ -83,13 +86,16 @@ def describe_side(row: pd.Series, side: str, path_text: str) -> str:
         text += ", then " + "→".join(acts[1:])
         final = row[f"final_depth_{side}"]
         if final == final and final is not None and final != nd:
-            text += f" at {_plies(final)} plies"
+            text += f" at {_plies(final)} {'ply' if final == 1 else 'plies'}"
     return text
 
 
 def _sentence(row: pd.Series) -> str:
     path = row["path"] or "(root)"
-    lead, other = ("a", "b") if row["nodes_a"] >= row["nodes_b"] else ("b", "a")
+    if row["nodes_a"] != row["nodes_b"]:
+        lead, other = ("a", "b") if row["nodes_a"] > row["nodes_b"] else ("b", "a")
+    else:  # equal cost: lead with the side that has the path
+        lead, other = ("b", "a") if row["status"] == "only-B" else ("a", "b")
     first = describe_side(row, lead, f"`{path}`")
     second = describe_side(row, other, "it")
     text = f"{lead.upper()} {first}, {_nodes(int(row[f'nodes_{lead}']))} below it; {other.upper()} {second}"
@@ -98,13 +104,14 @@ def _sentence(row: pd.Series) -> str:
     return text
 
 
-def top_divergences(alignment: Alignment, n: int = 10) -> pd.DataFrame:
+def top_divergences(alignment: Alignment, n: int = 10, within: np.ndarray | None = None) -> pd.DataFrame:
     """The ``n`` divergences that cost the most nodes, with one sentence each.
 
     A divergence is a row whose status is not ``same``; rows inside a subtree
     that only one side has are left out (their top row already carries the
     whole subtree's cost).  Cost = |nodes_a - nodes_b| (RESULT counts of the
-    two subtrees); ties keep tree order.
+    two subtrees); ties keep tree order.  ``within``: optional boolean mask
+    over the rows (e.g. one subtree) to pick from.
     """
     rows = alignment.rows
     status = rows["status"].to_numpy(dtype=object)
@@ -114,6 +121,8 @@ def top_divergences(alignment: Alignment, n: int = 10) -> pd.DataFrame:
     has_parent = parent >= 0
     parent_one_sided[has_parent] = one_sided[parent[has_parent]]
     keep = (status != "same") & ~parent_one_sided
+    if within is not None:
+        keep &= within
     picked = rows[keep]
     cost = (picked["nodes_a"] - picked["nodes_b"]).abs()
     order = np.argsort(-cost.to_numpy(), kind="stable")[: max(n, 0)]

@@ -4,12 +4,15 @@ from __future__ import annotations
 import sys
 
 import click
+import numpy as np
 
 from treediff.errors import InputError
 
 FORMATS = ["table", "text", "json", "csv"]
 #: Rows kept around each change when folding identical runs, unless --context says otherwise.
 DEFAULT_CONTEXT = 3
+#: Divergences listed under the side-by-side view.
+TOP_N = 10
 
 
 def _load(path: str, label: str):
@@ -48,8 +51,7 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
     act(s), depth → new depth in plies, reduction, and the subtree's node
     count (RESULT records at or below the path).
     """
-    from treediff.align import align
-    from treediff.align import render
+    from treediff.align import align, kind_confusion, render, top_divergences
     from treediff.align.view import fold, normalize_path, select_rows
 
     loaded_a, loaded_b = _load(a, "A"), _load(b, "B")
@@ -70,8 +72,14 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
             return
 
     fmt = fmt or ("table" if sys.stdout.isatty() else "text")
+    if fmt in ("json", "table", "text"):
+        # Summaries cover the --under/--max-ply scope, --only-diff or not.
+        scope = np.zeros(len(alignment.rows), dtype=bool)
+        scope[select_rows(alignment.rows, under=under_path, max_ply=max_ply).index.to_numpy()] = True
+        confusion = kind_confusion(alignment, within=scope)
+        top = top_divergences(alignment, n=TOP_N, within=scope)
     if fmt == "json":
-        click.echo(render.to_json(alignment, rows))
+        click.echo(render.to_json(alignment, rows, confusion, top))
         return
     if fmt == "csv":
         click.echo(render.to_csv(rows), nl=False)
@@ -80,9 +88,14 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
     if fmt == "table":
         from rich.console import Console
 
-        render.print_rich(Console(), alignment, rows, items, full_paths=only_diff)
+        console = Console()
+        render.print_rich(console, alignment, rows, items, full_paths=only_diff)
+        for line in render.summary_lines(confusion, top):
+            console.print(line, highlight=False, markup=False)
         return
     for line in render.text_lines(alignment, rows, items, full_paths=only_diff):
+        click.echo(line)
+    for line in render.summary_lines(confusion, top):
         click.echo(line)
     for note in alignment.notes:
         click.echo(f"note: {note}", err=True)
