@@ -54,6 +54,11 @@ class Alignment:
         return self.a.position or self.b.position
 
 
+def _where(records: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """``records[mask]`` without copying 2M rows when every row is kept."""
+    return records if bool(mask.all()) else records[mask]
+
+
 def _engine(records: pd.DataFrame) -> str:
     if "engine" not in records.columns or len(records) == 0:
         return ""
@@ -74,13 +79,13 @@ def align(
     the choice is impossible or ambiguous.
     """
     search_a, search_b, pos = choose_searches(records_a, records_b, position)
-    ra = records_a[records_a["search"].to_numpy() == search_a]
-    rb = records_b[records_b["search"].to_numpy() == search_b]
+    ra = _where(records_a, records_a["search"].to_numpy() == search_a)
+    rb = _where(records_b, records_b["search"].to_numpy() == search_b)
     iter_a, iter_b, its_a, its_b, notes = choose_iterations(ra, rb, iter)
     sides = []
     for label, recs, it, its, search in (("A", ra, iter_a, its_a, search_a), ("B", rb, iter_b, its_b, search_b)):
         if it != 0 and "iter" in recs.columns:
-            recs = recs[recs["iter"].to_numpy() == it]
+            recs = _where(recs, recs["iter"].to_numpy() == it)
         if len(recs) == 0:
             raise InputError(f"{label} has no records in iteration {it} of position {pos}")
         choice = SideChoice(label, _engine(recs), pos, int(search), int(it), its[0], its[1])

@@ -107,7 +107,11 @@ def _iterations(records: pd.DataFrame) -> tuple[tuple[int, ...], tuple[int, ...]
     if len(all_iters) > 1:
         # Records before the first ITER marker carry iter 0; they are not an iteration.
         all_iters = tuple(i for i in all_iters if i != 0)
-    root_result = (records["ply"].to_numpy() == 0) & _is_result(records)
+    if "ply" in records.columns:
+        at_root = records["ply"].to_numpy() == 0
+    else:
+        at_root = (records["path"] == "").to_numpy(dtype=bool, na_value=False)
+    root_result = at_root & _is_result(records)
     done = tuple(int(i) for i in np.unique(iters[root_result]) if i in all_iters)
     return all_iters, (done or all_iters)
 
