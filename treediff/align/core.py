@@ -263,6 +263,65 @@ def _first_result_depth(side: _Side, codes: np.ndarray, n_paths: int) -> np.ndar
     return out
 
 
+def _sibling_key(dec_a: "_Decisions", dec_b: "_Decisions", paths: pa.Array) -> np.ndarray:
+    """Sort key among siblings: A's move number, A-decided before B-only before undecided, first seq."""
+    has_a, has_b = dec_a.count > 0, dec_b.count > 0
+    mn = np.where(has_a, dec_a.first(dec_a.mn, np.nan), dec_b.first(dec_b.mn, np.nan))
+    mn = np.where(np.isnan(mn), 4095, np.clip(mn, 0, 4095)).astype(np.int64)
+    side_rank = np.where(has_a, 0, np.where(has_b, 1, 2)).astype(np.int64)
+    first_seq = np.where(has_a, dec_a.first(dec_a.seq, 0), dec_b.first(dec_b.seq, 0))
+    undecided = np.flatnonzero(side_rank == 2)  # the root, RESULT-only and synthesized paths: few
+    by_name = pc.sort_indices(paths.take(pa.array(undecided))).to_numpy(zero_copy_only=False)
+    first_seq[undecided[by_name]] = np.arange(len(undecided))
+    return (mn << 50) | (side_rank << 48) | np.clip(first_seq, 0, (1 << 48) - 1)
+
+
+def _sum_subtrees(sums: np.ndarray, par: np.ndarray, bounds: np.ndarray) -> None:
+    """Add every row's sums into its parent's, deepest ply first (in place).
+
+    Rows are sorted by (ply, parent): ply k is ``bounds[k]:bounds[k+1]`` and
+    its rows come in runs of one parent each.
+    """
+    for k in range(len(bounds) - 2, 0, -1):
+        lo, hi = bounds[k], bounds[k + 1]
+        if hi == lo:
+            continue
+        p = par[lo:hi]
+        starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+        # Each parent occurs once in p[starts], so a plain fancy += is safe.
+        sums[p[starts]] += np.add.reduceat(sums[lo:hi], starts, axis=0)
+
+
+def _preorder(size: np.ndarray, par: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Depth-first position of every row: parent's + 1 + sizes of the siblings sorted before it."""
+    pos = np.zeros(len(size), dtype=np.int64)
+    for k in range(1, len(bounds) - 1):
+        lo, hi = bounds[k], bounds[k + 1]
+        if hi == lo:
+            continue
+        p = par[lo:hi]
+        group_first = np.r_[True, p[1:] != p[:-1]]
+        before = np.cumsum(size[lo:hi]) - size[lo:hi]
+        group_base = before[np.flatnonzero(group_first)][np.cumsum(group_first) - 1]
+        pos[lo:hi] = pos[p] + 1 + (before - group_base)
+    return pos
+
+
+def _status(sums: np.ndarray, dec_a: "_Decisions", dec_b: "_Decisions", src: np.ndarray) -> np.ndarray:
+    """Status codes (index into STATUS_VALUES) of rows in output order."""
+    present_a, present_b = sums[:, 2] > 0, sums[:, 3] > 0
+    status = np.full(len(src), 1, dtype=np.int8)  # differs
+    status[present_a & ~present_b] = 2
+    status[~present_a & present_b] = 3
+    count_a, count_b = dec_a.count[src], dec_b.count[src]
+    both = present_a & present_b
+    status[both & (count_a == 0) & (count_b == 0)] = 0
+    comparable = np.flatnonzero(both & (count_a == count_b) & (count_a > 0))
+    _, all_eq = _compare(dec_a, dec_b, src[comparable])
+    status[comparable[all_eq]] = 0
+    return status
+
+
 def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFrame:
     """Align two sides' records of one search iteration; one row per path, depth-first.
 
@@ -296,19 +355,9 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
     sums[:, 3] = np.bincount(codes_b, minlength=n_paths)
     sums[:, 4] = 1
 
-    # Sibling order: A's move number, A-decided before B-only, then first seq.
-    has_a, has_b = dec_a.count > 0, dec_b.count > 0
-    mn = np.where(has_a, dec_a.first(dec_a.mn, np.nan), dec_b.first(dec_b.mn, np.nan))
-    mn = np.where(np.isnan(mn), 4095, np.clip(mn, 0, 4095)).astype(np.int64)
-    side_rank = np.where(has_a, 0, np.where(has_b, 1, 2)).astype(np.int64)
-    first_seq = np.where(has_a, dec_a.first(dec_a.seq, 0), dec_b.first(dec_b.seq, 0))
-    undecided = np.flatnonzero(side_rank == 2)  # the root, RESULT-only and synthesized paths: few
-    by_name = pc.sort_indices(paths.take(pa.array(undecided))).to_numpy(zero_copy_only=False)
-    first_seq[undecided[by_name]] = np.arange(len(undecided))
-    sibling_key = (mn << 50) | (side_rank << 48) | np.clip(first_seq, 0, (1 << 48) - 1)
     level_key = (ply.astype(np.int64) << 40) | (parent + 1)
-    order = np.lexsort((sibling_key, level_key))
-    del sibling_key, level_key, mn, side_rank, first_seq
+    order = np.lexsort((_sibling_key(dec_a, dec_b, paths), level_key))
+    del level_key
 
     # From here on, arrays are in (ply, parent, sibling) order.
     inverse = np.empty(n_paths, dtype=np.int64)
@@ -318,46 +367,17 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
     ply_o = ply[order]
     sums = sums[order]
     bounds = np.searchsorted(ply_o, np.arange(int(ply_o.max(initial=0)) + 2))
-
-    for k in range(len(bounds) - 2, 0, -1):
-        lo, hi = bounds[k], bounds[k + 1]
-        if hi == lo:
-            continue
-        p = par[lo:hi]
-        starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
-        # Rows are grouped by parent, so each parent occurs once in p[starts].
-        sums[p[starts]] += np.add.reduceat(sums[lo:hi], starts, axis=0)
-
-    pos = np.zeros(n_paths, dtype=np.int64)
-    size = sums[:, 4]
-    for k in range(1, len(bounds) - 1):
-        lo, hi = bounds[k], bounds[k + 1]
-        if hi == lo:
-            continue
-        p = par[lo:hi]
-        group_first = np.r_[True, p[1:] != p[:-1]]
-        before = np.cumsum(size[lo:hi]) - size[lo:hi]
-        group_base = before[np.flatnonzero(group_first)][np.cumsum(group_first) - 1]
-        pos[lo:hi] = pos[p] + 1 + (before - group_base)
-
     del inverse, ply_o
+    _sum_subtrees(sums, par, bounds)
+    pos = _preorder(sums[:, 4], par, bounds)
+
     final = np.empty(n_paths, dtype=np.int64)
     final[pos] = np.arange(n_paths)
     src = order[final]  # original path index of each output row
     parent_row = par[final]
     parent_row = np.where(parent_row >= 0, pos[np.maximum(parent_row, 0)], -1)
     sums = sums[final]
-
-    present_a, present_b = sums[:, 2] > 0, sums[:, 3] > 0
-    status = np.full(n_paths, 1, dtype=np.int8)  # differs
-    status[present_a & ~present_b] = 2
-    status[~present_a & present_b] = 3
-    count_a, count_b = dec_a.count[src], dec_b.count[src]
-    both = present_a & present_b
-    status[both & (count_a == 0) & (count_b == 0)] = 0
-    comparable = np.flatnonzero(both & (count_a == count_b) & (count_a > 0))
-    _, all_eq = _compare(dec_a, dec_b, src[comparable])
-    status[comparable[all_eq]] = 0
+    status = _status(sums, dec_a, dec_b, src)
 
     def side_columns(dec: _Decisions, side: _Side, side_codes: np.ndarray, suffix: str) -> dict:
         depth = dec.first(dec.depth, np.nan)
