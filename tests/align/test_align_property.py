@@ -1,0 +1,77 @@
+"""Random small traces (hypothesis): the vectorized aligner agrees with the straightforward one.
+
+The traces are deliberately messy: records out of seq order, paths whose
+parents never occur, RESULT-only paths, repeated decisions, missing move
+numbers, depths that differ by a fraction of a ply.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from treediff.align import align_trees
+
+_BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_align.py"
+_spec = importlib.util.spec_from_file_location("bench_align_prop", _BENCH)
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+MOVES = ["e2e4", "d2d4", "0000", "e7e8q", "g1f3"]
+ACTS = {"FULL": "SEARCH", "LMR": "REDUCE", "LMR-RESEARCH": "RESEARCH", "FP-QUIET": "PRUNE", "NMP": "NULL_PROBE"}
+
+record = st.tuples(
+    st.lists(st.sampled_from(MOVES), min_size=0, max_size=3).map("/".join),
+    st.booleans(),  # MOVE (else RESULT)
+    st.sampled_from(list(ACTS)),
+    st.sampled_from([1.0, 2.0, 1.75, np.nan]),  # depth
+    st.sampled_from([0.0, 1.0, 0.75, np.nan]),  # new depth
+    st.sampled_from([np.nan, 1.0]),  # reduction
+    st.sampled_from([None, 0, 1, 2]),  # mn
+)
+
+
+def _frame(records: list[tuple], seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    seq = rng.permutation(len(records))  # file order is not seq order
+    rows = []
+    for (path, is_move, act, d, nd, red, mn), s in zip(records, seq):
+        if not path and is_move:
+            is_move = False  # the root has no MOVE
+        rows.append({
+            "tag": "MOVE" if is_move else "RESULT", "path": path, "seq": int(s),
+            "act": act if is_move else None, "kind": ACTS[act] if is_move else None,
+            "depth": d, "new_depth": nd if is_move else np.nan, "reduction": red if is_move else np.nan,
+            "mn": mn if is_move else None,
+        })
+    frame = pd.DataFrame(rows, columns=["tag", "path", "seq", "act", "kind", "depth", "new_depth", "reduction", "mn"])
+    for col in ("tag", "act", "kind"):
+        frame[col] = frame[col].astype("category")
+    frame["mn"] = frame["mn"].astype("Int16")
+    frame["path"] = frame["path"].astype("str")
+    for col in ("depth", "new_depth", "reduction"):
+        frame[col] = frame[col].astype("float32")
+    return frame
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(record, min_size=1, max_size=25), st.lists(record, min_size=1, max_size=25), st.integers(0, 2**16))
+def test_random_traces_match_baseline(recs_a, recs_b, seed):
+    a, b = _frame(recs_a, seed), _frame(recs_b, seed + 1)
+    rows = align_trees(a, b)
+    got = rows[["path", "status", "seq_a", "seq_b", "nodes_a", "nodes_b"]].astype(
+        {"path": str, "status": str, "seq_a": str, "seq_b": str}
+    ).reset_index(drop=True)
+    expected = bench.baseline_align(a, b)
+    pd.testing.assert_frame_equal(got, expected)
+    # Every row's parent row is its parent path, and comes before it.
+    paths = got["path"].tolist()
+    for i, parent in enumerate(rows["parent"]):
+        if parent < 0:
+            assert paths[i] == ""
+        else:
+            assert parent < i and paths[parent] == paths[i].rpartition("/")[0]
