@@ -130,6 +130,10 @@ def test_errors_are_one_line(tmp_path):
     result = run(str(empty), B)
     assert result.exit_code == 2 and "without MOVE/RESULT records" in result.output
     assert "Traceback" not in result.output
+    two = tmp_path / "two.log"
+    two.write_text((FIXTURES / "align_basic_a.log").read_text() + empty.read_text().replace("id=start", "id=later"))
+    result = run(str(two), B, "--position", "later")
+    assert result.exit_code == 2 and "A searched position later but recorded no MOVE/RESULT" in result.output
 
 
 def test_summaries_in_json_and_text():

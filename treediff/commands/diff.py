@@ -27,6 +27,14 @@ def _load(path: str, label: str):
     return loaded
 
 
+def _check_recorded(label: str, loaded, position: str) -> None:
+    """A clear message for a position that was searched but left no records (a 0-node search)."""
+    searched = set(loaded.searches["position"].dropna().astype(str)) if "position" in loaded.searches else set()
+    recorded = set(loaded.records["position"].dropna().astype(str)) if "position" in loaded.records else set()
+    if position in searched and position not in recorded:
+        raise InputError(f"{label} searched position {position} but recorded no MOVE/RESULT (a 0-node search?)")
+
+
 @click.command("diff")
 @click.argument("a", type=click.Path(dir_okay=True, allow_dash=False))
 @click.argument("b", type=click.Path(dir_okay=True, allow_dash=False))
@@ -55,6 +63,9 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
     from treediff.align.view import fold, normalize_path, select_rows
 
     loaded_a, loaded_b = _load(a, "A"), _load(b, "B")
+    if position is not None:
+        for label, loaded in (("A", loaded_a), ("B", loaded_b)):
+            _check_recorded(label, loaded, position)
     alignment = align(loaded_a.records, loaded_b.records, iter=iteration, position=position)
     under_path = None
     if under is not None:
