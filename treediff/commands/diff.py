@@ -49,7 +49,7 @@ def _check_recorded(label: str, loaded, position: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format; default: table on a terminal, text when piped.")
 @click.option("--meld", "meld_dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are empty lines), for meld or diff -y.")
+              help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are blank lines), for meld or diff -y.")
 def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, meld_dir) -> None:
     """Show A's and B's search trees of one position side by side, aligned by move path.
 
@@ -57,7 +57,8 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
     on the other.  The marker between the sides is ' ' (same), '|' (differs),
     '<' (only A) or '>' (only B).  Columns per side: move (indented by ply),
     act(s), depth → new depth in plies, reduction, and the subtree's node
-    count (RESULT records at or below the path).
+    count (RESULT records at or below the path).  Below the rows: A's kind
+    against B's on shared paths, and the divergences that cost the most nodes.
     """
     from treediff.align import align, kind_confusion, render, top_divergences
     from treediff.align.view import fold, normalize_path, select_rows
