@@ -14,11 +14,15 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from treediff.align.api import Alignment
+from treediff.align.core import STATUS_VALUES
 
 #: diff -y style markers between the two sides.
 MARKERS = {"same": " ", "differs": "|", "only-A": "<", "only-B": ">"}
+STATUS_ORDER = STATUS_VALUES
 EXPORT_COLUMNS = [
     "path", "ply", "status",
     "seq_a", "kind_a", "depth_a", "new_depth_a", "final_depth_a", "reduction_a", "decisions_a", "nodes_a",
@@ -34,6 +38,66 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def _formatted(values: np.ndarray, fmt, missing: str) -> pa.Array:
+    """``fmt`` applied to each distinct value only (few depths, many rows); NaN -> ``missing``."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    table = pa.array([fmt(u) for u in uniques] + [missing], pa.string())
+    return table.take(pa.array(np.where(codes < 0, len(uniques), codes)))
+
+
+def _strings(series: pd.Series) -> pa.Array:
+    """A string/categorical column as an Arrow string array without a trip through Python objects."""
+    arr = pa.Array.from_pandas(series)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    return pc.fill_null(arr.cast(pa.string()), "")
+
+
+def _join(*parts) -> pa.Array:
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def arrow_cells(rows: pd.DataFrame, side: str, base_ply: int = 0, full_paths: bool = False) -> dict[str, pa.Array]:
+    """Display strings of side ``"a"`` or ``"b"``, one Arrow string array per cell ("" in a gap).
+
+    Cells: ``tree`` (move indented by ply, or the full path), ``acts``,
+    ``depth`` (depth→new depth, →re-search depth when it changed; the bare
+    depth for a path without decision), ``red``, ``nodes`` (thousands
+    separated).  Formatting works on distinct values, not rows.
+    """
+    n = len(rows)
+    status = rows["status"].to_numpy(dtype=object)
+    gap = pa.array(status == ("only-B" if side == "a" else "only-A"))
+    paths = _strings(rows["path"])
+    is_root = pc.equal(paths, "")
+    if full_paths:
+        tree = pc.if_else(is_root, "(root)", paths)
+    else:
+        moves = pc.if_else(is_root, "(root)", pc.replace_substring_regex(paths, pattern=r"^.*/", replacement=""))
+        depth_of = np.maximum(rows["ply"].to_numpy(dtype=np.int64) - base_ply, 0)
+        indents = pa.array(["  " * k for k in range(int(depth_of.max(initial=0)) + 1)], pa.string())
+        tree = _join(indents.take(pa.array(depth_of)), moves)
+    acts = _strings(rows[f"seq_{side}"])
+    decisions = rows[f"decisions_{side}"].to_numpy()
+    depth = rows[f"depth_{side}"].to_numpy(dtype=np.float64)
+    nd = rows[f"new_depth_{side}"].to_numpy(dtype=np.float64)
+    final = rows[f"final_depth_{side}"].to_numpy(dtype=np.float64)
+    red = rows[f"reduction_{side}"].to_numpy(dtype=np.float64)
+    d_text = _formatted(depth, _num, "-")
+    step = _join(d_text, pa.scalar("→"), _formatted(nd, _num, "-"))
+    resumed = (decisions > 1) & ~((final == nd) | (np.isnan(final) & np.isnan(nd)))
+    step = pc.if_else(pa.array(resumed), _join(step, pa.scalar("→"), _formatted(final, _num, "-")), step)
+    bare = pc.if_else(pa.array(np.isnan(depth)), "", d_text)
+    depth_cell = pc.if_else(pa.array(decisions == 0), bare, step)
+    red_cell = _formatted(red, _num, "")
+    nodes_cell = _formatted(rows[f"nodes_{side}"].to_numpy(), lambda v: f"{int(v):,}", "")
+    cells = {"tree": tree, "acts": acts, "depth": depth_cell, "red": red_cell, "nodes": nodes_cell}
+    empty = pa.scalar("", pa.string())
+    return {k: pc.if_else(gap, empty, v.cast(pa.string())) if n else pa.array([], pa.string()) for k, v in cells.items()}
+
+
 @dataclass(frozen=True)
 class SideCells:
     """Display strings of one side for each selected row ("" in a gap)."""
@@ -47,40 +111,11 @@ class SideCells:
 
 
 def side_cells(rows: pd.DataFrame, side: str, base_ply: int = 0, full_paths: bool = False) -> SideCells:
-    """Cells of side ``"a"`` or ``"b"``: move indented by ply (or the full path), acts, depth→new depth, reduction, nodes."""
+    """:func:`arrow_cells` as Python lists, plus the gap mask."""
+    cells = arrow_cells(rows, side, base_ply, full_paths)
     status = rows["status"].to_numpy(dtype=object)
     gap = status == ("only-B" if side == "a" else "only-A")
-    paths = rows["path"].astype(str).tolist()
-    plies = rows["ply"].to_numpy()
-    decisions = rows[f"decisions_{side}"].to_numpy()
-    seqs = rows[f"seq_{side}"].astype(str).tolist()
-    depth = rows[f"depth_{side}"].to_numpy(dtype=np.float64)
-    nd = rows[f"new_depth_{side}"].to_numpy(dtype=np.float64)
-    final = rows[f"final_depth_{side}"].to_numpy(dtype=np.float64)
-    red = rows[f"reduction_{side}"].to_numpy(dtype=np.float64)
-    nodes = rows[f"nodes_{side}"].to_numpy()
-    tree, acts, depths, reds, counts = [], [], [], [], []
-    for i, path in enumerate(paths):
-        if gap[i]:
-            for column in (tree, acts, depths, reds, counts):
-                column.append("")
-            continue
-        if full_paths:
-            tree.append(path or "(root)")
-        else:
-            move = path.rsplit("/", 1)[-1] if path else "(root)"
-            tree.append("  " * max(int(plies[i]) - base_ply, 0) + move)
-        acts.append(seqs[i])
-        if decisions[i] == 0:
-            depths.append(_num(depth[i]) if not math.isnan(depth[i]) else "")
-        else:
-            text = f"{_num(depth[i])}→{_num(nd[i])}"
-            if decisions[i] > 1 and not (final[i] == nd[i] or (math.isnan(final[i]) and math.isnan(nd[i]))):
-                text += f"→{_num(final[i])}"
-            depths.append(text)
-        reds.append("" if math.isnan(red[i]) else _num(red[i]))
-        counts.append(f"{int(nodes[i]):,}")
-    return SideCells(tree, acts, depths, reds, counts, gap)
+    return SideCells(*(cells[name].to_pylist() for name in _CELLS), gap=gap)
 
 
 def header_lines(alignment: Alignment, rows: pd.DataFrame) -> list[str]:
@@ -157,13 +192,54 @@ def side_by_side(
         yield line
 
 
+def _pad(cells: pa.Array, width: int, right: bool) -> pa.Array:
+    return pc.utf8_lpad(cells, width=width) if right else pc.utf8_rpad(cells, width=width)
+
+
 def text_lines(
     alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame, full_paths: bool = False
 ) -> Iterator[str]:
-    """Plain side-by-side lines (for pipes): header, column heading, one line per item."""
+    """Plain side-by-side lines (for pipes): header, column heading, one line per item.
+
+    Same layout as :func:`side_by_side`, built column-wise so that views of
+    millions of rows print in seconds.
+    """
     yield from header_lines(alignment, rows)
-    for segments in side_by_side(alignment, rows, items, full_paths):
-        yield "".join(text for text, _ in segments).rstrip()
+    base = _base_ply(rows)
+    cells = {s: arrow_cells(rows, s, base, full_paths) for s in ("a", "b")}
+    headings = {s: {**_HEADINGS, "tree": f"{s.upper()} {_HEADINGS['tree']}"} for s in "ab"}
+    widths = {}
+    for name in _CELLS:
+        longest = [pc.max(pc.utf8_length(cells[s][name])).as_py() or 0 for s in "ab"] if len(rows) else [0]
+        widths[name] = max([len(headings["a"][name]), *longest])
+
+    def half_heading(side: str) -> str:
+        return "  ".join(
+            headings[side][n].rjust(widths[n]) if n in ("nodes", "red") else headings[side][n].ljust(widths[n])
+            for n in _CELLS
+        )
+
+    yield f"{half_heading('a')}   {half_heading('b')}".rstrip()
+    if not len(items):
+        return
+    parts: list = []
+    for side in ("a", "b"):
+        for i, n in enumerate(_CELLS):
+            if i:
+                parts.append(pa.scalar("  "))
+            parts.append(_pad(cells[side][n], widths[n], n in ("nodes", "red")))
+        if side == "a":
+            marks = pa.array([f" {MARKERS[st]} " for st in STATUS_ORDER], pa.string())
+            parts.append(marks.take(pa.array(rows["status"].cat.codes.to_numpy(dtype=np.int64))))
+    lines = pc.utf8_rtrim_whitespace(_join(*parts))
+    picked = items["row"].to_numpy()
+    shown = lines.take(pa.array(np.maximum(picked, 0)))
+    folded = items["folded"].to_numpy()
+    fold_text = _formatted(np.where(picked < 0, folded, -1).astype(np.float64),
+                           lambda v: f"... {int(v):,} identical row{'s' if v != 1 else ''} ...", "")
+    out = pc.if_else(pa.array(picked < 0), fold_text, shown)
+    for start in range(0, len(out), 65536):
+        yield from out.slice(start, 65536).to_pylist()
 
 
 def print_rich(
@@ -212,27 +288,42 @@ def gap_filler(row: int, width: int) -> str:
     return format(row, f"0{width}b").replace("0", " ").replace("1", "\t")
 
 
+def _gap_fillers(rows_at: np.ndarray, width: int) -> np.ndarray:
+    """:func:`gap_filler` for many rows at once (numpy unicode array)."""
+    bits = (rows_at[:, None] >> np.arange(width - 1, -1, -1)) & 1
+    chars = np.where(bits == 1, "\t", " ").astype("<U1")
+    return np.ascontiguousarray(chars).view(f"<U{width}").ravel()
+
+
 def meld_lines(rows: pd.DataFrame, side: str) -> list[str]:
     """One line per row for one side's meld file; a blank filler where the side has no such path.
 
+    A line reads ``indent move  acts  d depth→new  red r  nodes n  [path]``.
     Every non-blank line ends with the full path, so no two rows' lines are
     equal and a line only ever matches the other side's line of the same row.
     """
-    cells = side_cells(rows, side, _base_ply(rows))
-    paths = rows["path"].astype(str).tolist()
-    width = max(len(paths), 2).bit_length()
-    out = []
-    for i in range(len(paths)):
-        if cells.gap[i]:
-            out.append(gap_filler(i, width))
-            continue
-        parts = [cells.tree[i], cells.acts[i] or "-", f"d {cells.depth[i]}" if cells.depth[i] else ""]
-        if cells.red[i]:
-            parts.append(f"red {cells.red[i]}")
-        parts.append(f"nodes {cells.nodes[i]}")
-        parts.append(f"[{paths[i] or 'root'}]")
-        out.append("  ".join(p for p in parts if p))
-    return out
+    n = len(rows)
+    if n == 0:
+        return []
+    cells = arrow_cells(rows, side, _base_ply(rows))
+    paths = _strings(rows["path"])
+    empty = pa.scalar("", pa.string())
+
+    def labelled(label: str, cell: pa.Array) -> pa.Array:
+        return pc.if_else(pc.equal(cell, ""), empty, _join(pa.scalar(f"  {label}"), cell))
+
+    acts = pc.if_else(pc.equal(cells["acts"], ""), pa.scalar("-"), cells["acts"])
+    path_label = pc.if_else(pc.equal(paths, ""), pa.scalar("root"), paths)
+    lines = _join(
+        cells["tree"], pa.scalar("  "), acts, labelled("d ", cells["depth"]), labelled("red ", cells["red"]),
+        pa.scalar("  nodes "), cells["nodes"], pa.scalar("  ["), path_label, pa.scalar("]"),
+    )
+    out = np.asarray(lines.to_pylist(), dtype=object)
+    gap = rows["status"].to_numpy(dtype=object) == ("only-B" if side == "a" else "only-A")
+    gap_rows = np.flatnonzero(gap)
+    if len(gap_rows):
+        out[gap_rows] = _gap_fillers(gap_rows, max(n, 2).bit_length()).astype(object)
+    return out.tolist()
 
 
 def write_meld(directory: str | Path, rows: pd.DataFrame) -> tuple[Path, Path]:
@@ -243,7 +334,8 @@ def write_meld(directory: str | Path, rows: pd.DataFrame) -> tuple[Path, Path]:
     for side in ("a", "b"):
         target = directory / f"{side}.txt"
         tmp = directory / f".{side}.txt.tmp"
-        tmp.write_text("".join(line + "\n" for line in meld_lines(rows, side)), encoding="utf-8")
+        lines = meld_lines(rows, side)
+        tmp.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
         tmp.replace(target)
         written.append(target)
     return written[0], written[1]
