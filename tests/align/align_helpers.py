@@ -104,10 +104,3 @@ def records_from_text(text: str) -> pd.DataFrame:
 def records_from_fixture(name: str) -> pd.DataFrame:
     return records_from_text((FIXTURES / name).read_text())
 
-
-def parser_available() -> bool:
-    try:
-        from treediff.parsers.core import parse_logs  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -97,8 +97,3 @@ def align(
         notes.append(f"{dropped} record(s) without a path were left out")
     return Alignment(rows=rows, a=ca, b=cb, notes=notes)
 
-
-def shared_rows(alignment: Alignment) -> np.ndarray:
-    """Boolean mask of rows both sides have (status same or differs)."""
-    status = alignment.rows["status"].to_numpy(dtype=object)
-    return (status == "same") | (status == "differs")
