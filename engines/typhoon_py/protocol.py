@@ -21,7 +21,7 @@ from typing import Callable, Optional, TextIO
 
 import chess
 
-from typhoon_py.engine import TRACE_OFF, make_config, open_trace, resolve_trace_path, run_search
+from typhoon_py.engine import TRACE_OFF, make_config, open_trace, run_search
 from typhoon_py.profiles import PROFILES
 from typhoon_py.search import MATE_BOUND, MATE, SearchConfig, SearchOutcome, Searcher
 
