@@ -34,7 +34,7 @@ def _engine_options(f):
     f = click.option("--treedump", "treedump", metavar="PATH", default=None,
                      help="Trace file (default: $TREEDUMP, else ./treedump.log).")(f)
     f = click.option("--prune-scope", type=click.Choice(["move", "node"]), default="move", show_default=True,
-                     help="crafty: an LMP/FP decision skips the move (continue) or the rest of the node (break).")(f)
+                     help="An LMP/FP decision skips the move (continue) or the rest of the node (break).")(f)
     f = click.option("--lmr-policy", type=click.Choice(["profile", "see-history"]), default="profile",
                      show_default=True, help="The profile's LMR rule or the SEE/history rule.")(f)
     f = click.option("--profile", type=click.Choice(list(PROFILES)), default="typhoon", show_default=True,

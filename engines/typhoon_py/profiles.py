@@ -21,6 +21,8 @@ class LmrPolicy(str, enum.Enum):
 
 
 class PruneScope(str, enum.Enum):
+    """What an LMP/FP-QUIET/FP-CAP decision abandons, in any profile."""
+
     MOVE = "move"  #: an LMP/FP decision skips that move only (``continue``)
     NODE = "node"  #: it abandons the rest of the node's moves (``break``)
 

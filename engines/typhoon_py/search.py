@@ -46,6 +46,8 @@ _CRAFTY_LMP = [3 + int((d + 0.5) ** 1.9) for d in range(16)]
 _CRAFTY_FP_MARGIN = (0, 100, 150, 200, 250, 300, 400)
 #: typhoon-style LMP: leftover moves beyond this place are skipped, by plies.
 _TYPHOON_LMP = (0, 4, 6, 9, 13, 18, 24)
+#: Decisions that ``--prune-scope node`` turns from ``continue`` into ``break``.
+_SCOPE_ACTS = frozenset({"LMP", "FP-QUIET", "FP-CAP"})
 #: Stockfish-style history pruning: quiets with history below ``-scale * depth`` (plies).
 _HIST_PRUNE_SCALE = 24
 
@@ -644,7 +646,7 @@ class Searcher:
                             prune_act = "LMP"
                 if prune_act is not None:
                     decide(prune_act, path, ply + 1, mn, depth, None, 0, alpha, beta, nt)
-                    if is_crafty and self.node_scope:
+                    if self.node_scope and prune_act in _SCOPE_ACTS:
                         break
                     if quiet:
                         quiets_tried.append(m)

@@ -95,9 +95,10 @@ def test_typhoon_depths_are_ticks_and_reductions_quarter_plies():
                for g in search.tagged("MOVE") if g["act"] == "LMR" and int(g["nd"]) > 0)
 
 
-def test_crafty_prune_scope_node_abandons_the_rest_of_the_node():
+@pytest.mark.parametrize("profile", ["crafty", "typhoon"])
+def test_prune_scope_node_abandons_the_rest_of_the_node(profile):
     def next_after_prunes(scope):
-        text, _ = _trace("tactical-f6f7", 3, "crafty", scope=scope)
+        text, _ = _trace("tactical-f6f7", 3, profile, scope=scope)
         (search,) = read_trace(text)
         lines = search.lines
         followers = Counter()
