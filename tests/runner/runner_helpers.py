@@ -32,8 +32,12 @@ def fake_spec(*args: str, preset: str = "stockfish-treedump", name: str = "fake"
     return replace(presets()[preset], name=name, argv=fake_argv(*args), **changes)
 
 
+#: multiprocessing's own long-lived helpers (one per interpreter, reused by every pool): not leftovers.
+_MP_HELPERS = (b"multiprocessing.forkserver", b"multiprocessing.resource_tracker")
+
+
 def children_of(pid: int) -> list[tuple[int, str]]:
-    """(pid, state) of every live or zombie child of ``pid``, from /proc."""
+    """(pid, state) of every live or zombie child of ``pid``, from /proc (multiprocessing's helpers excluded)."""
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -45,7 +49,13 @@ def children_of(pid: int) -> list[tuple[int, str]]:
             continue
         fields = stat.rsplit(")", 1)[1].split()
         if int(fields[1]) == pid:
-            out.append((int(entry), fields[0]))
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    cmdline = fh.read()
+            except OSError:
+                cmdline = b""
+            if not any(helper in cmdline for helper in _MP_HELPERS):
+                out.append((int(entry), fields[0]))
     return out
 
 

@@ -13,9 +13,12 @@ more.
 from __future__ import annotations
 
 import collections
+import itertools
 import multiprocessing
+import os
 import signal
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
@@ -49,37 +52,62 @@ class SerialExecutor:
         pass
 
 
-def _terminate_as_exit(signum, frame):  # pragma: no cover - runs in pool workers
-    raise SystemExit(128 + signum)
+class _Terminated(BaseException):
+    """SIGTERM in a pool worker: unwinds the running task (engine killed, temp directory removed)."""
+
+
+def _terminate(signum, frame):  # pragma: no cover - runs in pool workers
+    raise _Terminated()
 
 
 def _worker_init() -> None:  # pragma: no cover - runs in pool workers
-    # Ctrl-C reaches the whole foreground group: the parent alone decides, and stops workers with SIGTERM,
-    # which unwinds the running task (its engine group killed, its temp directory removed).
+    # Ctrl-C reaches the whole foreground group: the parent alone decides, and stops workers with SIGTERM.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _terminate_as_exit)
+    signal.signal(signal.SIGTERM, _terminate)
+
+
+def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - runs in pool workers
+    try:
+        return fn(task)
+    except _Terminated:
+        # The task's cleanup has run; leave now instead of taking the next queued task.
+        os._exit(143)
 
 
 class LocalExecutor:
     """A pool of ``jobs`` worker processes on this machine.
 
-    The workers are forked when the executor is created, so create it before
-    starting threads (a progress display) in this process.  One use:
-    :meth:`map_unordered` closes the pool when it finishes.
+    Workers are started by a fork server (spawn where there is none), never by
+    a plain fork: a forked child of a process whose thread pools (polars,
+    Arrow) are running can deadlock.  At most ``2 * jobs`` tasks are queued at
+    a time, so a 600k-task batch costs no memory up front.  One use.
     """
 
     def __init__(self, jobs: int):
         self.jobs = max(1, jobs)
-        # fork: the workers inherit the loaded modules (no re-import of __main__, cheap start).
-        ctx = multiprocessing.get_context("fork")
-        self._pool = ctx.Pool(self.jobs, initializer=_worker_init)
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(self.jobs, mp_context=ctx,
+                                                                     initializer=_worker_init)
 
     def map_unordered(self, fn: TaskFn, tasks: Sequence[Task]) -> Iterator[TaskResult]:
-        if self._pool is None:
+        pool = self._pool
+        if pool is None:
             raise RuntimeError("LocalExecutor is single-use")
+        pending = iter(tasks)
+        running: set[Future] = set()
         try:
-            yield from self._pool.imap_unordered(fn, tasks, chunksize=1)
-            self._pool.close()
+            for task in itertools.islice(pending, 2 * self.jobs):
+                running.add(pool.submit(_run_in_worker, fn, task))
+            while running:
+                # Never block without a timeout: Ctrl-C may land on another thread, and the handler only
+                # runs when this (main) thread executes Python code again.
+                finished, running = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    nxt = next(pending, None)
+                    if nxt is not None:
+                        running.add(pool.submit(_run_in_worker, fn, nxt))
+                    yield future.result()
         except BaseException:
             self.abort()
             raise
@@ -87,14 +115,21 @@ class LocalExecutor:
             self.close()
 
     def abort(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
+        """Stop now: queued tasks are dropped; running ones are unwound by SIGTERM (engines killed)."""
+        pool = self._pool
+        if pool is None:
+            return
+        # ProcessPoolExecutor has no public way to stop running work before Python 3.14.
+        for process in list(getattr(pool, "_processes", {}).values()):
+            if process.is_alive():
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
 
     def close(self) -> None:
-        """Wait for the workers to exit (after :meth:`abort` or a finished map)."""
+        """Wait for the workers to exit."""
         if self._pool is not None:
-            self._pool.close()
-            self._pool.join()
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
     def __enter__(self) -> "LocalExecutor":
