@@ -20,6 +20,7 @@ from typing import BinaryIO, Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
@@ -137,13 +138,32 @@ def _is_parquet(path: Path) -> bool:
         return False
 
 
+_ENGINE_PARTITIONING = pads.partitioning(pa.schema([pa.field("engine", pa.string())]), flavor="hive")
+
+
 def _read_dataset_dir(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Table]:
+    """A dataset from ``treediff batch``: ``records/`` and ``searches/``, hive-partitioned by engine."""
     rec_dir, srch_dir = path / "records", path / "searches"
     if not rec_dir.is_dir() or not srch_dir.is_dir():
         raise InputError(f"{path}: not a treediff dataset (expected records/ and searches/ inside)")
-    records = pads.dataset(rec_dir, format="parquet", partitioning="hive", schema=RECORDS_SCHEMA)
-    searches = pads.dataset(srch_dir, format="parquet", partitioning="hive")
-    return records.to_table(columns=list(columns) if columns else None), searches.to_table()
+    # The partition value is a plain string; it becomes dictionary-encoded after reading.
+    engine_at = RECORDS_SCHEMA.get_field_index("engine")
+    rec_schema = RECORDS_SCHEMA.set(engine_at, pa.field("engine", pa.string()))
+    records = pads.dataset(rec_dir, format="parquet", partitioning=_ENGINE_PARTITIONING, schema=rec_schema)
+    table = records.to_table(columns=list(columns) if columns else None)
+    if "engine" in table.column_names:
+        i = table.column_names.index("engine")
+        table = table.set_column(i, "engine", pc.dictionary_encode(table.column("engine")))
+    search_files = sorted(str(f) for f in srch_dir.rglob("*.parquet"))
+    if not search_files:
+        return table, SEARCHES_SCHEMA.empty_table()
+    file_schemas = [pq.read_schema(f) for f in search_files]
+    srch_schema = pa.unify_schemas(
+        [pa.schema([pa.field("engine", pa.string())])] + [s.remove(s.get_field_index("engine")) if "engine" in s.names else s for s in file_schemas]
+    )
+    searches = pads.dataset(search_files, format="parquet", partitioning=_ENGINE_PARTITIONING,
+                            partition_base_dir=str(srch_dir), schema=srch_schema)
+    return table, searches.to_table()
 
 
 def _read_parquet_pair(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Table]:

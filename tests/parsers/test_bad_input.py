@@ -115,6 +115,10 @@ def test_mixed_contexts_keep_first_unless_all_contexts(tmp_path):
     assert any("several search contexts" in w and "main: 2, ponder: 3" in w for w in result.warnings)
     everything = parse_logs([log], all_contexts=True)
     assert everything.records.num_rows == 5
+    s = everything.searches.to_pylist()[0]
+    # The ponder context wrote no END: only main's END (1 node) counts, against 2 RESULT records.
+    assert s["end_nodes"] == 1 and s["result_nodes"] == 2
+    assert any("END nodes=1 but 2 RESULT records" in w for w in everything.warnings)
 
 
 def test_end_nodes_mismatch_warned(tmp_path):

@@ -642,19 +642,24 @@ class TreedumpParser:
             pl.col("problem"),
         )
         table = frame.to_arrow()
-        search_arr = table.column("search").to_numpy()
+        search_arr = table.column("search").to_numpy().astype(np.int64)
         base = min(present)
-        lookup = {name: [None] * (max(present) - base + 1) for name in ("engine", "position", "fen", "phase")}
-        for s in present:
-            st = by_id[s]
-            lookup["engine"][s - base] = st.dialect.name
-            lookup["position"][s - base] = st.position
-            lookup["fen"][s - base] = st.fen
-            lookup["phase"][s - base] = st.phase
-        indices = pa.array(search_arr.astype(np.int32) - base, type=pa.int32())
         columns = {}
         for name in ("engine", "position", "fen", "phase"):
-            dictionary = pa.array(lookup[name], type=pa.string())
+            # One dictionary entry per distinct value (several searches often share an engine or phase).
+            per_search = {s: _search_constant(by_id[s], name) for s in present}
+            values = list(dict.fromkeys(per_search.values()))
+            code_of = {v: i for i, v in enumerate(values)}
+            codes = np.full(max(present) - base + 1, -1, dtype=np.int32)
+            for s, v in per_search.items():
+                codes[s - base] = code_of[v]
+            row_codes = codes[search_arr - base]
+            dictionary = pa.array([v for v in values], type=pa.string())
+            indices = pa.array(row_codes, type=pa.int32())
+            if any(v is None for v in values):
+                # A null value is a null index, not a null dictionary entry.
+                null_code = code_of[None]
+                indices = pa.array(row_codes, type=pa.int32(), mask=row_codes == null_code)
             columns[name] = pa.DictionaryArray.from_arrays(indices, dictionary)
         arrays = []
         for fld in RECORDS_SCHEMA:
@@ -704,7 +709,10 @@ class TreedumpParser:
             kept_ends = [st.ends[label] for label in kept_labels if label in st.ends]
             end = max(kept_ends, key=lambda e: e[3]) if kept_ends else None
             end_nodes = end[0] if end else None
-            if end_nodes is not None and end_nodes != st.result_nodes and not self.options.all_contexts:
+            if self.options.all_contexts and kept_ends:
+                # Every context's records are kept, so every context's own count adds up.
+                end_nodes = sum(e[0] for e in kept_ends if e[0] is not None)
+            if end_nodes is not None and end_nodes != st.result_nodes:
                 warnings.append(f"END nodes={end_nodes} but {st.result_nodes} RESULT records")
             if st.unresolved_count:
                 warnings.append(
@@ -752,12 +760,16 @@ class TreedumpParser:
             if serious:
                 raise InputError("--strict: " + "; ".join(serious))
         records = (
-            pa.concat_tables(self._tables, promote_options="permissive").combine_chunks() if self._tables
+            pa.concat_tables(self._tables).unify_dictionaries().combine_chunks() if self._tables
             else RECORDS_SCHEMA.empty_table()
         )
         if self._tables:
             records = records.cast(RECORDS_SCHEMA) if records.schema != RECORDS_SCHEMA else records
         return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
+
+
+def _search_constant(state: SearchState, name: str) -> str | None:
+    return {"engine": state.dialect.name, "position": state.position, "fen": state.fen, "phase": state.phase}[name]
 
 
 def _effective(state: SearchState, label: str) -> str:

@@ -10,6 +10,9 @@ DIALECT = Dialect(
     acts={
         "FULL": Kind.SEARCH,
         "LMR": Kind.REDUCE,
+        # Not in typhoon's own vocabulary; typhoon_py writes it for the forum post's verification
+        # search (--lmr-policy see-history), and it means the same as in the other dialects.
+        "LMR-RESEARCH": Kind.RESEARCH,
         "LMP": Kind.PRUNE,
         "NMP": Kind.NULL_PROBE,
         "EXT": Kind.EXTEND,
