@@ -1,0 +1,102 @@
+"""`treediff run` and `treediff batch` through click's CliRunner."""
+from __future__ import annotations
+
+import json
+
+import pyarrow.dataset as pads
+from click.testing import CliRunner
+
+from runner_helpers import ROOT, START, TACTIC, fake_cmd, stockfish_or_skip
+from treediff.cli import main
+
+
+def _invoke(args):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def test_run_with_trace(tmp_path, no_leftovers):
+    out = tmp_path / "trace.log"
+    res = _invoke(["run", "--engine", "stockfish-treedump", "--cmd", fake_cmd(), "--fen", TACTIC, "--depth", "2",
+                   "-o", str(out), "--transcript", str(tmp_path / "t.txt")])
+    assert res.exit_code == 0, res.output
+    assert "depth 2/2" in res.output and "8 nodes (RESULT count; END says 8)" in res.output
+    assert out.read_text().startswith("TREEDUMP engine=stockfish")
+    assert "> go depth 2" in (tmp_path / "t.txt").read_text()
+
+
+def test_run_engine_without_trace(tmp_path, no_leftovers):
+    out = tmp_path / "out.log"
+    res = _invoke(["run", "--engine", f"uci={fake_cmd()}", "--fen", START, "--depth", "3", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "120 nodes (engine's own count" in res.output
+    assert "info depth 3" in out.read_text()
+
+
+def test_run_failure_exit_1(tmp_path, no_leftovers):
+    res = _invoke(["run", "--engine", "uci", "--cmd", fake_cmd("--mode", "hang"), "--fen", START, "--depth", "3",
+                   "--timeout", "0.5", "-o", str(tmp_path / "x.log")])
+    assert res.exit_code == 1 and "FAILED (timeout)" in res.output
+
+
+def test_run_rejects_bad_fen_before_starting(tmp_path):
+    marker = tmp_path / "started"
+    res = _invoke(["run", "--engine", "uci", "--cmd", fake_cmd("--record", str(marker)),
+                   "--fen", START + "\nquit", "--depth", "3", "-o", str(tmp_path / "x.log")])
+    assert res.exit_code == 2 and "newline" in res.output and not marker.exists()
+
+
+def test_run_unknown_engine_and_missing_program(tmp_path):
+    res = _invoke(["run", "--engine", "nope", "--fen", START, "--depth", "1", "-o", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "unknown engine 'nope'" in res.output
+    res = _invoke(["run", "--engine", "uci=/no/such/engine", "--fen", START, "--depth", "1", "-o", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "not an executable" in res.output
+
+
+def test_run_stockfish(tmp_path, no_leftovers):
+    stockfish_or_skip()
+    res = _invoke(["run", "--engine", "stockfish", "--fen", TACTIC, "--depth", "8", "-o", str(tmp_path / "sf.log")])
+    assert res.exit_code == 0 and "depth 8/8" in res.output and "engine's own count" in res.output
+
+
+def test_batch_cli_and_resume(tmp_path, no_leftovers):
+    epd = tmp_path / "p.epd"
+    epd.write_text(f'{START} id "start"; c0 "phase=opening";\n{" ".join(TACTIC.split()[:4])} id "tactic";\n')
+    cfg = tmp_path / "engines.toml"
+    cfg.write_text(f'[engines.myfake]\npreset = "stockfish-treedump"\nargv = {json.dumps(fake_cmd())}\n')
+    ds = tmp_path / "ds"
+    args = ["batch", str(epd), "--engine", "myfake", "--engine", f"crashy@uci={fake_cmd('--mode', 'crash')}",
+            "--depth", "2", "-o", str(ds), "-j", "2", "--engines-config", str(cfg)]
+    res = _invoke(args)
+    assert res.exit_code == 1, res.output  # some searches failed
+    assert "2 done, 2 failed" in res.output and "crash 2" in res.output
+    searches = pads.dataset(ds / "searches", partitioning="hive").to_table().to_pandas()
+    assert sorted(searches["position"]) == ["start", "tactic"] and set(searches["engine"]) == {"myfake"}
+    res = _invoke(args + ["--resume"])
+    assert res.exit_code == 0 and "0 done, 0 failed" in res.output and "4 already in the dataset" in res.output
+    res = _invoke(args)
+    assert res.exit_code == 2 and "--resume" in res.output
+    res = _invoke(args + ["--resume", "--retry-failed"])
+    assert res.exit_code == 1 and "0 done, 2 failed" in res.output
+
+
+def test_batch_bad_epd(tmp_path):
+    epd = tmp_path / "p.epd"
+    epd.write_text(f"{START}\nnonsense here\n")
+    res = _invoke(["batch", str(epd), "--engine", f"uci={fake_cmd()}", "--depth", "1", "-o", str(tmp_path / "d")])
+    assert res.exit_code == 2 and "p.epd:2" in res.output
+    assert not (tmp_path / "d").exists()
+
+
+def test_batch_positions20_with_typhoon_py(tmp_path, no_leftovers):
+    """The user's basic experiment, small: 20 positions × typhoon_py at depth 1, loaded back by treediff.io."""
+    from treediff.io import load
+
+    ds = tmp_path / "ds"
+    res = _invoke(["batch", str(ROOT / "fixtures" / "positions20.epd"), "--engine", "typhoon_py",
+                   "--depth", "1", "-o", str(ds), "-j", "2", "--logs", "failed"])
+    assert res.exit_code == 0, res.output
+    loaded = load([ds])
+    assert len(loaded.searches) == 20 and set(loaded.searches["engine"]) == {"typhoon_py"}
+    assert sorted(loaded.searches["phase"].value_counts().tolist()) == [6, 7, 7]
+    assert (loaded.searches["result_nodes"] > 0).all()
+    assert not (ds / "logs").exists()
