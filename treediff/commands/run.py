@@ -1,6 +1,7 @@
 """``treediff run`` (one search) and ``treediff batch`` (EPD × engines into a dataset)."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -118,8 +119,8 @@ def _run_summary(name: str, depth: int, report, output: str) -> str:
 @click.option("--depth", type=click.IntRange(min=1, max=200), required=True, help="Search depth in plies.")
 @click.option("-o", "--output", "output", type=click.Path(file_okay=False), required=True,
               help="The dataset directory (records/ and searches/ partitioned by engine).")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Searches run at once (worker processes).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Searches run at once (worker processes).  [default: the number of CPUs]")
 @click.option("--resume", is_flag=True, help="Continue a batch in OUTPUT: skip searches already done.")
 @click.option("--retry-failed", is_flag=True, help="With --resume, run the failed searches again.")
 @click.option("--skip-bad-positions", is_flag=True, help="Skip (and report) invalid EPD lines instead of stopping.")
@@ -157,7 +158,8 @@ def batch(epd, engine_args, depth, output, jobs, resume, retry_failed, skip_bad_
     plan = plan_batch(positions, engines, depth, output, Limits(timeout=timeout, max_trace_lines=max_trace_lines),
                       resume=resume, retry_failed=retry_failed, keep_logs=keep_logs, keep_traces=keep_traces,
                       tmp_root=tmpdir, source=str(epd))
-    # The worker processes are started before the progress display starts its thread.
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     executor = make_executor(min(jobs, max(1, len(plan.tasks))))
     summary = _run_with_progress(plan, executor, Console(stderr=True))
     _print_summary(summary, Console())

@@ -87,6 +87,9 @@ class LocalExecutor:
         self.jobs = max(1, jobs)
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        if ctx.get_start_method() == "forkserver":
+            # Imported once in the fork server (which runs no threads), so each worker starts warm.
+            ctx.set_forkserver_preload(["treediff.runner.task", "treediff.parsers.core"])
         self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(self.jobs, mp_context=ctx,
                                                                      initializer=_worker_init)
 
