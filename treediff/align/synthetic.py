@@ -71,7 +71,7 @@ class Profile:
 
 TYPHOON_LIKE = Profile("typhoon", 3, 3, 0.45, 0.3, 0.08, 3, 0.5, ("LMP",), 0.0, 3, 3, 0xA1)
 STOCKFISH_LIKE = Profile(
-    "stockfish", 3, 3, 0.55, 0.4, 0.05, 3, 0.55, ("FP-QUIET", "SEE-QUIET", "HIST-PRUNE"), 0.1, 3, 4, 0xB2
+    "stockfish", 3, 3, 0.5, 0.4, 0.05, 3, 0.5, ("FP-QUIET", "SEE-QUIET", "HIST-PRUNE"), 0.05, 3, 3, 0xB2
 )
 
 _KIND = {
@@ -199,17 +199,33 @@ def synthetic_tree(profile: Profile, root_depth: int, seed: int = 1, position: s
 
 
 def synthetic_pair(records: int, seed: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """Two profiles on the same tree and root depth, each cut to its first ``records`` records.
+    """Two profiles on the same tree and root depth, cut to ``records`` records each.
 
     The root depth is the smallest at which both profiles have at least
-    ``records`` records; cutting keeps a depth-first prefix, like an
-    iteration stopped by the clock.  Returns (typhoon-like records,
-    stockfish-like records, root depth).
+    ``records`` records.  Both sides keep the subtrees of the same first root
+    moves (in the typhoon-like side's order), as few as give each side
+    ``records`` records, and then the first ``records`` records: like two
+    iterations stopped by the clock at about the same place.  Returns
+    (typhoon-like records, stockfish-like records, root depth).
     """
     depth = 2
     while True:
         a = synthetic_tree(TYPHOON_LIKE, depth, seed)
         b = synthetic_tree(STOCKFISH_LIKE, depth, seed)
         if (len(a) >= records and len(b) >= records) or depth >= 40:
-            return a.iloc[:records].reset_index(drop=True), b.iloc[:records].reset_index(drop=True), depth
+            break
         depth += 1
+    root_a = a["path"].str.split("/").str[0].to_numpy(dtype=object)
+    root_b = b["path"].str.split("/").str[0].to_numpy(dtype=object)
+    order = list(dict.fromkeys(m for m in root_a if m))  # A's root moves in search order
+    order += [m for m in dict.fromkeys(root_b) if m and m not in set(order)]
+    count_a = pd.Series(root_a).value_counts()
+    count_b = pd.Series(root_b).value_counts()
+    kept: set[str] = {""}
+    for move in order:
+        if count_a.reindex(list(kept)).fillna(0).sum() >= records and count_b.reindex(list(kept)).fillna(0).sum() >= records:
+            break
+        kept.add(move)
+    a = a[np.isin(root_a, list(kept))]
+    b = b[np.isin(root_b, list(kept))]
+    return a.iloc[:records].reset_index(drop=True), b.iloc[:records].reset_index(drop=True), depth
