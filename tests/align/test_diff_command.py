@@ -150,3 +150,10 @@ def test_summaries_in_json_and_text():
     text = run(A, B).output
     assert "   1. [3] A searched `g1f3` at full depth (3→2 plies), 3 nodes below it; B pruned it (FP-QUIET)" in text
     assert "   9. [0] B searched `0000/e7e5` at full depth (1→0 plies), 0 nodes below it; A never reached it" in text
+
+
+def test_meld_with_json_keeps_stdout_clean(tmp_path):
+    result = CliRunner().invoke(main, ["diff", A, B, "--meld", str(tmp_path / "m"), "--format", "json"])
+    assert result.exit_code == 0
+    assert len(json.loads(result.stdout)["rows"]) == 17
+    assert "wrote" in result.stderr and (tmp_path / "m" / "a.txt").exists()

@@ -79,7 +79,7 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
 
     if meld_dir is not None:
         path_a, path_b = render.write_meld(meld_dir, rows)
-        click.echo(f"wrote {path_a} and {path_b} ({len(rows):,} lines each)", err=fmt is None)
+        click.echo(f"wrote {path_a} and {path_b} ({len(rows):,} lines each)", err=True)
         if fmt is None:
             return
 
