@@ -27,6 +27,18 @@ def _load(path: str, label: str):
     return loaded
 
 
+def _echo_lines(lines, chunk: int = 8192) -> None:
+    """Echo lines in chunks: one click.echo per line is the bottleneck of a million-row view."""
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= chunk:
+            click.echo("\n".join(batch))
+            batch.clear()
+    if batch:
+        click.echo("\n".join(batch))
+
+
 def _check_recorded(label: str, loaded, position: str) -> None:
     """A clear message for a position that was searched but left no records (a 0-node search)."""
     searched = set(loaded.searches["position"].dropna().astype(str)) if "position" in loaded.searches else set()
@@ -105,10 +117,8 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
         for line in render.summary_lines(confusion, top):
             console.print(line, highlight=False, markup=False)
         return
-    for line in render.text_lines(alignment, rows, items, full_paths=only_diff):
-        click.echo(line)
-    for line in render.summary_lines(confusion, top):
-        click.echo(line)
+    _echo_lines(render.text_lines(alignment, rows, items, full_paths=only_diff))
+    _echo_lines(render.summary_lines(confusion, top))
     for note in alignment.notes:
         click.echo(f"note: {note}", err=True)
 
