@@ -132,3 +132,11 @@ env = { FOO = "1" }
         bad.write_text(text)
         with pytest.raises(InputError, match=why):
             load_config(bad)
+
+
+def test_example_engines_config_loads():
+    engines = load_config(ROOT / "fixtures" / "engines" / "example_engines.toml")
+    assert engines["ethereal"].protocol is Protocol.UCI and not engines["ethereal"].has_trace
+    assert engines["typhoon-dev"].init == ("easy",) and engines["typhoon-dev"].dialect == "typhoon"
+    assert engines["crafty-td"].pre == ("ponder off",)
+    assert engines["typhoon_py-see"].argv[-2:] == ("--lmr-policy", "see-history")
