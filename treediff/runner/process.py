@@ -18,6 +18,8 @@ from typing import Callable
 
 #: Longest line kept from the engine's output; longer lines are split.
 MAX_LINE_BYTES = 64 * 1024
+#: Transcript lines kept in memory (and in the log); the rest are counted.
+TRANSCRIPT_LINES = 100_000
 
 
 class EngineExited(Exception):
@@ -57,7 +59,7 @@ class EngineProcess:
     def __init__(self, argv: list[str] | tuple[str, ...], cwd: str, env: dict[str, str] | None = None,
                  max_output_lines: int = 2_000_000):
         self.t0 = time.monotonic()
-        self.transcript = Transcript(limit=max_output_lines)
+        self.transcript = Transcript(limit=min(max_output_lines, TRANSCRIPT_LINES))
         self.max_output_lines = max_output_lines
         self.output_lines = 0
         self.flooded = False

@@ -74,12 +74,18 @@ class TaskResult:
     contexts: int = 0
     warnings: list[str] = field(default_factory=list)
     engine_seconds: float = 0.0   #: engine started → reaped
+    parse_seconds: float = 0.0    #: turning the trace (or the engine's counts) into rows
     total_seconds: float = 0.0    #: the whole task, writes included
 
     @property
     def overhead_seconds(self) -> float:
-        """The runner's own time: the task minus the engine's lifetime."""
+        """The runner's own time: the task minus the engine's lifetime (parsing included)."""
         return max(0.0, self.total_seconds - self.engine_seconds)
+
+    @property
+    def driving_seconds(self) -> float:
+        """The runner's time without parsing: working directory, process handling, writes."""
+        return max(0.0, self.overhead_seconds - self.parse_seconds)
 
 
 @dataclass
@@ -250,7 +256,9 @@ def run_task(task: Task) -> TaskResult:
     try:
         try:
             outcome = run_search(spec, task.position.fen, task.depth, workdir, task.limits)
+            t_parse = time.perf_counter()
             analysis = analyze(spec, task.position, task.depth, outcome)
+            result.parse_seconds = time.perf_counter() - t_parse
         except Exception as exc:  # noqa: BLE001 - a runner bug must become a failure row, not a dead batch
             analysis = Analysis(False, Failure.INTERNAL, f"{type(exc).__name__}: {exc}")
         dataset = Path(task.dataset)
