@@ -4,13 +4,12 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from treediff.runner.engines import EngineSpec, Protocol, presets
+from treediff.runner.engines import EngineSpec, presets
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "fixtures" / "engines" / "fake_engine.py"

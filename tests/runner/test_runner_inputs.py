@@ -1,8 +1,6 @@
 """FEN validation, EPD reading, engine presets and the engines config file."""
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from runner_helpers import ROOT, START, TACTIC

@@ -141,7 +141,7 @@ def batch(epd, engine_args, depth, output, jobs, resume, retry_failed, skip_bad_
     """
     from rich.console import Console
 
-    from treediff.runner.batch import make_executor, plan_batch, run_batch
+    from treediff.runner.batch import make_executor, plan_batch
     from treediff.runner.engines import check_executable, parse_engine_arg
     from treediff.runner.positions import read_epd
     from treediff.runner.search import Limits

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 from treediff import __version__
 from treediff.runner.dataset import make_manifest, positions_digest, prepare_dataset, scan_done

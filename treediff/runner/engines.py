@@ -19,7 +19,7 @@ import shlex
 import shutil
 import sys
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 

@@ -288,7 +288,10 @@ def run_search(spec: EngineSpec, fen: str, depth: int, workdir: str | Path, limi
         out.timings.answered = eng.elapsed()
         if limits.linger > 0:
             time.sleep(limits.linger)
-        eng.send("quit")
+        try:
+            eng.send("quit")
+        except EngineExited:
+            pass  # it answered and left on its own: judged by its exit status below
         eng.close_stdin()
         # Keep watching the trace while the engine shuts down: it may still be writing.
         grace_end = time.monotonic() + limits.quit_grace

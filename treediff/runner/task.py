@@ -36,7 +36,7 @@ from treediff.runner.dataset import (
 from treediff.runner.engines import EngineSpec
 from treediff.runner.positions import Position
 from treediff.runner.search import Failure, Limits, SearchOutcome, run_search
-from treediff.schema import DICT_STR, RECORDS_SCHEMA, SEARCHES_SCHEMA
+from treediff.schema import DICT_STR
 
 
 @dataclass(frozen=True)
