@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -68,6 +69,9 @@ def main() -> None:
 
     known = presets()
     positions, _ = read_epd(args.epd)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"{cpus} CPUs; load average before the run {os.getloadavg()[0]:.2f} "
+          "(other work on the machine lowers the -j 2 speed-up)")
     engines = [parse_engine_arg(args.engine, known)]
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         tmp = Path(tmp)
@@ -85,6 +89,7 @@ def main() -> None:
               f"({sum(n for _, n in nodes1):,} nodes in all)")
         print(f"  -j 1: {t1:6.2f} s   (engine lifetimes {engine_time:.2f} s)")
         print(f"  -j 2: {t2:6.2f} s")
+        print(f"  load average after the runs: {os.getloadavg()[0]:.2f}")
         speedup = t1 / t2
         print(f"  speed-up -j 2 / -j 1: {speedup:.2f}x   (target >= 1.7x) {'OK' if speedup >= 1.7 else 'BELOW TARGET'}")
 

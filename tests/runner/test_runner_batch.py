@@ -193,3 +193,17 @@ def test_ctrl_c_kills_running_engines(tmp_path, no_leftovers):
     assert done and done == sorted(r.key for r in summary.results if r.engine == "ok")
     assert not (tmp_path / "ds" / "searches" / "engine=hang").exists()
     assert not list((tmp_path / "ds").rglob("*.tmp"))
+
+
+def test_keep_traces(tmp_path):
+    from treediff.io import open_log
+
+    dataset = tmp_path / "ds"
+    plan = plan_batch(POSITIONS[:1], [fake_spec(name="sf")], 3, dataset, LIMITS, keep_traces=True, keep_logs="none")
+    assert run_batch(plan, SerialExecutor()).ok == 1
+    trace = dataset / "traces" / "engine=sf" / "000000.log.zst"
+    with open_log(trace) as fh:
+        lines = fh.read().decode().splitlines()
+    assert lines[0].startswith("TREEDUMP engine=stockfish") and len(lines) == 1 + 3 * 8 + 1
+    assert _searches(dataset)["source"][0] == "traces/engine=sf/000000.log.zst"
+    assert not (dataset / "logs").exists()

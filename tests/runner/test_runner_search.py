@@ -162,3 +162,29 @@ def test_inherited_treedump_env_is_ignored(tmp_path, monkeypatch, no_leftovers):
     monkeypatch.setenv("TREEDUMP", str(shared))
     out = _run(fake_spec(), tmp_path)
     assert out.ok and not shared.exists()
+
+
+def test_engine_count_lines():
+    from treediff.runner.engines import Protocol
+    from treediff.runner.search import _IterNodes
+
+    uci = _IterNodes(Protocol.UCI)
+    for line in ["info string NNUE evaluation enabled", "info depth 1 seldepth 1 multipv 1 score cp 20 nodes 20 pv e2e4",
+                 "info depth 2 currmove e2e4 currmovenumber 1", "info depth 2 seldepth 2 score cp 5 lowerbound nodes 70",
+                 "info depth 2 seldepth 2 score cp 8 nodes 95 nps 1000 pv e2e4 e7e5",
+                 "info depth 3 seldepth 4 score mate 2 nodes 300 pv d1h5"]:
+        uci.feed(line)
+    assert uci.pairs() == [(1, 20), (2, 95), (3, 300)] and uci.score is None  # mate scores are not centipawns
+    xb = _IterNodes(Protocol.XBOARD)
+    for line in ["  1     25      0        31   Nf3", " 2&   -10   1   144  Nf3 Nf6", "3. 12 3 1002 e4 e5 Nf3",
+                 "feature done=1", "move Nf3", "1 2"]:
+        xb.feed(line)
+    assert xb.pairs() == [(1, 31), (2, 144), (3, 1002)] and xb.score == 12
+
+
+def test_xboard_moves_in_san_become_uci():
+    from treediff.runner.search import _to_uci
+
+    assert _to_uci("Nf3", START) == "g1f3" and _to_uci("e2e4", START) == "e2e4"
+    assert _to_uci("O-O", "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1") == "e1g1"
+    assert _to_uci("garbage", START) == "garbage"
