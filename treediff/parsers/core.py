@@ -12,6 +12,7 @@ import collections
 import os
 import queue
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -35,10 +36,10 @@ from treediff.parsers.tokenizer import (
     FAST_FIELDS,
     INT_KEYS,
     ROW_KEYS,
-    decode_lines,
-    fast_fields,
+    ChunkTokens,
     is_int,
     split_lines,
+    tokenize_chunk,
     tokenize_line,
 )
 from treediff.schema import (
@@ -50,6 +51,18 @@ from treediff.schema import (
 )
 
 CHUNK_BYTES = 16 * 1024 * 1024
+
+#: How the records file is encoded (measured in docs/PERFORMANCE.md: about 30% less CPU than the
+#: defaults for a file 8% smaller): zstd level 1, dictionaries only where the schema has them,
+#: min/max statistics only for numeric columns (strings such as paths are costly and useless to filter on).
+RECORDS_PARQUET_OPTIONS = {
+    "compression": "zstd",
+    "compression_level": 1,
+    "use_dictionary": [f.name for f in RECORDS_SCHEMA if pa.types.is_dictionary(f.type)],
+    "write_statistics": [
+        f.name for f in RECORDS_SCHEMA if not (pa.types.is_dictionary(f.type) or pa.types.is_string(f.type))
+    ],
+}
 _FIRST_LINES_SHOWN = 5
 _NO_CTX = ""  # the effective context of lines that name none
 
@@ -146,6 +159,39 @@ class ParseResult:
     warnings: list[str]
 
 
+class _ChunkReader:
+    """Iterates over a stream in chunks of whole lines: ``(lines, number of the first line)``.
+
+    After the loop, ``tail`` holds the bytes after the last newline and
+    ``line_base`` the number the next line would have.
+    """
+
+    def __init__(self, stream, source: str, progress: Callable[[int], None] | None):
+        self._stream = stream
+        self._source = source
+        self._progress = progress
+        self.tail = b""
+        self.line_base = 1
+
+    def __iter__(self):
+        while True:
+            try:
+                block = self._stream.read(CHUNK_BYTES)
+            except (OSError, EOFError) as exc:
+                raise InputError(f"{self._source}: cannot read ({exc})") from None
+            if not block:
+                return
+            if self._progress is not None:
+                self._progress(len(block))
+            data = self.tail + block if self.tail else block
+            lines, consumed = split_lines(data)
+            self.tail = data[consumed:]
+            if len(lines):
+                base = self.line_base
+                self.line_base += len(lines)
+                yield lines, base
+
+
 class TreedumpParser:
     """Streaming parser; feed it logs with :meth:`parse_stream`, then call :meth:`finish`.
 
@@ -173,27 +219,29 @@ class TreedumpParser:
 
     # ------------------------------------------------------------------ input
     def parse_stream(self, stream, source: str, progress: Callable[[int], None] | None = None) -> None:
-        """Parse one log from a binary stream; ``progress`` gets the bytes read."""
+        """Parse one log from a binary stream; ``progress`` gets the bytes read.
+
+        Tokenizing a chunk (polars, no GIL) runs on a helper thread while the
+        previous chunk's state is assembled here, so the two use both cores.  At
+        most one chunk is tokenized ahead, which bounds memory.
+        """
         problems = Problems()
-        line_base = 1
-        pending = b""
         self._current = None  # a search never spans two files
         searches_before = len(self.searches)
-        while True:
-            try:
-                block = stream.read(CHUNK_BYTES)
-            except (OSError, EOFError) as exc:
-                raise InputError(f"{source}: cannot read ({exc})") from None
-            if progress is not None and block:
-                progress(len(block))
-            if not block:
-                break
-            data = pending + block if pending else block
-            lines, consumed = split_lines(data)
-            pending = data[consumed:]
-            if len(lines):
-                self._process_chunk(lines, line_base, source, problems)
-                line_base += len(lines)
+        reader = _ChunkReader(stream, source, progress)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="treediff-tokenize")
+        try:
+            ahead: tuple[Future, int] | None = None
+            for lines, line_base in reader:
+                future = pool.submit(tokenize_chunk, lines)
+                if ahead is not None:
+                    self._process_chunk(ahead[0].result(), ahead[1], source, problems)
+                ahead = (future, line_base)
+            if ahead is not None:
+                self._process_chunk(ahead[0].result(), ahead[1], source, problems)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        pending, line_base = reader.tail, reader.line_base
         if pending.strip():
             problems.add("truncated (no newline at end of file; dropped)", line_base)
         if len(self.searches) == searches_before:
@@ -203,9 +251,8 @@ class TreedumpParser:
             raise InputError("--strict: " + "; ".join(problems.messages(source)))
 
     # ------------------------------------------------------------------ chunks
-    def _process_chunk(self, lines: pa.LargeBinaryArray, line_base: int, source: str, problems: Problems) -> None:
-        text, bad_utf8 = decode_lines(lines)
-        fast = fast_fields(text)
+    def _process_chunk(self, tokens: "ChunkTokens", line_base: int, source: str, problems: Problems) -> None:
+        text, bad_utf8, fast = tokens.text, tokens.bad_utf8, tokens.fast
         fast_mask = fast.get_column("tag").is_not_null().to_numpy()
         if bad_utf8.any():
             fast_mask &= ~bad_utf8
@@ -432,7 +479,9 @@ class TreedumpParser:
         )
 
         # Iteration: forward-fill ITER depths per (search, context), seeded by earlier chunks.
-        if iter_events:
+        if iter_events and _single_context(rows, iter_events):
+            rows = rows.with_columns(_iterations_by_search(rows, iter_events))
+        elif iter_events:
             iters = pl.DataFrame(
                 {
                     "idx": [e[0] for e in iter_events],
@@ -507,10 +556,12 @@ class TreedumpParser:
         )
         # The fast path accepts any printable value; a value that is not an integer is flagged here.
         keys = sorted(INT_KEYS)
-        bad = rows.select(
-            [(pl.col(k).is_not_null() & pl.col(k).cast(pl.Int64, strict=False).is_null()).alias(k) for k in keys]
-        )
-        if bad.select(pl.any_horizontal(pl.all()).any()).item():
+        ints = rows.select([pl.col(k).cast(pl.Int64, strict=False) for k in keys])
+        # A value that does not cast is bad; counting nulls is cheaper than comparing every row.
+        if any(ints.get_column(k).null_count() != rows.get_column(k).null_count() for k in keys):
+            bad = rows.select(
+                [(pl.col(k).is_not_null() & ints.get_column(k).is_null()).alias(k) for k in keys]
+            )
             problem = pl.col("problem")
             for k in reversed(keys):
                 mask = bad.get_column(k)
@@ -518,7 +569,7 @@ class TreedumpParser:
                     problems.add_many(f"with a non-numeric {k}=", rows.get_column("line").filter(mask).to_numpy())
                     problem = pl.when(pl.lit(mask)).then(pl.lit(f"bad-number:{k}")).otherwise(problem)
             rows = rows.with_columns(problem.alias("problem"))
-        rows = rows.with_columns([pl.col(k).cast(pl.Int64, strict=False) for k in keys])
+        rows = rows.with_columns(ints)
 
         # Per-search constants, as lookups from the search number.
         units = {s: by_id[s].unit for s in present}
@@ -530,19 +581,7 @@ class TreedumpParser:
         rows = self._normalize_paths(rows, by_id, problems)
 
         # Kind from act: the (dialect, act) pairs every dialect declares; anything else is OTHER.
-        pairs = {f"{d.name}|{a}": k.value for d in DIALECTS.values() for a, k in d.acts.items()}
-        if self._forced is not None:
-            pairs.update({f"{self._forced.name}|{a}": k.value for a, k in self._forced.acts.items()})
-        rows = rows.with_columns(
-            pl.when(pl.col("act").is_null())
-            .then(pl.lit(None, pl.String))
-            .otherwise(
-                pl.concat_str([pl.col("_dialect"), pl.col("act")], separator="|").replace_strict(
-                    list(pairs), list(pairs.values()), default=Kind.OTHER.value, return_dtype=pl.String
-                )
-            )
-            .alias("kind")
-        )
+        rows = rows.with_columns(self._kind_expr(set(dialects.values())).alias("kind"))
         stats = rows.group_by("search").agg(
             pl.len().alias("n"),
             (pl.col("tag") == "MOVE").sum().alias("moves"),
@@ -554,11 +593,31 @@ class TreedumpParser:
             state.moves += moves
             state.result_nodes += results
             state.seq += n
-        other = rows.filter(pl.col("kind") == Kind.OTHER.value).group_by(["search", "act"]).len()
+        other = rows.filter(pl.col("kind") == Kind.OTHER.value).group_by(["search", "act"], maintain_order=True).len()
         for search, act, n in other.iter_rows():
             by_id[search].other_acts[act] += n
 
         self._write(rows, by_id, present)
+
+    def _kind_expr(self, dialect_names: set[str]) -> pl.Expr:
+        """``kind`` from ``act``: the (dialect, act) pairs every dialect declares; anything else is OTHER."""
+        if len(dialect_names) == 1:
+            # One dialect in the chunk (the usual case): a lookup on act alone.
+            (name,) = dialect_names
+            acts = {a: k.value for d in DIALECTS.values() if d.name == name for a, k in d.acts.items()}
+            if self._forced is not None and self._forced.name == name:
+                acts.update({a: k.value for a, k in self._forced.acts.items()})
+            looked_up = pl.col("act").replace_strict(
+                list(acts), list(acts.values()), default=Kind.OTHER.value, return_dtype=pl.String
+            )
+        else:
+            pairs = {f"{d.name}|{a}": k.value for d in DIALECTS.values() for a, k in d.acts.items()}
+            if self._forced is not None:
+                pairs.update({f"{self._forced.name}|{a}": k.value for a, k in self._forced.acts.items()})
+            looked_up = pl.concat_str([pl.col("_dialect"), pl.col("act")], separator="|").replace_strict(
+                list(pairs), list(pairs.values()), default=Kind.OTHER.value, return_dtype=pl.String
+            )
+        return pl.when(pl.col("act").is_null()).then(pl.lit(None, pl.String)).otherwise(looked_up)
 
     def _normalize_paths(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> pl.DataFrame:
         """Paths to UCI.  Paths already in UCI pass one regex test; only the others get more work."""
@@ -599,15 +658,15 @@ class TreedumpParser:
             problem = pl.when(unresolved_mask).then(pl.lit("unresolved-move")).otherwise(pl.col("problem"))
         else:
             problem = pl.col("problem")
-        last_move = uci.str.extract(r"([^/]+)$")
+        last_move = _last_uci_move(uci) if ok.all() else uci.str.extract(r"([^/]+)$")
+        ply = pl.col("ply")
+        if rows.get_column("ply").null_count():
+            ply = pl.coalesce(ply, pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1))
         return rows.with_columns(
             uci.alias("path"),
             last_move.alias("move"),
             (last_move == NULL_UCI).alias("null_move"),
-            pl.coalesce(
-                pl.col("ply"),
-                pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1),
-            ).alias("ply"),
+            ply.alias("ply"),
             problem.alias("problem"),
         )
 
@@ -654,11 +713,12 @@ class TreedumpParser:
             for s, v in per_search.items():
                 codes[s - base] = code_of[v]
             row_codes = codes[search_arr - base]
-            dictionary = pa.array([v for v in values], type=pa.string())
+            dictionary = pa.array(values, type=pa.string())
             indices = pa.array(row_codes, type=pa.int32())
             if any(v is None for v in values):
-                # A null value is a null index, not a null dictionary entry.
+                # A null value is a null index, not a null dictionary entry (Arrow cannot unify those).
                 null_code = code_of[None]
+                dictionary = pa.array([v if v is not None else "" for v in values], type=pa.string())
                 indices = pa.array(row_codes, type=pa.int32(), mask=row_codes == null_code)
             columns[name] = pa.DictionaryArray.from_arrays(indices, dictionary)
         arrays = []
@@ -666,9 +726,10 @@ class TreedumpParser:
             if fld.name in columns:
                 arrays.append(columns[fld.name])
                 continue
-            col = table.column(fld.name).combine_chunks()
+            col = table.column(fld.name)
             if fld.type == DICT_STR:
-                col = pc.dictionary_encode(col.cast(pa.string()))
+                # Encoded before the cast, so only the (small) dictionary is converted to string.
+                col = pc.dictionary_encode(col).cast(DICT_STR)
             elif col.type != fld.type:
                 col = col.cast(fld.type)
             arrays.append(col)
@@ -768,6 +829,44 @@ class TreedumpParser:
         return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
 
 
+def _last_uci_move(paths: pl.Series) -> pl.Series:
+    """The last move of each UCI path (4 or 5 characters after the last ``/``); null for the root ``""``.
+
+    Only for paths that match :data:`UCI_PATH_PATTERN`; cheaper than a regex.
+    """
+    tail = paths.str.slice(-5)
+    return pl.select(
+        pl.when(tail == "")
+        .then(None)
+        .when(tail.str.starts_with("/"))
+        .then(tail.str.slice(1))
+        .otherwise(tail)
+    ).to_series()
+
+
+def _single_context(rows: pl.DataFrame, iter_events: list) -> bool:
+    """True when neither the records nor the ITER lines of the chunk name an effective context."""
+    no_ctx = rows.get_column("ctx").null_count() == rows.height
+    return no_ctx and all(_effective(state, ctx) == _NO_CTX for _, state, ctx, _ in iter_events)
+
+
+def _iterations_by_search(rows: pl.DataFrame, iter_events: list) -> pl.Series:
+    """ITER depth (plies) in force at each record, when every line has one context; null before the first ITER.
+
+    ITER lines and records both come in line order and searches never interleave,
+    so the ITER in force is the last one before the record if it belongs to the same search.
+    """
+    ev_idx = np.fromiter((e[0] for e in iter_events), dtype=np.int64, count=len(iter_events))
+    ev_search = np.fromiter((e[1].search for e in iter_events), dtype=np.int64, count=len(iter_events))
+    ev_depth = np.fromiter((e[3] for e in iter_events), dtype=np.int32, count=len(iter_events))
+    row_idx = rows.get_column("idx").to_numpy()
+    before = np.searchsorted(ev_idx, row_idx, side="right") - 1
+    safe = np.maximum(before, 0)
+    valid = (before >= 0) & (ev_search[safe] == rows.get_column("search").to_numpy())
+    values = pl.Series("iter", ev_depth[safe], dtype=pl.Int32)
+    return pl.select(pl.when(pl.Series(valid)).then(values).otherwise(None).alias("iter")).to_series()
+
+
 def _search_constant(state: SearchState, name: str) -> str | None:
     return {"engine": state.dialect.name, "position": state.position, "fen": state.fen, "phase": state.phase}[name]
 
@@ -825,7 +924,8 @@ def parse_to_parquet(
     """
     parser_options = _options(engine, positions, strict, all_contexts)
     out = str(out)
-    with AtomicParquetWriter(out, RECORDS_SCHEMA) as writer, _BackgroundSink(writer.write) as sink:
+    with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer, \
+            _BackgroundSink(writer.write) as sink:
         parser = TreedumpParser(parser_options, sink=sink.put)
         for path in paths:
             with open_log(path) as stream:

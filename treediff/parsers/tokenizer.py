@@ -129,3 +129,21 @@ def fast_fields(text: pl.Series) -> pl.DataFrame:
 
 def is_int(value: str) -> bool:
     return bool(_INT_RE.match(value))
+
+
+@dataclass
+class ChunkTokens:
+    """A chunk of lines, decoded and tokenized by the stateless fast path."""
+
+    #: Each line as text ("" where it is not UTF-8).
+    text: pl.Series
+    #: True for lines that are not valid UTF-8.
+    bad_utf8: np.ndarray
+    #: :func:`fast_fields` of ``text``.
+    fast: pl.DataFrame
+
+
+def tokenize_chunk(lines: pa.LargeBinaryArray) -> ChunkTokens:
+    """Everything about a chunk that needs no parser state (safe to run on another thread)."""
+    text, bad_utf8 = decode_lines(lines)
+    return ChunkTokens(text=text, bad_utf8=bad_utf8, fast=fast_fields(text))
