@@ -88,7 +88,10 @@ def main() -> None:
         print(f"batch: {len(positions)} positions x {args.engine} at depth {args.depth} "
               f"({sum(n for _, n in nodes1):,} nodes in all)")
         print(f"  -j 1: {t1:6.2f} s   (engine lifetimes {engine_time:.2f} s)")
-        print(f"  -j 2: {t2:6.2f} s")
+        busy2 = sum(r.total_seconds for r in s2.results) / t2
+        slowdown = sum(r.total_seconds for r in s2.results) / sum(r.total_seconds for r in s1.results)
+        print(f"  -j 2: {t2:6.2f} s   (workers busy on average: {busy2:.2f} of 2; each search took "
+              f"{slowdown:.2f}x its -j 1 time with both cores in use)")
         print(f"  load average after the runs: {os.getloadavg()[0]:.2f}")
         speedup = t1 / t2
         print(f"  speed-up -j 2 / -j 1: {speedup:.2f}x   (target >= 1.7x) {'OK' if speedup >= 1.7 else 'BELOW TARGET'}")
