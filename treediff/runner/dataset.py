@@ -40,7 +40,7 @@ RUNNER_SEARCH_FIELDS = [
     pa.field("dialect", pa.string()),          # TREEDUMP dialect of the trace; null for an engine without one
     pa.field("protocol", pa.string()),         # uci or xboard
     pa.field("requested_depth", pa.int16()),   # plies asked for (go depth / sd)
-    pa.field("iter_nodes", pa.string()),       # JSON [[depth, nodes], ...]: the engine's own per-iteration counts
+    pa.field("iter_nodes", pa.string()),       # JSON [[depth, nodes], ...]: the engine's cumulative counter per iteration
     pa.field("engine_nodes", pa.int64()),      # the engine's own final node count (last info/thinking line)
     pa.field("engine_depth", pa.int16()),      # deepest iteration the engine reported (plies)
     pa.field("bestmove", pa.string()),         # the engine's answer, UCI
