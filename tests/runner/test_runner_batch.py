@@ -207,3 +207,23 @@ def test_keep_traces(tmp_path):
     assert lines[0].startswith("TREEDUMP engine=stockfish") and len(lines) == 1 + 3 * 8 + 1
     assert _searches(dataset)["source"][0] == "traces/engine=sf/000000.log.zst"
     assert not (dataset / "logs").exists()
+
+
+def _die_on_tactic(task):
+    if task.position.id == "tactic":
+        os._exit(9)  # the worker process dies as if killed
+    return run_task(task)
+
+
+def test_dead_worker_is_a_clear_error_and_resume_recovers(tmp_path, no_leftovers):
+    from treediff.errors import TreediffError
+
+    dataset = tmp_path / "ds"
+    engines = [fake_spec(name="sf")]
+    plan = plan_batch(POSITIONS, engines, 1, dataset, LIMITS)
+    with pytest.raises(TreediffError, match="--resume"):
+        run_batch(plan, LocalExecutor(1), task_fn=_die_on_tactic)
+    resumed = plan_batch(POSITIONS, engines, 1, dataset, LIMITS, resume=True)
+    assert "tactic" in {t.position.id for t in resumed.tasks}
+    run_batch(resumed, SerialExecutor())
+    assert sorted(_searches(dataset)["position"]) == ["rook-end", "start", "tactic"]

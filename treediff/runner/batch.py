@@ -19,11 +19,13 @@ import os
 import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence
 
 from treediff import __version__
+from treediff.errors import InputError, TreediffError
 from treediff.runner.dataset import make_manifest, positions_digest, prepare_dataset, scan_done
 from treediff.runner.engines import EngineSpec
 from treediff.runner.positions import Position
@@ -110,7 +112,13 @@ class LocalExecutor:
                     nxt = next(pending, None)
                     if nxt is not None:
                         running.add(pool.submit(_run_in_worker, fn, nxt))
-                    yield future.result()
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        raise TreediffError(
+                            "a batch worker process died (killed, or out of memory); every completed search is "
+                            "saved: rerun with --resume to continue") from None
+                    yield result
         except BaseException:
             self.abort()
             raise
@@ -173,7 +181,6 @@ def plan_batch(positions: Sequence[Position], engines: Sequence[EngineSpec], dep
     names = [e.name for e in engines]
     if len(set(names)) != len(names):
         dup = collections.Counter(names).most_common(1)[0][0]
-        from treediff.errors import InputError
         raise InputError(f"engine {dup!r} given twice; name one of them with LABEL@{dup}")
     digest = positions_digest([(p.id, p.fen, p.phase) for p in positions])
     manifest = make_manifest(depth, [e.describe() for e in engines], len(positions), digest, source)
