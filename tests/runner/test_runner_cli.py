@@ -100,3 +100,65 @@ def test_batch_positions20_with_typhoon_py(tmp_path, no_leftovers):
     assert sorted(loaded.searches["phase"].value_counts().tolist()) == [6, 7, 7]
     assert (loaded.searches["result_nodes"] > 0).all()
     assert not (ds / "logs").exists()
+
+
+def test_batch_ctrl_c_from_a_terminal(tmp_path):
+    """SIGINT to the whole foreground group, as a terminal's Ctrl-C does: exit 130, results kept, engines gone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from runner_helpers import pid_alive
+
+    epd = tmp_path / "p.epd"
+    epd.write_text("".join(f'{START} id "s{i}";\n' for i in range(4)))
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    ds = tmp_path / "ds"
+    cmd = [sys.executable, "-c", "from treediff.cli import main; main()", "batch", str(epd),
+           "--engine", f"ok@stockfish-treedump={fake_cmd()}",
+           "--engine", f"hang@uci={fake_cmd('--mode', 'hang', '--pid-dir', str(pid_dir))}",
+           "--depth", "1", "-o", str(ds), "-j", "2", "--timeout", "60"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            cwd=str(ROOT))
+    try:
+        deadline = time.monotonic() + 30
+        while len(list(pid_dir.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(list(pid_dir.iterdir())) == 2
+        os.killpg(proc.pid, signal.SIGINT)
+        output, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = output.decode()
+    assert proc.returncode == 130, text
+    assert "INTERRUPTED" in text and "--resume" in text
+    time.sleep(0.2)
+    assert not any(pid_alive(int(p.name)) for p in pid_dir.iterdir())
+    assert (ds / "searches" / "engine=ok").is_dir()
+    assert not (ds / "searches" / "engine=hang").exists() and not list(ds.rglob("*.tmp"))
+    # Nothing of the batch's session survives it: workers, fork server, resource tracker.
+    deadline = time.monotonic() + 3
+    while _group_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _group_members(proc.pid)
+
+
+def _group_members(pgid: int) -> list[int]:
+    import os
+
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry))
+    return members
