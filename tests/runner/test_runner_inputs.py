@@ -112,12 +112,14 @@ dialect = "crafty"
 trace_file = "out/trace.txt"
 pre = ["ponder off"]
 env = { FOO = "1" }
+protover = false
 """)
     engines = load_config(cfg)
     assert engines["ethereal"].argv == ("/usr/games/ethereal-chess",) and not engines["ethereal"].has_trace
     assert dict(engines["ethereal"].uci_options) == {"Hash": "32", "Ponder": "false"}
     assert engines["mytyphoon"].dialect == "typhoon" and engines["mytyphoon"].init == ("easy", "nopost")
     assert engines["traced"].trace_file == "out/trace.txt" and engines["traced"].env == (("FOO", "1"),)
+    assert engines["traced"].protover is False and engines["mytyphoon"].protover is True
     bad = tmp_path / "bad.toml"
     for text, why in [
         ('[engines.x]\nargv = ["/a"]\n', "give `protocol`"),

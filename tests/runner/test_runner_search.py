@@ -188,3 +188,9 @@ def test_xboard_moves_in_san_become_uci():
     assert _to_uci("Nf3", START) == "g1f3" and _to_uci("e2e4", START) == "e2e4"
     assert _to_uci("O-O", "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1") == "e1g1"
     assert _to_uci("garbage", START) == "garbage"
+
+
+def test_xboard_without_protover(tmp_path, no_leftovers):
+    record = tmp_path / "sent.txt"
+    out = _run(fake_spec("--record", str(record), preset="typhoon", protover=False), tmp_path, depth=1)
+    assert out.ok and "protover 2" not in _sent(record) and not out.warnings

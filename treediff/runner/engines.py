@@ -51,6 +51,7 @@ class EngineSpec:
     * ``uci_options``: ``setoption`` pairs, sent when the engine advertises the option.
     * ``search``: the xboard search commands (``{fen}``, ``{depth}`` placeholders).
     * ``env``: extra environment variables.
+    * ``protover``: xboard: send ``protover 2`` and wait (at most 2 s) for ``feature ... done=1``.
     """
 
     name: str
@@ -64,6 +65,7 @@ class EngineSpec:
     search: tuple[str, ...] = DEFAULT_XBOARD_SEARCH
     env: tuple[tuple[str, str], ...] = ()
     description: str = ""
+    protover: bool = True
 
     @property
     def has_trace(self) -> bool:
@@ -82,6 +84,7 @@ class EngineSpec:
             "uci_options": [list(kv) for kv in self.uci_options],
             "search": list(self.search),
             "env": [list(kv) for kv in self.env],
+            "protover": self.protover,
         }
 
     def xboard_commands(self, fen: str, depth: int) -> list[str]:
@@ -155,7 +158,7 @@ def _tuple_of_str(value: Any, what: str) -> tuple[str, ...]:
 
 def _spec_from_table(name: str, table: Mapping[str, Any], known: Mapping[str, EngineSpec], where: str) -> EngineSpec:
     allowed = {"preset", "argv", "protocol", "dialect", "trace_file", "pre", "init", "uci_options", "search",
-               "env", "description"}
+               "env", "description", "protover"}
     unknown = set(table) - allowed
     if unknown:
         raise InputError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
@@ -202,6 +205,10 @@ def _spec_from_table(name: str, table: Mapping[str, Any], known: Mapping[str, En
         changes["env"] = tuple((str(k), str(v)) for k, v in env.items())
     if "description" in table:
         changes["description"] = str(table["description"])
+    if "protover" in table:
+        if not isinstance(table["protover"], bool):
+            raise InputError(f"{where}.protover: expected true or false")
+        changes["protover"] = table["protover"]
     spec = replace(spec, **changes)
     if (spec.dialect is None) != (spec.trace_file is None):
         raise InputError(f"{where}: give both `dialect` and `trace_file` (an engine with a trace) or neither")
@@ -214,7 +221,8 @@ def load_config(path: str | Path, known: Mapping[str, EngineSpec] | None = None)
     Keys: ``argv`` (list, or a string split like a shell would, never run by
     one), ``protocol``, ``dialect`` and ``trace_file`` (both or neither),
     ``pre``, ``init``, ``search``, ``uci_options``, ``env``, ``description``,
-    and ``preset`` to start from a built-in engine.
+    ``protover`` (xboard handshake on/off), and ``preset`` to start from a
+    built-in engine.
     """
     known = dict(known or presets())
     try:

@@ -236,14 +236,16 @@ def _xboard_session(eng: EngineProcess, spec: EngineSpec, fen: str, depth: int, 
     for command in spec.pre:
         eng.send(command)
     eng.send("xboard")
-    eng.send("protover 2")
-    try:
-        eng.wait_for(lambda s: s.startswith("feature") and re.search(r"\bdone=1\b", s) is not None,
-                     min(deadline, time.monotonic() + PROTOVER_GRACE), on_line=on_line)
-    except WaitTimeout:
-        if time.monotonic() >= deadline:
-            raise
-        out.warnings.append("no `feature done=1` within 2 s of protover 2; continuing as the protocol allows")
+    if spec.protover:
+        eng.send("protover 2")
+        try:
+            eng.wait_for(lambda s: s.startswith("feature") and re.search(r"\bdone=1\b", s) is not None,
+                         min(deadline, time.monotonic() + PROTOVER_GRACE), on_line=on_line)
+        except WaitTimeout:
+            if time.monotonic() >= deadline:
+                raise
+            out.warnings.append("no `feature done=1` within 2 s of protover 2; continuing as the protocol allows "
+                                "(set protover = false for this engine to skip the wait)")
     for command in spec.init:
         eng.send(command)
     out.timings.ready = eng.elapsed()
