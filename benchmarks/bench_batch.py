@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark `treediff batch`: -j 2 against -j 1 on the same batch, and the runner's own cost per search.
 
-    python benchmarks/bench_batch.py [--depth 3] [--engine typhoon_py] [--epd fixtures/positions20.epd]
+    python benchmarks/bench_batch.py [--depth 5] [--engine typhoon_py] [--epd fixtures/positions20.epd]
 
 1. The batch of ``fixtures/positions20.epd`` (20 positions, one engine) run
    with ``-j 1`` (in-process) and ``-j 2`` (two worker processes), in this
@@ -89,7 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epd", default=str(ROOT / "fixtures" / "positions20.epd"))
     parser.add_argument("--engine", default="typhoon_py")
-    parser.add_argument("--depth", type=int, default=3)
+    parser.add_argument("--depth", type=int, default=5)
     parser.add_argument("--fake-runs", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs of each; the best counts")
     args = parser.parse_args()
