@@ -132,3 +132,49 @@ def top_divergences(alignment: Alignment, n: int = 10, within: np.ndarray | None
     columns = ["path", "ply", "status", "cost", "nodes_a", "nodes_b", "seq_a", "seq_b",
                "kind_a", "kind_b", "depth_a", "new_depth_a", "depth_b", "new_depth_b", "sentence"]
     return top[columns].reset_index(drop=True)
+
+
+def divergences_by_position(
+    records_a: pd.DataFrame,
+    records_b: pd.DataFrame,
+    positions: list[str],
+    n: int = 10,
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Align A and B position by position; the ``n`` costliest divergences overall and the summed kind table.
+
+    Each position is aligned at its default iteration (the deepest both
+    completed).  Returns (top divergences with a ``position`` column first,
+    kind × kind counts summed over positions, notes about positions that could
+    not be aligned).
+    """
+    from treediff.align.api import align
+    from treediff.errors import InputError
+
+    tops, tables, notes = [], [], []
+    pos_a = records_a["position"].astype(str).to_numpy() if "position" in records_a.columns else None
+    pos_b = records_b["position"].astype(str).to_numpy() if "position" in records_b.columns else None
+    for position in positions:
+        ra = records_a[pos_a == position] if pos_a is not None else records_a
+        rb = records_b[pos_b == position] if pos_b is not None else records_b
+        try:
+            alignment = align(ra, rb)
+        except InputError as exc:
+            notes.append(f"divergences: position {position} not aligned ({exc})")
+            continue
+        top = top_divergences(alignment, n=n)
+        top.insert(0, "position", position)
+        top.insert(1, "iter_a", alignment.iter_a)
+        top.insert(2, "iter_b", alignment.iter_b)
+        tops.append(top)
+        tables.append(kind_confusion(alignment))
+    if not tops:
+        return pd.DataFrame(), pd.DataFrame(), notes
+    top_all = pd.concat(tops, ignore_index=True)
+    order = np.argsort(-top_all["cost"].to_numpy(), kind="stable")[:n]
+    columns = ["position", "iter_a", "iter_b", "path", "status", "cost", "nodes_a", "nodes_b", "seq_a", "seq_b", "sentence"]
+    top_all = top_all.iloc[order][columns].reset_index(drop=True)
+    kinds = tables[0]
+    for table in tables[1:]:
+        kinds = kinds.add(table, fill_value=0)
+    kinds = kinds.fillna(0).astype("int64")
+    return top_all, kinds, notes

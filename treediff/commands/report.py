@@ -9,8 +9,11 @@ from treediff.render import FORMATS, emit
 
 _PARSE_HELP = "Dialect for logs whose header does not say (default: auto)."
 
+from treediff.align import LOAD_COLUMNS as _ALIGN_COLUMNS
+from treediff.align.summaries import divergences_by_position
+
 #: Extra records columns ``compare`` loads for filling ``Comparison.divergences`` (the aligner's needs).
-COMPARE_EXTRA_COLUMNS: tuple[str, ...] = ()
+COMPARE_EXTRA_COLUMNS: tuple[str, ...] = _ALIGN_COLUMNS
 
 
 def _parse_options(engine: str, positions: str | None) -> dict:
@@ -72,7 +75,9 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions):
 @click.option("--engine", default="auto", show_default=True, help=_PARSE_HELP)
 @click.option("--positions", type=click.Path(exists=True, dir_okay=False),
               help="EPD file giving position ids and phase labels for logs.")
-def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, engine, positions):
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0),
+              help="How many of the costliest divergent subtrees to show (aligned per position); 0 skips aligning.")
+def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, engine, positions, top):
     """Why is A's tree bigger than B's? Nodes and ratio, acts, LMR, EBF and skips side by side."""
     from treediff.io import load
     from treediff.report.compare import compare_loaded
@@ -91,10 +96,24 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
     la = label_a or default_label(loaded_a, engine_a, a, loaded_b, engine_b)
     lb = label_b or default_label(loaded_b, engine_b, b, loaded_a, engine_a)
     result = compare_loaded(loaded_a, loaded_b, la, lb, engine_a, engine_b, allow_different_positions)
-    # Hook for the aligner: set result.divergences / result.divergence_kinds here (rendered when not None).
+    notes = result.notes()
+    if top > 0:
+        shared = sorted(set(loaded_a.searches["position"].astype(str)) & set(loaded_b.searches["position"].astype(str)))
+        divergences, kinds, align_notes = divergences_by_position(
+            _side(loaded_a.records, engine_a), _side(loaded_b.records, engine_b), shared, n=top)
+        if len(divergences):
+            result.divergences, result.divergence_kinds = divergences, kinds.reset_index()
+        notes += align_notes
     extra = {"label_a": result.label_a, "label_b": result.label_b,
              "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
-    emit(result.sections(), fmt, output, extra_json=extra, notes=result.notes())
+    emit(result.sections(), fmt, output, extra_json=extra, notes=notes)
+
+
+def _side(records, engine: str | None):
+    """One side's records, restricted to ``engine`` when the side holds several."""
+    if engine:
+        return records[records["engine"].astype(str) == engine]
+    return records
 
 
 COMMANDS = [report, compare]
