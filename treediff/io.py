@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -199,6 +200,20 @@ def read_input(
     return records, result.searches
 
 
+def _concat_keeping_categories(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat`` that keeps categorical columns categorical (one shared category list)."""
+    if len(frames) == 1:
+        return frames[0]
+    frames = [f.copy(deep=False) for f in frames]
+    for column in frames[0].columns:
+        if not all(column in f.columns and isinstance(f[column].dtype, pd.CategoricalDtype) for f in frames):
+            continue
+        categories = list(dict.fromkeys(c for f in frames for c in f[column].cat.categories))
+        for f in frames:
+            f[column] = f[column].cat.set_categories(categories)
+    return pd.concat(frames, ignore_index=True)
+
+
 def load(
     inputs: Iterable[str | os.PathLike],
     columns: Sequence[str] | None = None,
@@ -219,18 +234,17 @@ def load(
         rec = records.to_pandas()
         srch = searches.to_pandas()
         if len(srch):
-            ids = sorted(set(srch["search"].astype("int64")))
-            remap = {old: offset + i for i, old in enumerate(ids)}
-            srch["search"] = srch["search"].map(remap).astype("int32")
+            ids = np.unique(srch["search"].to_numpy(dtype=np.int64))
+            srch["search"] = (np.searchsorted(ids, srch["search"].to_numpy(dtype=np.int64)) + offset).astype("int32")
             if len(rec):
-                rec["search"] = rec["search"].map(remap).astype("int32")
+                rec["search"] = (np.searchsorted(ids, rec["search"].to_numpy(dtype=np.int64)) + offset).astype("int32")
             offset += len(ids)
         rec_frames.append(rec)
         srch_frames.append(srch)
     if not srch_frames:
         raise InputError("no input given")
-    records = pd.concat(rec_frames, ignore_index=True) if len(rec_frames) > 1 else rec_frames[0]
-    searches = pd.concat(srch_frames, ignore_index=True) if len(srch_frames) > 1 else srch_frames[0]
+    records = _concat_keeping_categories(rec_frames)
+    searches = _concat_keeping_categories(srch_frames)
     for col in ("engine", "position", "phase"):
         if col in searches.columns:
             searches[col] = searches[col].astype("string")

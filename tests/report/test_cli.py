@@ -161,7 +161,10 @@ def test_compare_same_positions(parquets):
     assert (skips["LMP"]["count_a"], skips["LMP"]["count_b"]) == (0, 5)
     kinds = {r["kind"]: r for r in t["kinds"]["rows"]}
     assert (kinds["PRUNE"]["count_a"], kinds["PRUNE"]["pct_b"]) == (16, pytest.approx(100 * 12 / 32))
-    assert "divergences" not in t
+    # Both positions were aligned: every divergence row names one of them, costliest first.
+    divergences = t["divergences"]["rows"]
+    assert {r["position"] for r in divergences} <= {"p1", "p2"} and divergences
+    assert [r["cost"] for r in divergences] == sorted((r["cost"] for r in divergences), reverse=True)
 
 
 def test_compare_refuses_different_positions(parquets):
