@@ -9,6 +9,7 @@ stack), and remembers every (parent path, move) it already converted.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 import chess
 import polars as pl
@@ -49,13 +50,18 @@ class UnresolvedMove(ValueError):
     """A move that is not legal (or not parseable) in its position."""
 
 
-def _san_to_move(board: chess.Board, token: str) -> chess.Move:
-    """Resolve one move token (SAN, UCI or a null spelling) in ``board``."""
+def _san_to_move(board: chess.Board, token: str, is_legal: Callable[[chess.Move], bool] | None = None) -> chess.Move:
+    """Resolve one move token (SAN, UCI or a null spelling) in ``board``.
+
+    ``is_legal`` answers ``board.is_legal`` (:class:`_Legality` does it cheaper
+    when many moves are tested in the same position).
+    """
+    legal = is_legal or board.is_legal
     if token in NULL_SPELLINGS:
         return chess.Move.null()
     if _UCI_RE.match(token):
         move = chess.Move.from_uci(token.lower())
-        if board.is_legal(move):
+        if legal(move):
             return move
         # Stays unresolved rather than guessed: a UCI-shaped token must be legal.
         raise UnresolvedMove(token)
@@ -64,7 +70,7 @@ def _san_to_move(board: chess.Board, token: str) -> chess.Move:
         rank = 0 if board.turn == chess.WHITE else 7
         to_file = 2 if (castle.group("long") or castle.group("long0")) else 6
         move = chess.Move(chess.square(4, rank), chess.square(to_file, rank))
-        if board.is_legal(move):
+        if legal(move):
             return move
         raise UnresolvedMove(token)
     m = _SAN_RE.match(token)
@@ -88,7 +94,7 @@ def _san_to_move(board: chess.Board, token: str) -> chess.Move:
         if promotion is None and chess.square_rank(to_sq) in (0, 7):
             promotion = chess.QUEEN  # "e8" for "e8=Q": liberal, as some engines write it
         move = chess.Move(from_sq, to_sq, promotion=promotion)
-        if board.is_legal(move):
+        if legal(move):
             return move
         raise UnresolvedMove(token)
     piece_type = _PIECE_OF[piece_letter]
@@ -100,17 +106,63 @@ def _san_to_move(board: chess.Board, token: str) -> chess.Move:
     found = None
     for from_sq in chess.scan_forward(candidates):
         move = chess.Move(from_sq, to_sq)
-        if candidates & (candidates - 1) == 0 or board.is_legal(move):
+        if candidates & (candidates - 1) == 0 or legal(move):
             if found is not None:
                 raise UnresolvedMove(token)  # ambiguous
             found = move
-    if found is None or not board.is_legal(found):
+    if found is None or not legal(found):
         raise UnresolvedMove(token)
     return found
 
 
+class _Legality:
+    """``board.is_legal`` for many moves in one position: the king, its checkers and the pinned
+    pieces are found once, not for every move (python-chess recomputes them on each call)."""
+
+    __slots__ = ("board", "moves", "_king", "_checkers", "_blockers")
+
+    def __init__(self, board: chess.Board):
+        self.board = board
+        #: Tokens already resolved in this position (None: does not resolve).
+        self.moves: dict[str, chess.Move | None] = {}
+        self._king: int | None = -1  # -1: not computed yet
+
+    def resolve(self, token: str) -> chess.Move | None:
+        """``token`` as a move in this position, None if it does not resolve (memoized)."""
+        try:
+            return self.moves[token]
+        except KeyError:
+            pass
+        try:
+            move: chess.Move | None = _san_to_move(self.board, token, self)
+        except (UnresolvedMove, ValueError, IndexError):
+            move = None
+        self.moves[token] = move
+        return move
+
+    def __call__(self, move: chess.Move) -> bool:
+        board = self.board
+        if not board.is_pseudo_legal(move):
+            return False
+        if self._king == -1:
+            self._king = board.king(board.turn)
+            if self._king is not None:
+                self._checkers = board.attackers_mask(not board.turn, self._king)
+                self._blockers = board._slider_blockers(self._king)
+        if self._king is None:
+            return True  # as board.is_legal: no king, nothing can be left in check
+        if self._checkers:
+            return board.is_legal(move)  # evasions: python-chess's own path
+        return board._is_safe(self._king, self._blockers, move)
+
+
 class PathResolver:
-    """Converts move paths of one search into UCI, replaying them from the search's FEN."""
+    """Converts move paths of one search into UCI, replaying them from the search's FEN.
+
+    Trace lines come depth-first, so consecutive paths mostly share their
+    parent: the boards along the current parent path stay on a stack, and the
+    parent of the previous path is recognized without splitting the new one.
+    """
 
     def __init__(self, fen: str | None):
         self.board: chess.Board | None = None
@@ -119,29 +171,33 @@ class PathResolver:
                 self.board = chess.Board(fen)
             except ValueError:
                 self.board = None
-        # Stack of (token, uci, board after the move) along the current path.
-        self._stack: list[tuple[str, str, chess.Board]] = []
+        self._root_legality = _Legality(self.board) if self.board is not None else None
+        # Stack of (token, UCI path up to and including it, board after the move, its legality test).
+        self._stack: list[tuple[str, str, chess.Board, _Legality]] = []
+        # The raw parent path the stack stands at (None: unknown), and the stack's top.
+        self._at: str | None = ""
         self._cache: dict[tuple[str, str], str | None] = {}
 
-    def _board_at(self, tokens: list[str]) -> tuple[chess.Board | None, str]:
-        """Board after ``tokens`` and their UCI path; (None, "") if they do not resolve."""
-        assert self.board is not None
+    def _board_at(self, tokens: list[str]) -> tuple[_Legality | None, str]:
+        """Board (with its legality test) after ``tokens`` and their UCI path; (None, "") if they do not resolve."""
+        assert self.board is not None and self._root_legality is not None
         stack = self._stack
         common = 0
         limit = min(len(stack), len(tokens))
         while common < limit and stack[common][0] == tokens[common]:
             common += 1
         del stack[common:]
-        board = stack[-1][2] if stack else self.board
+        legality = stack[-1][3] if stack else self._root_legality
         for token in tokens[common:]:
-            try:
-                move = _san_to_move(board, token)
-            except (UnresolvedMove, ValueError, IndexError):
+            move = legality.resolve(token)
+            if move is None:
                 return None, ""
-            board = board.copy(stack=False)
+            board = legality.board.copy(stack=False)
             board.push(move)
-            stack.append((token, move.uci() if move else NULL_UCI, board))
-        return board, "/".join(entry[1] for entry in stack)
+            legality = _Legality(board)
+            uci = move.uci() if move else NULL_UCI
+            stack.append((token, f"{stack[-1][1]}/{uci}" if stack else uci, board, legality))
+        return legality, stack[-1][1] if stack else ""
 
     def resolve(self, path: str) -> str | None:
         """The UCI path for ``path`` (``-`` or ``""`` is the root); None if a move does not resolve."""
@@ -154,18 +210,20 @@ class PathResolver:
         cached = self._cache.get(key, False)
         if cached is not False:
             return cached  # type: ignore[return-value]
-        parent_tokens = parent.split("/") if parent else []
-        board, parent_uci = self._board_at(parent_tokens)
-        result: str | None
-        if board is None:
-            result = None
+        legality: _Legality | None
+        if parent == self._at:
+            # A sibling of the previous path: the stack already stands at the parent.
+            legality = self._stack[-1][3] if self._stack else self._root_legality
+            parent_uci = self._stack[-1][1] if self._stack else ""
         else:
-            try:
-                move = _san_to_move(board, last)
+            legality, parent_uci = self._board_at(parent.split("/") if parent else [])
+            self._at = parent if legality is not None else None
+        result: str | None = None
+        if legality is not None:
+            move = legality.resolve(last)
+            if move is not None:
                 uci = move.uci() if move else NULL_UCI
                 result = f"{parent_uci}/{uci}" if parent_uci else uci
-            except (UnresolvedMove, ValueError, IndexError):
-                result = None
         if len(self._cache) > 4_000_000:
             self._cache.clear()
         self._cache[key] = result
