@@ -1,0 +1,60 @@
+"""SAN/UCI resolution against python-chess's own answers (legality, SAN of every legal move)."""
+import chess
+import pytest
+
+from treediff.parsers.moves import PathResolver, _Legality
+
+FENS = [
+    chess.STARTING_FEN,
+    "r1bqkbnr/ppp2ppp/2np4/1B2p3/4P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 1 4",   # the knight on c6 is pinned
+    "r1bqkbnr/pppp1ppp/2n5/1B2p3/4P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3",   # the same knight, not pinned
+    "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3",       # mate: no legal move
+    "4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2",                                   # en passant
+    "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",                                # castling both ways
+    "4k3/8/8/8/1b6/8/3P4/4K3 w - - 0 1",                                   # check by a bishop
+    "8/2P5/8/8/8/8/5p2/4K2k w - - 0 1",                                    # promotions
+    "4k3/8/8/8/8/8/8/R3R3 w - - 0 1",                                      # no white king
+    "3r4/8/8/8/8/8/3R4/3K3k w - - 0 1",                                    # rook pinned on a file
+]
+
+
+@pytest.mark.parametrize("fen", FENS)
+def test_legality_test_agrees_with_python_chess(fen):
+    board = chess.Board(fen)
+    legality = _Legality(board)
+    for from_sq in chess.SQUARES:
+        for to_sq in chess.SQUARES:
+            for promotion in (None, chess.QUEEN, chess.KNIGHT):
+                move = chess.Move(from_sq, to_sq, promotion=promotion)
+                assert legality(move) == board.is_legal(move), (fen, move.uci())
+
+
+@pytest.mark.parametrize("fen", FENS)
+def test_every_legal_move_resolves_from_its_san(fen):
+    board = chess.Board(fen)
+    resolver = PathResolver(fen)
+    for move in board.legal_moves:
+        assert resolver.resolve(board.san(move)) == move.uci()
+        assert resolver.resolve(move.uci()) == move.uci()
+
+
+def test_paths_in_any_order_give_the_same_moves():
+    # Depth-first, then jumping back and forth: the resolver's stack must follow.
+    resolver = PathResolver(chess.STARTING_FEN)
+    paths = ["e4", "e4/e5", "e4/e5/Nf3", "e4/e5/Nf3/Nc6", "d4", "e4/e5/Nf3/Nc6/Bb5", "e4/c5", "e4/e5/Nf3/Nc6/Bb5/a6"]
+    expected = ["e2e4", "e2e4/e7e5", "e2e4/e7e5/g1f3", "e2e4/e7e5/g1f3/b8c6", "d2d4",
+                "e2e4/e7e5/g1f3/b8c6/f1b5", "e2e4/c7c5", "e2e4/e7e5/g1f3/b8c6/f1b5/a7a6"]
+    assert [resolver.resolve(p) for p in paths] == expected
+    assert [resolver.resolve(p) for p in reversed(paths)] == list(reversed(expected))
+
+
+def test_pins_and_ambiguity():
+    pinned = PathResolver(FENS[1])  # Bb5 pins the knight on c6 to the king
+    assert pinned.resolve("Nd4") is None   # the pinned knight cannot move
+    assert pinned.resolve("Ne7") == "g8e7"  # only one of the two knights may go to e7
+    free = PathResolver(FENS[2])
+    assert free.resolve("Nd4") == "c6d4"
+    assert free.resolve("Ne7") is None     # ambiguous: both knights may
+    assert free.resolve("Nge7") == "g8e7"
+    assert free.resolve("Nd4/Nxd4") == "c6d4/f3d4"
+    assert free.resolve("Nd4/Qe2/Qxe2") is None  # Qe2 is legal, but then black's queen cannot take on e2
