@@ -500,23 +500,7 @@ class TreedumpParser:
         else:
             rows = rows.with_columns(pl.lit(None, pl.Int32).alias("iter"))
         if carry_before:
-            # Several raw labels can map to the kept context: the latest ITER among them wins.
-            latest: dict[tuple[int, str], tuple[int, int]] = {}
-            for (search, label), (order, depth) in carry_before.items():
-                key = (search, _effective(self.searches[search], label))
-                if key not in latest or latest[key][0] < order:
-                    latest[key] = (order, depth)
-            carry = pl.DataFrame(
-                {
-                    "search": [k[0] for k in latest],
-                    "ctx_eff": [k[1] for k in latest],
-                    "iter_carry": [v[1] for v in latest.values()],
-                },
-                schema={"search": pl.Int32, "ctx_eff": pl.String, "iter_carry": pl.Int32},
-            )
-            rows = rows.join(carry, on=["search", "ctx_eff"], how="left", maintain_order="left").with_columns(
-                pl.coalesce("iter", "iter_carry").alias("iter")
-            ).drop("iter_carry")
+            rows = self._carry_iterations(rows, carry_before, {s.search for s in search_states if s is not None})
         rows = rows.with_columns(pl.col("iter").fill_null(0))
 
         # Contexts: count them all; keep the search's primary context unless --all-contexts.
@@ -529,6 +513,39 @@ class TreedumpParser:
         if rows.height == 0:
             return
         self._emit(rows, by_id, line_base, problems)
+
+    def _carry_iterations(
+        self, rows: pl.DataFrame, carry_before: dict[tuple[int, str], tuple[int, int]], present: set[int]
+    ) -> pl.DataFrame:
+        """Records before the chunk's first ITER of their (search, context) get the ITER carried from earlier chunks."""
+        # Several raw labels can map to the kept context: the latest ITER among them wins.
+        latest: dict[tuple[int, str], tuple[int, int]] = {}
+        for (search, label), (order, depth) in carry_before.items():
+            if search not in present:
+                continue
+            key = (search, _effective(self.searches[search], label))
+            if key not in latest or latest[key][0] < order:
+                latest[key] = (order, depth)
+        if not latest:
+            return rows
+        if len(latest) <= 16:
+            # A few (search, context) pairs: conditions are cheaper than a join.
+            carried = pl.lit(None, pl.Int32)
+            for (search, ctx), (_, depth) in latest.items():
+                carried = pl.when((pl.col("search") == search) & (pl.col("ctx_eff") == ctx)).then(
+                    pl.lit(depth, pl.Int32)).otherwise(carried)
+            return rows.with_columns(pl.coalesce(pl.col("iter"), carried).alias("iter"))
+        carry = pl.DataFrame(
+            {
+                "search": [k[0] for k in latest],
+                "ctx_eff": [k[1] for k in latest],
+                "iter_carry": [v[1] for v in latest.values()],
+            },
+            schema={"search": pl.Int32, "ctx_eff": pl.String, "iter_carry": pl.Int32},
+        )
+        return rows.join(carry, on=["search", "ctx_eff"], how="left", maintain_order="left").with_columns(
+            pl.coalesce("iter", "iter_carry").alias("iter")
+        ).drop("iter_carry")
 
     def _search_before_chunk(self, chunk_searches: list[SearchState]) -> SearchState | None:
         """The search that was open when this chunk started."""
@@ -622,7 +639,7 @@ class TreedumpParser:
     def _normalize_paths(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> pl.DataFrame:
         """Paths to UCI.  Paths already in UCI pass one regex test; only the others get more work."""
         raw = rows.get_column("path")
-        uci = raw.replace("-", "")
+        uci = pl.select(pl.when(raw == "-").then(pl.lit("")).otherwise(raw)).to_series()
         ok = uci.str.contains(UCI_PATH_PATTERN)
         if not ok.all():
             todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)

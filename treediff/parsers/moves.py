@@ -103,14 +103,19 @@ def _san_to_move(board: chess.Board, token: str, is_legal: Callable[[chess.Move]
         candidates &= chess.BB_FILES[chess.FILE_NAMES.index(ff)]
     if fr is not None:
         candidates &= chess.BB_RANKS[int(fr) - 1]
+    if board.occupied_co[color] & chess.BB_SQUARES[to_sq]:
+        raise UnresolvedMove(token)  # no candidate is pseudo-legal: the target holds our own piece
+    # Each candidate now stands on its square, is ours and attacks a square we may enter:
+    # a pseudo-legal move, so only the king's safety is left to test.
+    safe = getattr(legal, "is_safe", legal)
     found = None
     for from_sq in chess.scan_forward(candidates):
         move = chess.Move(from_sq, to_sq)
-        if candidates & (candidates - 1) == 0 or legal(move):
+        if safe(move):
             if found is not None:
                 raise UnresolvedMove(token)  # ambiguous
             found = move
-    if found is None or not legal(found):
+    if found is None:
         raise UnresolvedMove(token)
     return found
 
@@ -141,9 +146,11 @@ class _Legality:
         return move
 
     def __call__(self, move: chess.Move) -> bool:
+        return self.board.is_pseudo_legal(move) and self.is_safe(move)
+
+    def is_safe(self, move: chess.Move) -> bool:
+        """Legality of a move already known to be pseudo-legal: it does not leave the king in check."""
         board = self.board
-        if not board.is_pseudo_legal(move):
-            return False
         if self._king == -1:
             self._king = board.king(board.turn)
             if self._king is not None:

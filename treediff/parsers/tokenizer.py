@@ -147,4 +147,3 @@ def tokenize_chunk(lines: pa.LargeBinaryArray) -> ChunkTokens:
     """Everything about a chunk that needs no parser state (safe to run on another thread)."""
     text, bad_utf8 = decode_lines(lines)
     return ChunkTokens(text=text, bad_utf8=bad_utf8, fast=fast_fields(text))
-
