@@ -121,6 +121,11 @@ def _run_summary(name: str, depth: int, report, output: str) -> str:
               help="The dataset directory (records/ and searches/ partitioned by engine).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Searches run at once (worker processes).  [default: the number of CPUs]")
+@click.option("--executor", "executor_name", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where searches run: worker processes here, or tasks on a Dask cluster (pip install -e .[dask]).")
+@click.option("--scheduler", metavar="ADDRESS", default=None,
+              help="With --executor dask: a running scheduler (tcp://host:8786); default: a local cluster of -j "
+                   "workers.  OUTPUT must be a path every worker can reach.")
 @click.option("--resume", is_flag=True, help="Continue a batch in OUTPUT: skip searches already done.")
 @click.option("--retry-failed", is_flag=True, help="With --resume, run the failed searches again.")
 @click.option("--skip-bad-positions", is_flag=True, help="Skip (and report) invalid EPD lines instead of stopping.")
@@ -129,7 +134,7 @@ def _run_summary(name: str, depth: int, report, output: str) -> str:
 @click.option("--keep-traces", is_flag=True, help="Keep every raw trace, zstd-compressed, under OUTPUT/traces/.")
 @_limit_options
 @_list_option
-def batch(epd, engine_args, depth, output, jobs, resume, retry_failed, skip_bad_positions, keep_logs, keep_traces,
+def batch(epd, engine_args, depth, output, jobs, executor_name, scheduler, resume, retry_failed, skip_bad_positions, keep_logs, keep_traces,
           timeout, max_trace_lines, engines_config, tmpdir):
     """Run every EPD position with every engine into a Parquet dataset.
 
@@ -148,6 +153,14 @@ def batch(epd, engine_args, depth, output, jobs, resume, retry_failed, skip_bad_
 
     if retry_failed and not resume:
         raise InputError("--retry-failed only makes sense with --resume")
+    if scheduler and executor_name != "dask":
+        raise InputError("--scheduler only makes sense with --executor dask")
+    if executor_name == "dask":
+        from treediff.runner.dask_executor import dask_available
+
+        if not dask_available():
+            raise InputError("--executor dask needs Dask: pip install 'treediff[dask]' "
+                             "(or: pip install 'dask[distributed]')")
     known = _known(engines_config)
     engines = [parse_engine_arg(arg, known) for arg in engine_args]
     for spec in engines:
@@ -160,7 +173,13 @@ def batch(epd, engine_args, depth, output, jobs, resume, retry_failed, skip_bad_
                       tmp_root=tmpdir, source=str(epd))
     if jobs is None:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    executor = make_executor(min(jobs, max(1, len(plan.tasks))))
+    if executor_name == "dask":
+        from treediff.runner.dask_executor import DaskExecutor
+
+        executor = DaskExecutor(min(jobs, max(1, len(plan.tasks))), scheduler=scheduler) if plan.tasks \
+            else make_executor(1)
+    else:
+        executor = make_executor(min(jobs, max(1, len(plan.tasks))))
     summary = _run_with_progress(plan, executor, Console(stderr=True))
     _print_summary(summary, Console())
     if summary.interrupted:

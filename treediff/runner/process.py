@@ -21,6 +21,35 @@ MAX_LINE_BYTES = 64 * 1024
 #: Transcript lines kept in memory (and in the log); the rest are counted.
 TRANSCRIPT_LINES = 100_000
 
+#: Process groups of the engines running in this process, for :func:`abandon_all`.
+_LIVE_GROUPS: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+#: Set by :func:`abandon_all`: this process is shutting down and must not record any further result.
+_ABANDONED = threading.Event()
+
+
+def abandon_all() -> None:
+    """Kill every engine group this process started and mark the process as abandoning its work.
+
+    For executors whose tasks run on threads that cannot be interrupted (a
+    Dask worker being closed): the running tasks see their engine die and,
+    because :func:`abandoned` is then true, write nothing (see
+    :func:`treediff.runner.task.run_task`), so ``--resume`` reruns them.
+    """
+    _ABANDONED.set()
+    with _LIVE_LOCK:
+        groups = list(_LIVE_GROUPS)
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def abandoned() -> bool:
+    """True once :func:`abandon_all` ran in this process."""
+    return _ABANDONED.is_set()
+
 
 class EngineExited(Exception):
     """The engine closed its output (exited or crashed) before answering."""
@@ -72,6 +101,8 @@ class EngineProcess:
             stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
         )
         self.pgid = self.proc.pid  # leader of its own new session and group
+        with _LIVE_LOCK:
+            _LIVE_GROUPS.add(self.pgid)
         self._reader = threading.Thread(target=self._read, name=f"engine-{self.proc.pid}", daemon=True)
         self._reader.start()
 
@@ -166,6 +197,8 @@ class EngineProcess:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        with _LIVE_LOCK:
+            _LIVE_GROUPS.discard(self.pgid)
 
     def drain(self) -> list[str]:
         """Lines still queued (after the engine exited)."""

@@ -35,8 +35,13 @@ from treediff.runner.dataset import (
 )
 from treediff.runner.engines import EngineSpec
 from treediff.runner.positions import Position
+from treediff.runner.process import abandoned
 from treediff.runner.search import Failure, Limits, SearchOutcome, run_search
 from treediff.schema import DICT_STR
+
+
+class TaskAbandoned(Exception):
+    """The process running the task is shutting down (see :func:`treediff.runner.process.abandon_all`)."""
 
 
 @dataclass(frozen=True)
@@ -261,6 +266,9 @@ def run_task(task: Task) -> TaskResult:
             result.parse_seconds = time.perf_counter() - t_parse
         except Exception as exc:  # noqa: BLE001 - a runner bug must become a failure row, not a dead batch
             analysis = Analysis(False, Failure.INTERNAL, f"{type(exc).__name__}: {exc}")
+        if abandoned():
+            # The worker is being shut down and killed this engine: record nothing, --resume reruns it.
+            raise TaskAbandoned(f"{spec.name}/{task.key}")
         dataset = Path(task.dataset)
         log_rel = None
         if outcome is not None and (task.keep_logs == "all" or (task.keep_logs == "failed" and not analysis.ok)):
