@@ -5,8 +5,10 @@
 
 Each parse runs in its own subprocess so its peak RSS (ru_maxrss) is its own.
 The baseline runs on a slice of the log (it is slow and holds everything in
-memory) and its rate is extrapolated; ratios are what to read, since the
-machine is shared.
+memory: 20M lines would need ~20 GB) and treediff runs on the same slice, so
+the speed-up is measured on identical input in the same run.  Ratios are what
+to read, since the machine is shared: every row also gives the CPU time
+(all threads) and the 1-minute load average when the run started.
 """
 from __future__ import annotations
 
@@ -37,14 +39,20 @@ else:
     from baseline_parser import parse_baseline
     parse_baseline(log, out)
 elapsed = time.perf_counter() - t
-print(json.dumps({{"seconds": elapsed, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({{"seconds": elapsed, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_mb": usage.ru_maxrss / 1024}}))
 """
 
 
 def run_child(kind: str, log: str, out: str) -> dict:
+    """One parse in a fresh interpreter: wall and CPU seconds, peak RSS (MB), load average at the start."""
     code = CHILD.format(here=str(HERE))
+    load = os.getloadavg()[0]
     proc = subprocess.run([sys.executable, "-c", code, kind, log, out], capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["load"] = load
+    return result
 
 
 def head_lines(src: str, dst: str, n: int) -> int:
@@ -63,7 +71,8 @@ def bench(dialect: str, lines: int, workdir: str, baseline_lines: int) -> dict:
     n = generate(dialect, lines, log)
     td = run_child("treediff", log, os.path.join(workdir, "td.parquet"))
     result = {"dialect": dialect, "lines": n, "treediff_s": td["seconds"],
-              "treediff_mlines_s": n / td["seconds"] / 1e6, "treediff_peak_mb": td["peak_rss_mb"]}
+              "treediff_mlines_s": n / td["seconds"] / 1e6, "treediff_peak_mb": td["peak_rss_mb"],
+              "treediff_cpu_us_per_line": td["cpu_seconds"] / n * 1e6, "load": td["load"]}
     if dialect != "crafty":
         small = os.path.join(workdir, "slice.log")
         m = head_lines(log, small, min(baseline_lines, n))
@@ -71,6 +80,7 @@ def bench(dialect: str, lines: int, workdir: str, baseline_lines: int) -> dict:
         td_small = run_child("treediff", small, os.path.join(workdir, "td_small.parquet"))
         result.update({"baseline_lines": m, "baseline_mlines_s": m / base["seconds"] / 1e6,
                        "treediff_same_slice_mlines_s": m / td_small["seconds"] / 1e6,
+                       "baseline_cpu_us_per_line": base["cpu_seconds"] / m * 1e6,
                        "speedup_same_slice": base["seconds"] / td_small["seconds"],
                        "baseline_peak_mb": base["peak_rss_mb"]})
     os.unlink(log)
@@ -81,21 +91,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1M lines only")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--baseline-lines", type=int, default=1_000_000, help="lines the baseline parses (default 1M)")
     args = ap.parse_args()
     sizes = [1_000_000] if args.quick else [5_000_000, 20_000_000]
+    print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
         results = []
         for dialect in ("stockfish", "typhoon"):
             for size in sizes:
-                results.append(bench(dialect, size, workdir, baseline_lines=1_000_000))
+                results.append(bench(dialect, size, workdir, baseline_lines=args.baseline_lines))
                 print(json.dumps(results[-1]), flush=True)
         results.append(bench("crafty", 1_000_000 if not args.quick else 300_000, workdir, 0))
         print(json.dumps(results[-1]), flush=True)
     print("\nsummary")
     for r in results:
-        line = f"{r['dialect']:>9} {r['lines']:>11,} lines: treediff {r['treediff_mlines_s']:.2f} M lines/s, peak {r['treediff_peak_mb']:.0f} MB"
+        line = (f"{r['dialect']:>9} {r['lines']:>11,} lines: treediff {r['treediff_mlines_s']:.2f} M lines/s "
+                f"({r['treediff_cpu_us_per_line']:.2f} CPU-us/line), peak {r['treediff_peak_mb']:.0f} MB, load {r['load']:.1f}")
         if "speedup_same_slice" in r:
-            line += f"; baseline {r['baseline_mlines_s']:.3f} M lines/s; speed-up x{r['speedup_same_slice']:.1f} on the same {r['baseline_lines']:,} lines"
+            line += (f"; baseline {r['baseline_mlines_s']:.3f} M lines/s; treediff {r['treediff_same_slice_mlines_s']:.2f}"
+                     f" -> speed-up x{r['speedup_same_slice']:.1f} on the same {r['baseline_lines']:,} lines")
         print(line)
 
 

@@ -8,6 +8,7 @@ stack), and remembers every (parent path, move) it already converted.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable
 
@@ -50,6 +51,52 @@ class UnresolvedMove(ValueError):
     """A move that is not legal (or not parseable) in its position."""
 
 
+# Token shapes, as parsed by _parse_token (board-independent, so cached by spelling).
+_NULL, _UCI, _CASTLE, _PAWN, _PIECE, _INVALID = range(6)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_token(token: str) -> tuple:
+    """What a move token says without a board: ``(shape, details...)``.
+
+    ``(_UCI, move)``, ``(_CASTLE, long)``, ``(_PAWN, from_file or None, to_sq, promotion)``
+    (``from_file`` only for a capture), ``(_PIECE, piece_type, file or None, rank or None, to_sq)``,
+    ``(_NULL,)`` or ``(_INVALID,)``.
+    """
+    if token in NULL_SPELLINGS:
+        return (_NULL,)
+    if _UCI_RE.match(token):
+        try:
+            return (_UCI, chess.Move.from_uci(token.lower()))
+        except ValueError:
+            return (_INVALID,)
+    castle = _CASTLE_RE.match(token)
+    if castle:
+        return (_CASTLE, bool(castle.group("long") or castle.group("long0")))
+    m = _SAN_RE.match(token)
+    if not m:
+        return (_INVALID,)
+    to_sq = chess.parse_square(m.group("to"))
+    promo = m.group("promo")
+    promotion = chess.PIECE_SYMBOLS.index(promo.lower()) if promo else None
+    piece_letter = m.group("piece")
+    ff, fr = m.group("ff"), m.group("fr")
+    if piece_letter is None:
+        from_file = chess.FILE_NAMES.index(ff) if ff is not None else None
+        if from_file == chess.square_file(to_sq):
+            from_file = None  # "e4e5"-like file on the same file: a push
+        if promotion is None and chess.square_rank(to_sq) in (0, 7):
+            promotion = chess.QUEEN  # "e8" for "e8=Q": liberal, as some engines write it
+        return (_PAWN, from_file, to_sq, promotion)
+    return (
+        _PIECE,
+        _PIECE_OF[piece_letter],
+        chess.FILE_NAMES.index(ff) if ff is not None else None,
+        int(fr) - 1 if fr is not None else None,
+        to_sq,
+    )
+
+
 def _san_to_move(board: chess.Board, token: str, is_legal: Callable[[chess.Move], bool] | None = None) -> chess.Move:
     """Resolve one move token (SAN, UCI or a null spelling) in ``board``.
 
@@ -57,52 +104,44 @@ def _san_to_move(board: chess.Board, token: str, is_legal: Callable[[chess.Move]
     when many moves are tested in the same position).
     """
     legal = is_legal or board.is_legal
-    if token in NULL_SPELLINGS:
+    spec = _parse_token(token)
+    shape = spec[0]
+    if shape == _NULL:
         return chess.Move.null()
-    if _UCI_RE.match(token):
-        move = chess.Move.from_uci(token.lower())
-        if legal(move):
-            return move
+    if shape == _UCI:
+        if legal(spec[1]):
+            return spec[1]
         # Stays unresolved rather than guessed: a UCI-shaped token must be legal.
         raise UnresolvedMove(token)
-    castle = _CASTLE_RE.match(token)
-    if castle:
-        rank = 0 if board.turn == chess.WHITE else 7
-        to_file = 2 if (castle.group("long") or castle.group("long0")) else 6
-        move = chess.Move(chess.square(4, rank), chess.square(to_file, rank))
+    color = board.turn
+    if shape == _CASTLE:
+        rank = 0 if color == chess.WHITE else 7
+        move = chess.Move(chess.square(4, rank), chess.square(2 if spec[1] else 6, rank))
         if legal(move):
             return move
         raise UnresolvedMove(token)
-    m = _SAN_RE.match(token)
-    if not m:
-        raise UnresolvedMove(token)
-    to_sq = chess.parse_square(m.group("to"))
-    promo = m.group("promo")
-    promotion = chess.PIECE_SYMBOLS.index(promo.lower()) if promo else None
-    piece_letter = m.group("piece")
-    ff, fr = m.group("ff"), m.group("fr")
-    color = board.turn
-    if piece_letter is None:
-        # Pawn moves: the origin follows from file, colour and what stands in front.
+    if shape == _PAWN:
+        # The origin follows from file, colour and what stands in front.
+        _, from_file, to_sq, promotion = spec
         step = 8 if color == chess.WHITE else -8
-        if ff is not None and chess.square_file(to_sq) != chess.FILE_NAMES.index(ff):
-            from_sq = chess.square(chess.FILE_NAMES.index(ff), chess.square_rank(to_sq - step))
+        if from_file is not None:
+            from_sq = chess.square(from_file, chess.square_rank(to_sq - step))
         else:
             from_sq = to_sq - step
             if board.piece_type_at(from_sq) != chess.PAWN and 0 <= to_sq - 2 * step < 64:
                 from_sq = to_sq - 2 * step
-        if promotion is None and chess.square_rank(to_sq) in (0, 7):
-            promotion = chess.QUEEN  # "e8" for "e8=Q": liberal, as some engines write it
         move = chess.Move(from_sq, to_sq, promotion=promotion)
         if legal(move):
             return move
         raise UnresolvedMove(token)
-    piece_type = _PIECE_OF[piece_letter]
+    if shape != _PIECE:
+        raise UnresolvedMove(token)
+    _, piece_type, file, rank, to_sq = spec
     candidates = board.pieces_mask(piece_type, color) & board.attackers_mask(color, to_sq)
-    if ff is not None:
-        candidates &= chess.BB_FILES[chess.FILE_NAMES.index(ff)]
-    if fr is not None:
-        candidates &= chess.BB_RANKS[int(fr) - 1]
+    if file is not None:
+        candidates &= chess.BB_FILES[file]
+    if rank is not None:
+        candidates &= chess.BB_RANKS[rank]
     if board.occupied_co[color] & chess.BB_SQUARES[to_sq]:
         raise UnresolvedMove(token)  # no candidate is pseudo-legal: the target holds our own piece
     # Each candidate now stands on its square, is ours and attacks a square we may enter:
