@@ -1,4 +1,5 @@
 """Chunk boundaries must not change the result: state (search, ITER, context) carries from chunk to chunk."""
+import io
 from pathlib import Path
 
 import pyarrow as pa
@@ -43,3 +44,23 @@ def test_search_without_fen_across_chunks(monkeypatch, tmp_path):
     assert [r["fen"] is None for r in rec] == [False, False] + [True] * 7
     assert [r["phase"] for r in rec] == ["endgame"] * 2 + [None] * 7
     assert [r["seq"] for r in rec] == [0, 1] + list(range(7))
+
+
+def test_finished_searches_drop_their_move_resolvers(monkeypatch):
+    # Memory stays flat over many SAN searches: only the open search keeps its boards and path cache.
+    monkeypatch.setattr(core, "CHUNK_BYTES", 200)
+    text = (HAND / "minimal_crafty.log").read_bytes()
+    parser = core.TreedumpParser()
+    seen = []
+    original = parser._release_finished_searches
+
+    def spy(open_search):
+        original(open_search)
+        seen.append(sum(s._resolver is not None for s in parser.searches))
+
+    monkeypatch.setattr(parser, "_release_finished_searches", spy)
+    parser.parse_stream(io.BytesIO(text * 3), "three.log")
+    assert len(parser.searches) == 3
+    assert max(seen) <= 1 and seen[-1] == 0
+    result = parser.finish()
+    assert result.records.num_rows == 3 * parse_logs([HAND / "minimal_crafty.log"]).records.num_rows

@@ -208,6 +208,7 @@ class TreedumpParser:
         self.searches: list[SearchState] = []
         self.warnings: list[str] = []
         self._current: SearchState | None = None
+        self._released = 0  # searches before this index have dropped their move resolvers
         # (search, raw ctx label) -> (order, current ITER depth), carried from chunk to chunk.
         self._iter_carry: dict[tuple[int, str], tuple[int, int]] = {}
         self._forced: Dialect | None = None
@@ -243,6 +244,7 @@ class TreedumpParser:
                 self._process_chunk(ahead[0].result(), ahead[1], source, problems)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        self._release_finished_searches(None)  # a search never spans two files
         pending, line_base = reader.tail, reader.line_base
         if pending.strip():
             problems.add("truncated (no newline at end of file; dropped)", line_base)
@@ -306,6 +308,18 @@ class TreedumpParser:
             )
 
         self._apply(rows, events, line_base, source, problems)
+        self._release_finished_searches(self._current)
+
+    def _release_finished_searches(self, open_search: "SearchState | None") -> None:
+        """Drop the move resolvers (boards and path caches) of every search but ``open_search``.
+
+        Searches are finished in log order, so only the newest can still get
+        records.  Keeps memory flat in logs of many SAN searches; ``finish``
+        recreates a resolver when it needs one for an END ``best=``.
+        """
+        while self._released < len(self.searches) and self.searches[self._released] is not open_search:
+            self.searches[self._released]._resolver = None
+            self._released += 1
 
     def _slow_row(self, token, idx: int, line_no: int, problems: Problems) -> dict | None:
         fields = token.fields

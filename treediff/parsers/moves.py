@@ -202,6 +202,11 @@ class _Legality:
         return board._is_safe(self._king, self._blockers, move)
 
 
+#: Paths remembered per search (about 250 bytes each): enough for the re-searches of iterative
+#: deepening and for RESULT lines, which repeat the path of a recent MOVE.
+_CACHE_ENTRIES = 500_000
+
+
 class PathResolver:
     """Converts move paths of one search into UCI, replaying them from the search's FEN.
 
@@ -270,7 +275,7 @@ class PathResolver:
             if move is not None:
                 uci = move.uci() if move else NULL_UCI
                 result = f"{parent_uci}/{uci}" if parent_uci else uci
-        if len(self._cache) > 4_000_000:
+        if len(self._cache) > _CACHE_ENTRIES:
             self._cache.clear()
         self._cache[key] = result
         return result
