@@ -142,29 +142,56 @@ def _is_parquet(path: Path) -> bool:
 _ENGINE_PARTITIONING = pads.partitioning(pa.schema([pa.field("engine", pa.string())]), flavor="hive")
 
 
-def _read_dataset_dir(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Table]:
-    """A dataset from ``treediff batch``: ``records/`` and ``searches/``, hive-partitioned by engine."""
-    rec_dir, srch_dir = path / "records", path / "searches"
-    if not rec_dir.is_dir() or not srch_dir.is_dir():
-        raise InputError(f"{path}: not a treediff dataset (expected records/ and searches/ inside)")
+def is_dataset_dir(path: str | os.PathLike) -> bool:
+    """True for a directory written by ``treediff batch`` (``records/`` and ``searches/`` inside)."""
+    p = Path(path)
+    return str(path) != "-" and p.is_dir() and (p / "records").is_dir() and (p / "searches").is_dir()
+
+
+def _dataset_records_schema() -> pa.Schema:
     # The partition value is a plain string; it becomes dictionary-encoded after reading.
     engine_at = RECORDS_SCHEMA.get_field_index("engine")
-    rec_schema = RECORDS_SCHEMA.set(engine_at, pa.field("engine", pa.string()))
-    records = pads.dataset(rec_dir, format="parquet", partitioning=_ENGINE_PARTITIONING, schema=rec_schema)
-    table = records.to_table(columns=list(columns) if columns else None)
-    if "engine" in table.column_names:
-        i = table.column_names.index("engine")
-        table = table.set_column(i, "engine", pc.dictionary_encode(table.column("engine")))
+    return RECORDS_SCHEMA.set(engine_at, pa.field("engine", pa.string()))
+
+
+def read_dataset_searches(path: Path) -> pa.Table:
+    """The searches table of a dataset directory, ``engine`` taken from the partition directory."""
+    srch_dir = Path(path) / "searches"
     search_files = sorted(str(f) for f in srch_dir.rglob("*.parquet"))
     if not search_files:
-        return table, SEARCHES_SCHEMA.empty_table()
+        return SEARCHES_SCHEMA.empty_table()
     file_schemas = [pq.read_schema(f) for f in search_files]
     srch_schema = pa.unify_schemas(
         [pa.schema([pa.field("engine", pa.string())])] + [s.remove(s.get_field_index("engine")) if "engine" in s.names else s for s in file_schemas]
     )
     searches = pads.dataset(search_files, format="parquet", partitioning=_ENGINE_PARTITIONING,
                             partition_base_dir=str(srch_dir), schema=srch_schema)
-    return table, searches.to_table()
+    return searches.to_table()
+
+
+def read_dataset_records(path: Path, columns: Sequence[str] | None = None, files: Sequence[str] | None = None,
+                         filter=None) -> pa.Table:
+    """Records of a dataset directory (all files, or only ``files``), ``engine`` from the partition directory.
+
+    ``filter``: an optional ``pyarrow.dataset`` expression applied while scanning.
+    """
+    rec_dir = Path(path) / "records"
+    source = list(files) if files is not None else rec_dir
+    kwargs = {"partition_base_dir": str(rec_dir)} if files is not None else {}
+    records = pads.dataset(source, format="parquet", partitioning=_ENGINE_PARTITIONING,
+                           schema=_dataset_records_schema(), **kwargs)
+    table = records.to_table(columns=list(columns) if columns else None, filter=filter)
+    if "engine" in table.column_names:
+        i = table.column_names.index("engine")
+        table = table.set_column(i, "engine", pc.dictionary_encode(table.column("engine")))
+    return table
+
+
+def _read_dataset_dir(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Table]:
+    """A dataset from ``treediff batch``: ``records/`` and ``searches/``, hive-partitioned by engine."""
+    if not is_dataset_dir(path):
+        raise InputError(f"{path}: not a treediff dataset (expected records/ and searches/ inside)")
+    return read_dataset_records(path, columns), read_dataset_searches(path)
 
 
 def _read_parquet_pair(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Table]:
@@ -214,6 +241,58 @@ def _concat_keeping_categories(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _renumber(searches: pd.DataFrame, records: pd.DataFrame | None, offset: int) -> int:
+    """Renumber ``search`` to offset + rank (in place); returns the next offset."""
+    if not len(searches):
+        return offset
+    ids = np.unique(searches["search"].to_numpy(dtype=np.int64))
+    searches["search"] = (np.searchsorted(ids, searches["search"].to_numpy(dtype=np.int64)) + offset).astype("int32")
+    if records is not None and len(records):
+        records["search"] = (np.searchsorted(ids, records["search"].to_numpy(dtype=np.int64)) + offset).astype("int32")
+    return offset + len(ids)
+
+
+def _finish_searches(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    searches = _concat_keeping_categories(frames)
+    for col in ("engine", "position", "phase"):
+        if col in searches.columns:
+            searches[col] = searches[col].astype("string")
+    return searches
+
+
+@dataclass
+class DatasetSearches:
+    """The searches of dataset directories as :func:`load` numbers them, and where each row's records are.
+
+    ``files`` holds, per searches row, the path of its records file (None when
+    the search has none, e.g. an engine without TREEDUMP).
+    """
+
+    searches: pd.DataFrame
+    files: list[str | None]
+
+
+def load_dataset_searches(inputs: Iterable[str | os.PathLike]) -> DatasetSearches:
+    """Only the searches tables of dataset directories (small: one row per search), numbered as :func:`load` does."""
+    frames, files = [], []
+    offset = 0
+    for path in inputs:
+        p = Path(path)
+        if not is_dataset_dir(p):
+            raise InputError(f"{path}: not a treediff dataset (expected records/ and searches/ inside)")
+        srch = read_dataset_searches(p).to_pandas()
+        if len(srch) and "task" not in srch.columns:
+            raise InputError(f"{path}: its searches table has no task column (not written by treediff batch)")
+        for engine, task in zip(srch["engine"].astype("object"), srch["task"].astype("object") if len(srch) else []):
+            f = p / "records" / f"engine={engine}" / f"{task}.parquet"
+            files.append(str(f) if f.exists() else None)
+        offset = _renumber(srch, None, offset)
+        frames.append(srch)
+    if not frames:
+        raise InputError("no input given")
+    return DatasetSearches(_finish_searches(frames), files)
+
+
 def load(
     inputs: Iterable[str | os.PathLike],
     columns: Sequence[str] | None = None,
@@ -233,19 +312,11 @@ def load(
         records, searches = read_input(path, columns, **parse_options)
         rec = records.to_pandas()
         srch = searches.to_pandas()
-        if len(srch):
-            ids = np.unique(srch["search"].to_numpy(dtype=np.int64))
-            srch["search"] = (np.searchsorted(ids, srch["search"].to_numpy(dtype=np.int64)) + offset).astype("int32")
-            if len(rec):
-                rec["search"] = (np.searchsorted(ids, rec["search"].to_numpy(dtype=np.int64)) + offset).astype("int32")
-            offset += len(ids)
+        offset = _renumber(srch, rec, offset)
         rec_frames.append(rec)
         srch_frames.append(srch)
     if not srch_frames:
         raise InputError("no input given")
     records = _concat_keeping_categories(rec_frames)
-    searches = _concat_keeping_categories(srch_frames)
-    for col in ("engine", "position", "phase"):
-        if col in searches.columns:
-            searches[col] = searches[col].astype("string")
+    searches = _finish_searches(srch_frames)
     return Loaded(records=records, searches=searches)

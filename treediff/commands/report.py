@@ -16,6 +16,17 @@ from treediff.align.summaries import divergences_by_position
 COMPARE_EXTRA_COLUMNS: tuple[str, ...] = _ALIGN_COLUMNS
 
 
+_in_memory_option = click.option(
+    "--in-memory", is_flag=True,
+    help="Load dataset directories whole instead of partition by partition (same numbers, more memory).")
+
+
+def _partitioned(inputs, in_memory: bool) -> bool:
+    from treediff.report.partitioned import all_datasets
+
+    return not in_memory and all_datasets(inputs)
+
+
 def _parse_options(engine: str, positions: str | None) -> dict:
     options: dict = {"engine": engine}
     if positions:
@@ -36,7 +47,8 @@ def _parse_options(engine: str, positions: str | None) -> dict:
 @click.option("--engine", default="auto", show_default=True, help=_PARSE_HELP)
 @click.option("--positions", type=click.Path(exists=True, dir_okay=False),
               help="EPD file giving position ids and phase labels for logs.")
-def report(inputs, tables, by, fmt, output, plot_dir, engine, positions):
+@_in_memory_option
+def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, in_memory):
     """Act breakdowns, LMR, EBF, skips, prune scope and nodes for logs, Parquet files or datasets.
 
     Definitions of every table: docs/REPORTS.md.
@@ -47,16 +59,27 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions):
 
     names = parse_tables(tables)
     keys = parse_by(by)
-    wanted = set(names) | ({"acts", "lmr", "ebf"} if plot_dir else set())
-    cols = columns_for(tuple(wanted), keys)
-    loaded = load(list(inputs), columns=cols, **_parse_options(engine, positions))
-    result = build_report(loaded.records, loaded.searches, names, keys)
+    if _partitioned(inputs, in_memory):
+        from treediff.report.partitioned import DatasetSource, build_report_partitioned
+
+        source = DatasetSource.open(inputs)
+
+        def make(t, k):
+            return build_report_partitioned(source, t, k)
+    else:
+        wanted = set(names) | ({"acts", "lmr", "ebf"} if plot_dir else set())
+        cols = columns_for(tuple(wanted), keys)
+        loaded = load(list(inputs), columns=cols, **_parse_options(engine, positions))
+
+        def make(t, k):
+            return build_report(loaded.records, loaded.searches, t, k)
+    result = make(names, keys)
     emit(result.sections, fmt, output)
     if plot_dir:
         from treediff.render.plots import write_plots
 
-        base = build_report(loaded.records, loaded.searches, ("acts", "ebf"), ("engine",))
-        by_phase = build_report(loaded.records, loaded.searches, ("lmr",), ("engine", "phase"))
+        base = make(("acts", "ebf"), ("engine",))
+        by_phase = make(("lmr",), ("engine", "phase"))
         files = write_plots(base["acts"], base["ebf_iter"], by_phase["lmr"], plot_dir)
         click.echo("wrote " + ", ".join(str(f) for f in files), err=True)
 
@@ -77,8 +100,13 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions):
               help="EPD file giving position ids and phase labels for logs.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many of the costliest divergent subtrees to show (aligned per position); 0 skips aligning.")
-def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, engine, positions, top):
+@_in_memory_option
+def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, engine, positions, top,
+            in_memory):
     """Why is A's tree bigger than B's? Nodes and ratio, acts, LMR, EBF and skips side by side."""
+    if _partitioned([a, b], in_memory):
+        _compare_datasets(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, top)
+        return
     from treediff.io import load
     from treediff.report.compare import compare_loaded
     from treediff.report.core import columns_for
@@ -107,6 +135,60 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
     extra = {"label_a": result.label_a, "label_b": result.label_b,
              "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
     emit(result.sections(), fmt, output, extra_json=extra, notes=notes)
+
+
+def _compare_datasets(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, top):
+    """``compare`` of two dataset directories, partition by partition (the same numbers as in memory)."""
+    from treediff.report.compare import compare_sources, select_source_engine
+    from treediff.report.partitioned import DatasetSource
+
+    source_a, source_b = DatasetSource.open([a]), DatasetSource.open([b])
+
+    def default_label(source, chosen, path, other, other_chosen):
+        mine = chosen or ",".join(dict.fromkeys(source.searches["engine"].astype(str)))
+        theirs = other_chosen or ",".join(dict.fromkeys(other.searches["engine"].astype(str)))
+        return f"{mine} ({Path(path).name})" if mine == theirs else mine
+
+    la = label_a or default_label(source_a, engine_a, a, source_b, engine_b)
+    lb = label_b or default_label(source_b, engine_b, b, source_a, engine_a)
+    result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions)
+    notes = result.notes()
+    if top > 0:
+        side_a = select_source_engine(source_a, engine_a, "A")
+        side_b = select_source_engine(source_b, engine_b, "B")
+        shared = sorted(set(source_a.searches["position"].astype(str)) & set(source_b.searches["position"].astype(str)))
+        divergences, kinds, align_notes = _divergences_per_partition(side_a, side_b, shared, top)
+        if len(divergences):
+            result.divergences, result.divergence_kinds = divergences, kinds.reset_index()
+        notes += align_notes
+    extra = {"label_a": result.label_a, "label_b": result.label_b,
+             "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
+    emit(result.sections(), fmt, output, extra_json=extra, notes=notes)
+
+
+def _divergences_per_partition(source_a, source_b, shared: list[str], n: int):
+    """:func:`divergences_by_position` reading only each position's partitions, one position at a time.
+
+    Combined exactly as that function combines positions: the tops in
+    position order, then the ``n`` costliest (stable), and the kind tables summed.
+    """
+    import numpy as np
+    import pandas as pd
+
+    tops, kinds, notes = [], None, []
+    for position in shared:
+        ra = source_a.read(source_a.rows_of_position(position), _ALIGN_COLUMNS, with_engine=True)
+        rb = source_b.read(source_b.rows_of_position(position), _ALIGN_COLUMNS, with_engine=True)
+        top, table, more = divergences_by_position(ra, rb, [position], n=n)
+        notes += more
+        if len(top):
+            tops.append(top)
+            kinds = table if kinds is None else kinds.add(table, fill_value=0)
+    if not tops:
+        return pd.DataFrame(), pd.DataFrame(), notes
+    top_all = pd.concat(tops, ignore_index=True)
+    order = np.argsort(-top_all["cost"].to_numpy(), kind="stable")[:n]
+    return top_all.iloc[order].reset_index(drop=True), kinds.fillna(0).astype("int64"), notes
 
 
 def _side(records, engine: str | None):

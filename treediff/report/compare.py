@@ -32,11 +32,25 @@ from treediff.report.core import Section, build_report
 
 @dataclass
 class Side:
-    """One side of a comparison: its label and its loaded tables (one engine)."""
+    """One side of a comparison: its label and its loaded tables (one engine).
+
+    ``source``: a :class:`treediff.report.partitioned.DatasetSource` whose
+    records are read partition by partition instead of ``records`` (None).
+    """
 
     label: str
-    records: pd.DataFrame
+    records: pd.DataFrame | None
     searches: pd.DataFrame
+    source: object | None = None
+
+
+def _report(side: Side, tables, by):
+    """The side's report, in memory or partition by partition."""
+    if side.source is not None:
+        from treediff.report.partitioned import build_report_partitioned
+
+        return build_report_partitioned(side.source.with_searches(side.searches), tables, by)
+    return build_report(side.records, side.searches, tables, by)
 
 
 @dataclass
@@ -108,7 +122,7 @@ def _with_position_ids(side: Side) -> Side:
     """The side with every search's position set (its id, else its FEN)."""
     searches = side.searches.copy()
     searches["position"] = pd.array(_position_ids(searches), dtype="string")
-    return Side(side.label, side.records, searches)
+    return Side(side.label, side.records, searches, side.source)
 
 
 @dataclass
@@ -121,8 +135,8 @@ class _Summary:
 
 def _summary(side: Side) -> _Summary:
     tables = ("ebf", "lmr", "skips")
-    per = build_report(side.records, side.searches, tables, ("engine", "position"))
-    allr = build_report(side.records, side.searches, tables, ("engine",))
+    per = _report(side, tables, ("engine", "position"))
+    allr = _report(side, tables, ("engine",))
 
     def figures(rep) -> pd.DataFrame:
         keys = [k for k in ("position",) if k in rep["ebf"].columns]
@@ -216,8 +230,8 @@ def compare(a: Side, b: Side, allow_different_positions: bool = False) -> Compar
     label_a, label_b = a.label, b.label
     if label_a == label_b:
         label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
-    ra = build_report(a.records, a.searches, ("acts", "lmr", "ebf", "skips"), ("engine",))
-    rb = build_report(b.records, b.searches, ("acts", "lmr", "ebf", "skips"), ("engine",))
+    ra = _report(a, ("acts", "lmr", "ebf", "skips"), ("engine",))
+    rb = _report(b, ("acts", "lmr", "ebf", "skips"), ("engine",))
     return Comparison(
         label_a=label_a,
         label_b=label_b,
@@ -238,3 +252,29 @@ def compare_loaded(loaded_a, loaded_b, label_a: str = "A", label_b: str = "B", e
     ra, sa = select_engine(loaded_a.records, loaded_a.searches, engine_a, "A")
     rb, sb = select_engine(loaded_b.records, loaded_b.searches, engine_b, "B")
     return compare(Side(label_a, ra, sa), Side(label_b, rb, sb), allow_different_positions)
+
+
+def _engines_of(searches: pd.DataFrame) -> list:
+    return list(dict.fromkeys(searches["engine"].astype("object")))
+
+
+def select_source_engine(source, engine: str | None, side: str):
+    """:func:`select_engine` for a :class:`~treediff.report.partitioned.DatasetSource` (nothing is read)."""
+    engines = _engines_of(source.searches)
+    if engine is None:
+        if len(engines) > 1:
+            raise InputError(f"{side} holds several engines ({', '.join(map(str, engines))}); "
+                             f"choose one with --engine-{side.lower()}")
+        return source
+    if engine not in engines:
+        raise InputError(f"{side} has no searches of engine {engine!r} (it has {', '.join(map(str, engines))})")
+    return source.select((source.searches["engine"].astype("object") == engine).to_numpy())
+
+
+def compare_sources(source_a, source_b, label_a: str = "A", label_b: str = "B", engine_a: str | None = None,
+                    engine_b: str | None = None, allow_different_positions: bool = False) -> Comparison:
+    """:func:`compare` for two datasets read partition by partition (same numbers as :func:`compare_loaded`)."""
+    sa = select_source_engine(source_a, engine_a, "A")
+    sb = select_source_engine(source_b, engine_b, "B")
+    return compare(Side(label_a, None, sa.searches, sa), Side(label_b, None, sb.searches, sb),
+                   allow_different_positions)

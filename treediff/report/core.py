@@ -112,6 +112,13 @@ def build_report(records: pd.DataFrame, searches: pd.DataFrame, tables: Sequence
         records = records.assign(**{c: pd.Series([], dtype="object") for c in missing})
     ctx = Context(records=records, searches=searches, keys=tuple(keys))
     sn = search_nodes(ctx) if {"nodes", "ebf"} & set(tables) else None
+    return assemble_report(ctx, tables, sn)
+
+
+def assemble_report(ctx: Context, tables: Sequence[str], sn=None) -> Report:
+    """The report's sections computed from a :class:`Context` (its records, or caches pre-filled by
+    :mod:`treediff.report.partitioned`); ``sn`` are the per-search node data when nodes/ebf are asked."""
+    keys = ctx.keys
     search_keys = tuple(k for k in keys if k != "iter")
     report = Report(keys=tuple(keys))
 

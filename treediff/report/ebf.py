@@ -80,16 +80,52 @@ def _parse_iter_nodes(text, where: str) -> dict[int, float]:
     return per_iter
 
 
-def search_nodes(ctx: Context) -> SearchNodes:
-    """Node count, depth and per-iteration counts of every search (see the module docstring)."""
+@dataclass
+class ResultCounts:
+    """RESULT records per (search row, iteration), mergeable across partitions.
+
+    ``root_depth``: per search row, the deepest ``d`` (plies) of its root
+    RESULT records (ply 0), NaN without any; only consulted for searches
+    without ITER markers.
+    """
+
+    srow: np.ndarray
+    iters: np.ndarray
+    count: np.ndarray | None          #: records per row; None when each row is one record
+    root_depth: np.ndarray | None = None
+
+
+def result_counts(ctx: Context) -> ResultCounts:
+    """The RESULT records of ``ctx`` as :class:`ResultCounts` (one row per record)."""
+    res = ctx.is_result
+    return ResultCounts(ctx.srow[res], ctx.iters[res], None)
+
+
+def root_depths(ctx: Context) -> np.ndarray:
+    """Per search row: the deepest ``d`` of its root RESULT records (plies), NaN when it has none."""
+    out = np.full(len(ctx.searches), np.nan)
+    root = ctx.is_result & (ctx.plies == 0)
+    if root.any():
+        deepest = pd.Series(np.asarray(ctx.records["depth"], dtype=np.float64)[root]).groupby(ctx.srow[root]).max()
+        out[deepest.index.to_numpy()] = deepest.to_numpy()
+    return out
+
+
+def search_nodes(ctx: Context, counts: ResultCounts | None = None) -> SearchNodes:
+    """Node count, depth and per-iteration counts of every search (see the module docstring).
+
+    ``counts``: the RESULT records as merged counts (a partitioned report);
+    by default taken from ``ctx.records``.
+    """
+    if counts is None:
+        counts = result_counts(ctx)
     s = ctx.searches
     n_s = len(s)
     source = (s["node_source"].astype("object").where(s["node_source"].notna(), "result").to_numpy()
               if "node_source" in s.columns else np.full(n_s, "result", dtype=object))
     engine_src = source == "engine"
-    res = ctx.is_result
-    srow_res = ctx.srow[res]
-    iters_res = ctx.iters[res]
+    srow_res = counts.srow
+    iters_res = counts.iters
     width = int(iters_res.max()) + 1 if len(iters_res) else 1
     engine_iters: dict[int, dict[int, float]] = {}
     if "iter_nodes" in s.columns and engine_src.any():
@@ -97,10 +133,11 @@ def search_nodes(ctx: Context) -> SearchNodes:
             engine_iters[row] = _parse_iter_nodes(s["iter_nodes"].iat[row], f"search {s['search'].iat[row]}")
         deepest = max((max(v) for v in engine_iters.values() if v), default=0)
         width = max(width, deepest + 1)
-    per_iter = np.bincount(srow_res * width + iters_res, minlength=n_s * width).astype(np.float64).reshape(n_s, width)
-    for row, counts in engine_iters.items():
+    per_iter = np.bincount(srow_res * width + iters_res, weights=counts.count,
+                           minlength=n_s * width).astype(np.float64).reshape(n_s, width)
+    for row, counts_ in engine_iters.items():
         per_iter[row, :] = 0.0
-        for d, c in counts.items():
+        for d, c in counts_.items():
             per_iter[row, d] = c
     present = per_iter > 0
     final_iter = np.where(present.any(axis=1), width - 1 - np.argmax(present[:, ::-1], axis=1), 0)
@@ -111,16 +148,14 @@ def search_nodes(ctx: Context) -> SearchNodes:
     depth = np.maximum(max_iter, final_iter)
     no_iter = depth == 0
     if no_iter.any() and len(srow_res):
-        root = res & (ctx.plies == 0)
-        root_depth = pd.Series(np.asarray(ctx.records["depth"], dtype=np.float64)[root]).groupby(ctx.srow[root]).max()
-        fill = np.zeros(n_s)
-        fill[root_depth.index.to_numpy()] = root_depth.to_numpy()
+        fill = counts.root_depth if counts.root_depth is not None else root_depths(ctx)
+        fill = np.nan_to_num(fill, nan=0.0)
         depth = np.where(no_iter, np.rint(fill).astype(np.int64), depth)
-    for row, counts in engine_iters.items():
-        if depth[row] == 0 and counts:
-            depth[row] = max(counts)
+    for row, counts_ in engine_iters.items():
+        if depth[row] == 0 and counts_:
+            depth[row] = max(counts_)
 
-    result_count = np.bincount(ctx.srow[res], minlength=n_s).astype(np.float64)
+    result_count = np.bincount(srow_res, weights=counts.count, minlength=n_s).astype(np.float64)
     if "result_nodes" in s.columns:
         declared = np.asarray(s["result_nodes"].astype("float64").fillna(np.nan), dtype=np.float64)
         result_count = np.where(np.isnan(declared), result_count, declared)
@@ -138,18 +173,31 @@ def search_nodes(ctx: Context) -> SearchNodes:
                        final_iter=final_iter.astype(np.int64))
 
 
+def ply_grid(n_groups: int, search_group: np.ndarray, sn: SearchNodes, srow: np.ndarray, iters: np.ndarray,
+             plies: np.ndarray, count: np.ndarray | None = None) -> np.ndarray:
+    """[groups, plies] RESULT counts in each search's final iteration (TREEDUMP searches only).
+
+    ``srow``, ``iters``, ``plies`` (and ``count``, records per row; None for
+    one record per row) describe RESULT records.
+    """
+    traced = sn.source != "engine"  # per search; indexed by record below (no per-record string compare)
+    final = (iters == sn.final_iter[srow]) & traced[srow]
+    g = search_group[srow[final]]
+    ply = plies[final]
+    width = int(ply.max()) + 1 if len(ply) else 1
+    weights = None if count is None else count[final]
+    grid = np.bincount(g * width + ply, weights=weights, minlength=n_groups * width).reshape(n_groups, width)
+    return grid.astype(np.int64)
+
+
 def _ply_grid(ctx: Context, sn: SearchNodes) -> np.ndarray:
-    """[groups, plies] RESULT counts in each search's final iteration (TREEDUMP searches only); cached."""
+    """:func:`ply_grid` of ``ctx``'s records, cached (a partitioned report pre-fills the cache)."""
     cached = ctx._cache.get("ply_grid")
     if cached is not None and cached[0] is sn:
         return cached[1]
-    sg = ctx.search_groups
-    traced = sn.source != "engine"  # per search; indexed by record below (no per-record string compare)
-    final = ctx.is_result & (ctx.iters == sn.final_iter[ctx.srow]) & traced[ctx.srow]
-    g = sg.search_group[ctx.srow[final]]
-    ply = ctx.plies[final]
-    width = int(ply.max()) + 1 if len(ply) else 1
-    grid = np.bincount(g * width + ply, minlength=len(sg.groups) * width).reshape(len(sg.groups), width)
+    res = ctx.is_result
+    grid = ply_grid(len(ctx.search_groups.groups), ctx.search_groups.search_group, sn, ctx.srow[res],
+                    ctx.iters[res], ctx.plies[res])
     ctx._cache["ply_grid"] = (sn, grid)
     return grid
 

@@ -49,6 +49,28 @@ def _order(ctx: Context) -> np.ndarray | None:
 
 def scope_table(ctx: Context) -> pd.DataFrame:
     """Share of node visits that go on deciding moves after a PRUNE act fired (see the module docstring)."""
+    counts = ctx._cache["scope_counts"] if "scope_counts" in ctx._cache else scope_counts(ctx)
+    return finish_scope(ctx.record_groups.groups, counts)
+
+
+def finish_scope(groups: pd.DataFrame, counts: pd.DataFrame | None) -> pd.DataFrame:
+    """The scope table from :func:`scope_counts` rows (possibly summed over partitions)."""
+    if counts is None or len(counts) == 0:
+        return pd.concat([groups.iloc[:0].reset_index(drop=True), pd.DataFrame({c: [] for c in _COLUMNS})], axis=1)
+    body = counts.copy()
+    body["pct_continued"] = 100.0 * body["continued"] / body["nodes"]
+    body = body.sort_values(["_group", "_all", "prunes", "act"], ascending=[True, True, False, True], kind="stable")
+    keys = key_frame(groups, body["_group"].to_numpy())
+    return pd.concat([keys, body[_COLUMNS].reset_index(drop=True)], axis=1)
+
+
+def scope_counts(ctx: Context) -> pd.DataFrame | None:
+    """Per record group and PRUNE act (``_all`` 1), and per group for any PRUNE act (``_all`` 0, act ``(all)``):
+    ``prunes``, ``nodes`` and ``continued``; None when there is no PRUNE decision.
+
+    Node visits never span two searches, so counts of disjoint sets of
+    searches add up.
+    """
     order = _order(ctx)
     take = (lambda a: a) if order is None else (lambda a: a[order])
     is_move = take(ctx.is_move)
@@ -60,10 +82,8 @@ def scope_table(ctx: Context) -> pd.DataFrame:
     acts = take(a_codes)
     prune = is_move & take(ctx.kind_mask("PRUNE"))
     n = len(plies)
-    empty = pd.concat([ctx.record_groups.groups.iloc[:0].reset_index(drop=True),
-                       pd.DataFrame({c: [] for c in _COLUMNS})], axis=1)
     if n == 0 or not prune.any():
-        return empty
+        return None
 
     node_ply = plies - is_move.astype(np.int64)
     key = 2 * node_ply + is_move.astype(np.int64)  # RESULT at n -> 2n, MOVE at node n -> 2n + 1
@@ -115,9 +135,5 @@ def scope_table(ctx: Context) -> pd.DataFrame:
             "_group": cells // na, "_all": 0 if not per_act else 1, "act": labels,
             "prunes": prunes[cells].astype(np.int64), "nodes": nodes[cells].astype(np.int64),
             "continued": cont[cells].astype(np.int64),
-            "pct_continued": 100.0 * cont[cells] / nodes[cells],
         }))
-    body = pd.concat(frames, ignore_index=True)
-    body = body.sort_values(["_group", "_all", "prunes", "act"], ascending=[True, True, False, True], kind="stable")
-    keys = key_frame(ctx.record_groups.groups, body["_group"].to_numpy())
-    return pd.concat([keys, body[_COLUMNS].reset_index(drop=True)], axis=1)
+    return pd.concat(frames, ignore_index=True)

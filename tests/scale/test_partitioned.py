@@ -1,0 +1,140 @@
+"""Out-of-core reports: per partition and combined == loaded whole, on fixture traces and on a real batch."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from scale_helpers import dataset_from_logs, fixture_logs
+from treediff.cli import main
+from treediff.io import load
+from treediff.report.core import TABLES, build_report, columns_for
+from treediff.report.lmr import weighted_quantiles
+from treediff.report.partitioned import DatasetSource, build_report_partitioned
+
+ROOT = Path(__file__).resolve().parents[2]
+EPD = ROOT / "fixtures" / "positions20.epd"
+GROUPINGS = ["engine", "engine,phase", "engine,iter", "engine,position", "engine,phase,iter", "engine,source"]
+
+
+@pytest.fixture(scope="module")
+def fixture_dataset(tmp_path_factory) -> Path:
+    """The nine fixture traces (three dialects, 15 searches) as a dataset."""
+    return dataset_from_logs(fixture_logs(), tmp_path_factory.mktemp("fix") / "ds")
+
+
+@pytest.fixture(scope="module")
+def batch_dataset(tmp_path_factory) -> Path:
+    """A real batch: three typhoon_py dialects, an engine without TREEDUMP (own counts) and a crashing one."""
+    base = tmp_path_factory.mktemp("batch")
+    epd = base / "five.epd"
+    epd.write_text("\n".join(EPD.read_text().splitlines()[:5]) + "\n")
+    fake = f"{sys.executable} {ROOT / 'fixtures' / 'engines' / 'fake_engine.py'}"
+    dataset = base / "ds"
+    result = CliRunner().invoke(main, [
+        "batch", str(epd), "--engine", "typhoon_py", "--engine", "typhoon_py:stockfish", "--engine",
+        "typhoon_py:crafty", "--engine", f"plain@uci={fake}", "--engine", f"bad@stockfish-treedump={fake} --mode crash",
+        "--depth", "3", "-o", str(dataset), "-j", "2", "--logs", "none"], catch_exceptions=False)
+    assert result.exit_code == 1 and "20 done, 5 failed" in result.output
+    return dataset
+
+
+def _assert_same(inputs: list[Path], by: str, target: int) -> None:
+    loaded = load(inputs, columns=columns_for(TABLES, by.split(",")))
+    expected = build_report(loaded.records, loaded.searches, TABLES, by)
+    got = build_report_partitioned(DatasetSource.open(inputs), TABLES, by, target=target)
+    assert got.names == expected.names
+    for name in expected.names:
+        pd.testing.assert_frame_equal(got[name], expected[name], check_exact=True, obj=f"{name} by {by}")
+
+
+@pytest.mark.parametrize("by", GROUPINGS)
+def test_fixture_traces_partitioned_equals_in_memory(fixture_dataset, by):
+    # target=1: every search is its own read; a huge target: everything in one read.
+    for target in (1, 10**9):
+        _assert_same([fixture_dataset], by, target)
+
+
+@pytest.mark.parametrize("by", ["engine", "engine,phase", "engine,phase,iter", "engine,position"])
+def test_batch_partitioned_equals_in_memory(batch_dataset, fixture_dataset, by):
+    _assert_same([batch_dataset], by, 1000)
+    _assert_same([batch_dataset, fixture_dataset], by, 1)  # several datasets: search numbers as load() makes them
+
+
+def test_reads_whole_searches_and_only_the_needed_columns(fixture_dataset, monkeypatch):
+    calls = []
+    real = pq.read_table
+
+    def spy(path, columns=None, **kw):
+        calls.append((path, tuple(columns or ())))
+        return real(path, columns=columns, **kw)
+
+    monkeypatch.setattr(pq, "read_table", spy)
+    source = DatasetSource.open([fixture_dataset])
+    build_report_partitioned(source, ("acts",), "engine", target=1)
+    assert len(calls) == len(source.searches) == 15          # one file (search) per read
+    assert {c for _, cols in calls for c in cols} == {"tag", "act", "kind", "iter"}
+
+
+def test_weighted_quantiles_match_numpy():
+    rng = np.random.default_rng(7)
+    groups, values = rng.integers(0, 5, 3000), rng.integers(0, 16, 3000) / 4.0
+    frame = pd.DataFrame({"g": groups, "v": values}).value_counts().reset_index()
+    got = weighted_quantiles(frame["g"].to_numpy(), frame["v"].to_numpy(), frame["count"].to_numpy(), 6, (0.5, 0.9))
+    for g in range(5):
+        assert got[g].tolist() == pytest.approx(np.percentile(values[groups == g], [50, 90]).tolist(), abs=1e-12)
+    assert np.isnan(got[5]).all()
+
+
+def _cli(*args) -> str:
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_report_cli_out_of_core_equals_in_memory(batch_dataset, tmp_path):
+    args = ["report", batch_dataset, "--table", "all", "--by", "phase", "--format", "json"]
+    assert _cli(*args) == _cli(*args, "--in-memory")
+    plots = _cli("report", batch_dataset, "--table", "nodes", "--plot", tmp_path / "p")
+    assert "ebf_iter.png" in plots and (tmp_path / "p" / "lmr_phase.png").exists()
+
+
+def test_compare_cli_out_of_core_equals_in_memory(batch_dataset):
+    args = ["compare", batch_dataset, batch_dataset, "--engine-a", "typhoon_py", "--engine-b", "typhoon_py:crafty",
+            "--format", "json", "--top", "5"]
+    out = _cli(*args)
+    assert out == _cli(*args, "--in-memory")
+    names = [t["name"] for t in json.loads(out)["tables"]]
+    assert "divergences" in names and "divergence_kinds" in names
+
+
+def test_load_position_reads_only_the_position_partitions(tmp_path, monkeypatch):
+    """What ``diff`` on datasets needs: one position's files only, aligned exactly as the logs themselves."""
+    from scale_helpers import TRACES
+    from treediff.align import LOAD_COLUMNS, align
+    from treediff.errors import InputError
+    from treediff.report.partitioned import load_position
+
+    side_a = dataset_from_logs([TRACES / "typhoon_start.log", TRACES / "typhoon_tactical-f6f7.log"], tmp_path / "a")
+    side_b = dataset_from_logs([TRACES / "stockfish_start.log", TRACES / "stockfish_tactical-f6f7.log"], tmp_path / "b")
+    log_a = load([TRACES / "typhoon_start.log"], columns=list(LOAD_COLUMNS))
+    log_b = load([TRACES / "stockfish_start.log"], columns=list(LOAD_COLUMNS))
+    expected = align(log_a.records, log_b.records)
+    files = []
+    real = pq.read_table
+    monkeypatch.setattr(pq, "read_table", lambda p, **kw: files.append(Path(p).name) or real(p, **kw))
+    la = load_position(side_a, LOAD_COLUMNS, "start", side_b, "A")
+    assert files == ["000000.parquet"]                      # the start search only, not the tactical one
+    lb = load_position(side_b, LOAD_COLUMNS, "start", side_a, "B")
+    got = align(la.records, lb.records, position="start")
+    pd.testing.assert_frame_equal(got.rows, expected.rows)
+    with pytest.raises(InputError, match="share 2 positions; choose one with --position"):
+        load_position(side_a, LOAD_COLUMNS, None, side_b, "A")
+    with pytest.raises(InputError, match="no search of position nowhere"):
+        load_position(side_a, LOAD_COLUMNS, "nowhere", side_b, "A")
