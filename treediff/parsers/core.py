@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 from treediff.errors import InputError
 from treediff.io import AtomicParquetWriter, input_size, open_log, write_table_atomic
 from treediff.parsers import DIALECTS, Dialect, Notation, get_dialect
-from treediff.parsers.moves import UCI_PATH_PATTERN, NULL_UCI, PathResolver, normalize_coord_paths
+from treediff.parsers.moves import UCI_PATH_PATTERN, NULL_UCI, PathResolver, normalize_coord_paths, resolve_paths
+from treediff.parsers.san_worker import SanWorker, SanWorkerError
 from treediff.parsers.positions import (
     PositionBook,
     fen_hash_id,
@@ -53,6 +54,14 @@ from treediff.schema import (
 #: Bytes read per chunk.  8 MiB: the same CPU per line as 16 MiB with a third less peak memory
 #: (about 0.5 GB instead of 0.75 GB; one chunk is tokenized ahead and two wait for the writer).
 CHUNK_BYTES = 8 * 1024 * 1024
+
+#: SAN paths resolved (about 5 µs each) before a worker process is worth its start-up (~0.5 s):
+#: small logs never start one.
+SAN_WORKER_AFTER_PATHS = 100_000
+#: A search's paths in one chunk from which some go to the worker: below it, pickling costs more.
+SAN_SPLIT_MIN_PATHS = 2_000
+#: The worker's share of a split: the main thread also assembles the chunk, the worker only resolves.
+SAN_WORKER_SHARE = 0.6
 
 #: How the records file is encoded (measured in docs/PERFORMANCE.md: about 30% less CPU than the
 #: defaults for a file 8% smaller): zstd level 1, dictionaries only where the schema has them,
@@ -209,6 +218,9 @@ class TreedumpParser:
         self.warnings: list[str] = []
         self._current: SearchState | None = None
         self._released = 0  # searches before this index have dropped their move resolvers
+        self._san_worker: SanWorker | None = None
+        self._san_worker_failed = False
+        self._san_paths = 0  # paths resolved against a board so far
         # (search, raw ctx label) -> (order, current ITER depth), carried from chunk to chunk.
         self._iter_carry: dict[tuple[int, str], tuple[int, int]] = {}
         self._forced: Dialect | None = None
@@ -244,6 +256,7 @@ class TreedumpParser:
                 self._process_chunk(ahead[0].result(), ahead[1], source, problems)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            self._close_san_worker()
         self._release_finished_searches(None)  # a search never spans two files
         pending, line_base = reader.tail, reader.line_base
         if pending.strip():
@@ -632,6 +645,47 @@ class TreedumpParser:
 
         self._write(rows, by_id, present)
 
+    def _resolve_many(self, state: SearchState, paths: list[str]) -> list[str | None]:
+        """UCI paths for one search's paths (None where a move does not resolve), in order.
+
+        SAN resolution holds the GIL, so in large logs a long list is split:
+        the tail (:data:`SAN_WORKER_SHARE`) goes to a worker process (started
+        on first need), the head is resolved here meanwhile.  Results are the same either way: a
+        path's UCI form depends only on the search's FEN.
+        """
+        resolve = state.resolver.resolve
+        self._san_paths += len(paths)
+        worker = self._san_worker_for(len(paths))
+        if worker is None:
+            return [resolve(p) for p in paths]
+        half = int(len(paths) * (1 - SAN_WORKER_SHARE))
+        try:
+            worker.submit(state.fen, paths[half:])
+            first = [resolve(p) for p in paths[:half]]
+            return first + worker.result()
+        except SanWorkerError:
+            self._close_san_worker()
+            self._san_worker_failed = True  # no second attempt: resolve everything here
+            return [resolve(p) for p in paths]
+
+    def _san_worker_for(self, count: int) -> SanWorker | None:
+        """The SAN worker if ``count`` paths are worth splitting (started on first need), else None."""
+        if count < SAN_SPLIT_MIN_PATHS or self._san_paths < SAN_WORKER_AFTER_PATHS or self._san_worker_failed:
+            return None
+        if self._san_worker is None:
+            try:
+                self._san_worker = SanWorker()
+            except OSError:
+                self._san_worker_failed = True
+                return None
+        return self._san_worker
+
+    def _close_san_worker(self) -> None:
+        """Stop and reap the SAN worker process, if one was started."""
+        if self._san_worker is not None:
+            self._san_worker.close()
+            self._san_worker = None
+
     def _kind_expr(self, dialect_names: set[str]) -> pl.Expr:
         """``kind`` from ``act``: the (dialect, act) pairs every dialect declares; anything else is OTHER."""
         if len(dialect_names) == 1:
@@ -671,8 +725,9 @@ class TreedumpParser:
                 else:
                     good = [False] * part.height
                     coord_list = [None] * part.height
-                resolve = state.resolver.resolve
-                values = [c if g else resolve(p) for p, c, g in zip(paths.to_list(), coord_list, good)]
+                path_list = paths.to_list()
+                resolved = iter(self._resolve_many(state, [p for p, g in zip(path_list, good) if not g]))
+                values = [c if g else next(resolved) for c, g in zip(coord_list, good)]
                 fixed_index.extend(part.get_column("_i").to_list())
                 fixed_value.extend(values)
                 unresolved = [i for i, v in zip(part.get_column("_i").to_list(), values) if v is None]

@@ -283,3 +283,9 @@ class PathResolver:
     def resolve_move(self, token: str) -> str | None:
         """One root move (e.g. END ``best=``) in UCI, None if it does not resolve."""
         return self.resolve(token) if token else None
+
+
+def resolve_paths(fen: str | None, paths: list[str]) -> list[str | None]:
+    """UCI forms of ``paths`` of one search (None where a move does not resolve); for worker processes."""
+    resolver = PathResolver(fen)
+    return [resolver.resolve(p) for p in paths]

@@ -1,0 +1,79 @@
+"""The SAN worker process: same rows as resolving in-process, reaped on success, failure and Ctrl-C."""
+from pathlib import Path
+
+import pytest
+
+import treediff.parsers.core as core
+from treediff.parsers.core import parse_logs, parse_to_parquet
+from treediff.parsers.san_worker import SanWorker, SanWorkerError
+
+HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
+TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
+SAN_LOGS = [TRACES / "crafty_batch3.log", HAND / "minimal_crafty.log", HAND / "align_promo_crafty.log"]
+
+
+@pytest.fixture
+def workers(monkeypatch):
+    """Split every search's paths with the worker, and remember every worker started."""
+    started: list[SanWorker] = []
+
+    class Recorded(SanWorker):
+        def __init__(self):
+            super().__init__()
+            started.append(self)
+
+    monkeypatch.setattr(core, "SanWorker", Recorded)
+    monkeypatch.setattr(core, "SAN_WORKER_AFTER_PATHS", 0)
+    monkeypatch.setattr(core, "SAN_SPLIT_MIN_PATHS", 2)
+    monkeypatch.setattr(core, "CHUNK_BYTES", 2000)
+    return started
+
+
+def _in_process(monkeypatch, logs):
+    monkeypatch.setattr(core, "SAN_WORKER_AFTER_PATHS", 10**12)
+    result = parse_logs(logs)
+    monkeypatch.setattr(core, "SAN_WORKER_AFTER_PATHS", 0)
+    return result
+
+
+def test_worker_gives_the_same_rows(monkeypatch, workers):
+    logs = [SAN_LOGS[0], SAN_LOGS[2]]  # a batch of three searches; promotions
+    alone = _in_process(monkeypatch, logs)
+    assert not workers
+    with_worker = parse_logs(logs)
+    assert len(workers) == 2  # one per file, each stopped at the end of its file
+    assert with_worker.records.to_pylist() == alone.records.to_pylist()
+    assert with_worker.searches.to_pylist() == alone.searches.to_pylist()
+    assert with_worker.warnings == alone.warnings
+    assert all(w._proc.poll() is not None for w in workers)  # every worker exited and was reaped
+
+
+def test_a_dying_worker_falls_back_to_in_process(monkeypatch, workers):
+    def dead(self):
+        self._proc.kill()
+        self._proc.wait()
+        raise SanWorkerError("killed")
+
+    alone = _in_process(monkeypatch, [SAN_LOGS[0]])
+    monkeypatch.setattr(SanWorker, "result", dead)
+    broken = parse_logs([SAN_LOGS[0]])
+    assert broken.records.to_pylist() == alone.records.to_pylist()
+    assert len(workers) == 1 and workers[0]._proc.poll() is not None
+
+
+def test_ctrl_c_reaps_the_worker_and_leaves_no_output(tmp_path, monkeypatch, workers):
+    real = core.TreedumpParser._resolve_many
+    calls = {"n": 0}
+
+    def interrupted(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(core.TreedumpParser, "_resolve_many", interrupted)
+    out = tmp_path / "o.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        parse_to_parquet([SAN_LOGS[0]], out)
+    assert list(tmp_path.iterdir()) == []
+    assert workers and all(w._proc.poll() is not None for w in workers)
