@@ -149,3 +149,80 @@ def test_local_executor_does_not_import_dask(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(_small_epd(tmp_path, 1)), str(tmp_path / "ds")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+# -- Ctrl-C --------------------------------------------------------------------------------------------------
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_ctrl_c_cancels_closes_the_cluster_and_kills_the_engines(tmp_path):
+    import signal
+    import threading
+    import time
+    from dataclasses import replace
+
+    from treediff.runner.dask_executor import DaskExecutor
+    from treediff.runner.positions import Position
+
+    fake = (sys.executable, str(ROOT / "fixtures" / "engines" / "fake_engine.py"))
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    base = presets()["stockfish-treedump"]
+    engines = [replace(base, name="ok", argv=fake),
+               replace(base, name="hang", argv=(*fake, "--mode", "hang", "--pid-dir", str(pid_dir)))]
+    start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+    positions = [Position(f"p{i}", start, "opening", i + 1) for i in range(3)]
+    plan = plan_batch(positions, engines, 2, tmp_path / "ds", Limits(timeout=60))
+    executor = DaskExecutor(2)
+
+    def press_ctrl_c():
+        deadline = time.monotonic() + 30
+        while len(list(pid_dir.iterdir())) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    t0 = time.monotonic()
+    summary = run_batch(plan, executor)
+    presser.join()
+    assert summary.interrupted and time.monotonic() - t0 < 30
+    assert executor.client is None                       # client and local cluster closed
+    hang_pids = [int(p.name) for p in pid_dir.iterdir()]
+    assert hang_pids
+    deadline = time.monotonic() + 5
+    while any(_pid_alive(pid) for pid in hang_pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_pid_alive(pid) for pid in hang_pids)  # killed with their worker, not left running
+    ds = tmp_path / "ds"
+    assert not (ds / "searches" / "engine=hang").exists()
+    assert not (ds / "failures" / "engine=hang").exists()  # abandoned, not recorded as a crash: --resume reruns it
+    assert not list(ds.rglob(".*.tmp"))
+    resumed = plan_batch(positions, engines, 2, ds, Limits(timeout=60), resume=True)
+    assert {t.engine.name for t in resumed.tasks} >= {"hang"}
+
+
+def test_local_cluster_workers_are_never_plain_forks():
+    """A plain fork of a process running polars/Arrow threads can deadlock: workers are spawned, even if the
+    user's Dask config asks for fork."""
+    import dask
+
+    from treediff.runner.dask_executor import DaskExecutor
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
+        executor = DaskExecutor(1)
+    try:
+        pids = list(executor.client.run(os.getpid).values())
+        assert pids and all(pid != os.getpid() for pid in pids)
+        for pid in pids:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            assert b"spawn_main" in cmdline or b"forkserver" in cmdline, cmdline
+    finally:
+        executor.close()
