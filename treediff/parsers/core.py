@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from treediff.errors import InputError
 from treediff.io import AtomicParquetWriter, input_size, open_log, write_table_atomic
 from treediff.parsers import DIALECTS, Dialect, Notation, get_dialect
-from treediff.parsers.moves import UCI_PATH_PATTERN, NULL_UCI, PathResolver, normalize_coord_paths, resolve_paths
+from treediff.parsers.moves import UCI_PATH_PATTERN, NULL_UCI, PathResolver, normalize_coord_paths
 from treediff.parsers.san_worker import SanWorker, SanWorkerError
 from treediff.parsers.positions import (
     PositionBook,
@@ -650,8 +650,8 @@ class TreedumpParser:
 
         SAN resolution holds the GIL, so in large logs a long list is split:
         the tail (:data:`SAN_WORKER_SHARE`) goes to a worker process (started
-        on first need), the head is resolved here meanwhile.  Results are the same either way: a
-        path's UCI form depends only on the search's FEN.
+        on first need), the head is resolved here meanwhile.  Results are the
+        same either way: a path's UCI form depends only on the search's FEN.
         """
         resolve = state.resolver.resolve
         self._san_paths += len(paths)
