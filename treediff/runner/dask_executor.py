@@ -12,8 +12,9 @@ module does not import it, :class:`DaskExecutor` does.
 
 Process safety:
 
-* worker processes are started by ``spawn`` (or ``forkserver``), never by a
-  plain fork of a process whose polars/Arrow thread pools run;
+* local worker processes are started by a fork server (``spawn`` where there
+  is none), never by a plain fork of a process whose polars/Arrow thread
+  pools run, whatever the Dask configuration says;
 * each task runs its engine under the runner's process-group code, so a
   timeout or trip-wire kills the engine's whole group, on the worker;
 * when a worker is closed (Ctrl-C here, the cluster shut down) a worker plugin
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import multiprocessing
 import signal
 import uuid
 from typing import Iterator, Sequence
@@ -33,9 +35,6 @@ from typing import Iterator, Sequence
 from treediff.errors import InputError, TreediffError
 from treediff.runner.batch import TaskFn
 from treediff.runner.task import Task, TaskResult
-
-#: Start methods accepted for local worker processes (a plain fork may deadlock under polars).
-_SAFE_START_METHODS = ("spawn", "forkserver")
 
 
 def dask_available() -> bool:
@@ -96,17 +95,22 @@ class DaskExecutor:
         self.jobs = max(1, jobs)
         self._cluster = None
         self._futures: set = set()
-        method = dask.config.get("distributed.worker.multiprocessing-method", "spawn")
-        if method not in _SAFE_START_METHODS:
-            method = "spawn"
-        with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+        # A fork server (a fresh interpreter running no threads, with distributed preloaded) starts workers in
+        # half the time of spawn; never a plain fork of this process, whose polars/Arrow threads may run.
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        settings = {"distributed.worker.multiprocessing-method": method}
+        if not scheduler:
+            # Our own workers only wait on engines: no statistical profiler taking the GIL 100 times a second.
+            settings["distributed.worker.profile.enabled"] = False
+        with dask.config.set(settings):
             try:
                 if scheduler:
                     self.client = distributed.Client(scheduler, timeout="30s")
                 else:
                     self._cluster = distributed.LocalCluster(
-                        n_workers=self.jobs, threads_per_worker=1, processes=True, dashboard_address=None,
-                        silence_logs=logging.ERROR)
+                        # ":0": any free port for the scheduler's HTTP server (8787 may be another cluster's).
+                        n_workers=self.jobs, threads_per_worker=1, processes=True, dashboard_address=":0",
+                        silence_logs=logging.CRITICAL)
                     self.client = distributed.Client(self._cluster)
             except OSError as exc:
                 self.close()
