@@ -95,8 +95,8 @@ class DaskExecutor:
         self.jobs = max(1, jobs)
         self._cluster = None
         self._futures: set = set()
-        # A fork server (a fresh interpreter running no threads, with distributed preloaded) starts workers in
-        # half the time of spawn; never a plain fork of this process, whose polars/Arrow threads may run.
+        # A fork server (a fresh interpreter with distributed preloaded, no polars/Arrow threads) starts workers
+        # in half the time of spawn; never a plain fork of this process, whose polars/Arrow threads may run.
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         settings = {"distributed.worker.multiprocessing-method": method}
         if not scheduler:
