@@ -226,3 +226,21 @@ def test_local_cluster_workers_are_never_plain_forks():
             assert b"spawn_main" in cmdline or b"forkserver" in cmdline, cmdline
     finally:
         executor.close()
+
+
+def test_batch_on_a_running_scheduler(tmp_path):
+    """--scheduler ADDRESS: the tasks go to an existing cluster, which is left running afterwards."""
+    from distributed import Client, LocalCluster
+
+    epd = _small_epd(tmp_path, 3)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        result = _invoke("batch", str(epd), "--engine", "typhoon_py", "--depth", "2", "-o", str(tmp_path / "ds"),
+                         "--executor", "dask", "--scheduler", cluster.scheduler_address)
+        assert result.exit_code == 0, result.output
+        assert "3 done, 0 failed" in result.output
+        with Client(cluster.scheduler_address) as client:   # still serving
+            assert len(client.nthreads()) == 1
+    assert len(list((tmp_path / "ds" / "searches" / "engine=typhoon_py").glob("*.parquet"))) == 3
+    bad = _invoke("batch", str(epd), "--engine", "typhoon_py", "--depth", "2", "-o", str(tmp_path / "ds2"),
+                  "--scheduler", "tcp://127.0.0.1:1")
+    assert bad.exit_code == 2 and "--scheduler only makes sense with --executor dask" in bad.output

@@ -51,7 +51,9 @@ def _parse_options(engine: str, positions: str | None) -> dict:
 def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, in_memory):
     """Act breakdowns, LMR, EBF, skips, prune scope and nodes for logs, Parquet files or datasets.
 
-    Definitions of every table: docs/REPORTS.md.
+    Definitions of every table: docs/REPORTS.md.  Dataset directories are
+    read partition by partition, so memory does not grow with the dataset
+    (docs/SCALING.md).
     """
     from treediff.report.core import build_report, columns_for, parse_tables
     from treediff.report.grouping import parse_by
