@@ -537,7 +537,8 @@ class TreedumpParser:
         by_id = {s.search: s for s in search_states if s is not None}
         for search, ctx, n in counts.iter_rows():
             by_id[search].ctx_counts[ctx] += n
-        if not self.options.all_contexts:
+        if not self.options.all_contexts and rows.get_column("ctx").null_count() != rows.height:
+            # (Records that name no context are all in the kept one: no copy needed then.)
             rows = rows.filter(pl.col("ctx_eff") == _NO_CTX)
         if rows.height == 0:
             return
@@ -592,7 +593,7 @@ class TreedumpParser:
     # ------------------------------------------------------------------ output
     def _emit(self, rows: pl.DataFrame, by_id: dict[int, SearchState], line_base: int, problems: Problems) -> None:
         search_col = rows.get_column("search").to_numpy()
-        present = sorted(set(search_col.tolist()))
+        present = np.unique(search_col).tolist()
         # Sequence within the search, continuing from earlier chunks.
         seq_start = {s: by_id[s].seq for s in present}
         rows = rows.with_columns(
@@ -628,16 +629,16 @@ class TreedumpParser:
 
         # Kind from act: the (dialect, act) pairs every dialect declares; anything else is OTHER.
         rows = rows.with_columns(self._kind_expr(set(dialects.values())).alias("kind"))
-        stats = rows.group_by("search").agg(
-            pl.len().alias("n"),
-            (pl.col("tag") == "MOVE").sum().alias("moves"),
-            (pl.col("tag") == "RESULT").sum().alias("results"),
-        )
-        for search, n, moves, results in stats.iter_rows():
-            state = by_id[search]
+        searches = rows.get_column("search").to_numpy()
+        is_move = (rows.get_column("tag") == "MOVE").to_numpy()
+        base = present[0]
+        counts = np.bincount(searches - base)
+        moves = np.bincount(searches - base, weights=is_move)
+        for search in present:
+            state, n, m = by_id[search], int(counts[search - base]), int(moves[search - base])
             state.records += n
-            state.moves += moves
-            state.result_nodes += results
+            state.moves += m
+            state.result_nodes += n - m  # records are MOVE or RESULT
             state.seq += n
         other = rows.filter(pl.col("kind") == Kind.OTHER.value).group_by(["search", "act"], maintain_order=True).len()
         for search, act, n in other.iter_rows():
@@ -711,26 +712,22 @@ class TreedumpParser:
         raw = rows.get_column("path")
         uci = pl.select(pl.when(raw == "-").then(pl.lit("")).otherwise(raw)).to_series()
         ok = uci.str.contains(UCI_PATH_PATTERN)
-        if not ok.all():
+        all_uci = bool(ok.all())
+        if not all_uci:
             todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)
-            fixed_index: list[int] = []
-            fixed_value: list[str | None] = []
-            for (search,), part in todo.group_by(["search"], maintain_order=True):
+            coord = _coordinate_paths(todo.get_column("path"), todo.get_column("_dialect"))
+            good = coord.str.contains(UCI_PATH_PATTERN).fill_null(False)
+            # Only what is neither UCI nor coordinates (SAN, odd spellings) is replayed on a board.
+            hard = todo.filter(~good)
+            hard_index: list[int] = []
+            resolved: list[str | None] = []
+            for (search,), part in hard.group_by(["search"], maintain_order=True):
                 state = by_id[search]
-                paths = part.get_column("path")
-                if state.dialect.notation is not Notation.SAN:
-                    coord = normalize_coord_paths(paths, state.dialect.null_moves)
-                    good = coord.str.contains(UCI_PATH_PATTERN).to_list()
-                    coord_list = coord.to_list()
-                else:
-                    good = [False] * part.height
-                    coord_list = [None] * part.height
-                path_list = paths.to_list()
-                resolved = iter(self._resolve_many(state, [p for p, g in zip(path_list, good) if not g]))
-                values = [c if g else next(resolved) for c, g in zip(coord_list, good)]
-                fixed_index.extend(part.get_column("_i").to_list())
-                fixed_value.extend(values)
-                unresolved = [i for i, v in zip(part.get_column("_i").to_list(), values) if v is None]
+                index = part.get_column("_i").to_list()
+                values = self._resolve_many(state, part.get_column("path").to_list())
+                hard_index.extend(index)
+                resolved.extend(values)
+                unresolved = [i for i, v in zip(index, values) if v is None]
                 if unresolved:
                     lines = rows.get_column("line").gather(unresolved).to_numpy()
                     problems.add_many("with a move that does not resolve in its position", lines)
@@ -738,15 +735,19 @@ class TreedumpParser:
                     room = _FIRST_LINES_SHOWN - len(state.unresolved)
                     if room > 0:
                         state.unresolved.extend(int(x) for x in lines[:room])
-            patch = pl.Series("v", fixed_value, dtype=pl.String)
-            uci = uci.scatter(fixed_index, patch)  # type: ignore[arg-type]
-            unresolved_mask = pl.Series([False] * len(uci)).scatter(fixed_index, patch.is_null())
+            uci = uci.scatter(todo.get_column("_i").filter(good), coord.filter(good))
+            unresolved_mask = pl.Series([False] * len(uci))
+            if hard_index:
+                patch = pl.Series("v", resolved, dtype=pl.String)
+                uci = uci.scatter(hard_index, patch)  # type: ignore[arg-type]
+                unresolved_mask = unresolved_mask.scatter(hard_index, patch.is_null())
+            all_uci = not bool(unresolved_mask.any())
             # Unresolved records are kept, flagged, with their path as written.
             uci = pl.select(pl.when(unresolved_mask).then(raw).otherwise(uci)).to_series()
             problem = pl.when(unresolved_mask).then(pl.lit("unresolved-move")).otherwise(pl.col("problem"))
         else:
             problem = pl.col("problem")
-        last_move = _last_uci_move(uci) if ok.all() else uci.str.extract(r"([^/]+)$")
+        last_move = _last_uci_move(uci) if all_uci else uci.str.extract(r"([^/]+)$")
         ply = pl.col("ply")
         if rows.get_column("ply").null_count():
             ply = pl.coalesce(ply, pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1))
@@ -915,6 +916,23 @@ class TreedumpParser:
         if self._tables:
             records = records.cast(RECORDS_SCHEMA) if records.schema != RECORDS_SCHEMA else records
         return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
+
+
+def _coordinate_paths(paths: pl.Series, dialect_names: pl.Series) -> pl.Series:
+    """Paths in coordinate notation made UCI (see :func:`normalize_coord_paths`); null for SAN dialects.
+
+    One vectorized pass per dialect in the chunk (usually one).
+    """
+    out = pl.Series("coord", [None] * len(paths), dtype=pl.String)
+    for name in dialect_names.unique(maintain_order=True).to_list():
+        dialect = get_dialect(name)
+        if dialect.notation is Notation.SAN:
+            continue
+        mask = dialect_names == name
+        if mask.all():
+            return normalize_coord_paths(paths, dialect.null_moves).alias("coord")
+        out = out.scatter(mask.arg_true(), normalize_coord_paths(paths.filter(mask), dialect.null_moves))
+    return out
 
 
 def _last_uci_move(paths: pl.Series) -> pl.Series:
