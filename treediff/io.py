@@ -143,9 +143,10 @@ _ENGINE_PARTITIONING = pads.partitioning(pa.schema([pa.field("engine", pa.string
 
 
 def is_dataset_dir(path: str | os.PathLike) -> bool:
-    """True for a directory written by ``treediff batch`` (``records/`` and ``searches/`` inside)."""
+    """True for a directory written by ``treediff batch`` (``searches/`` inside; ``records/`` too unless no
+    engine wrote a trace)."""
     p = Path(path)
-    return str(path) != "-" and p.is_dir() and (p / "records").is_dir() and (p / "searches").is_dir()
+    return str(path) != "-" and p.is_dir() and (p / "searches").is_dir()
 
 
 def _dataset_records_schema() -> pa.Schema:
@@ -176,6 +177,10 @@ def read_dataset_records(path: Path, columns: Sequence[str] | None = None, files
     ``filter``: an optional ``pyarrow.dataset`` expression applied while scanning.
     """
     rec_dir = Path(path) / "records"
+    if files is None and not rec_dir.is_dir():
+        # Only engines without TREEDUMP (own node counts): no records at all.
+        empty = _dataset_records_schema().empty_table()
+        return empty.select(list(columns)) if columns else empty
     source = list(files) if files is not None else rec_dir
     kwargs = {"partition_base_dir": str(rec_dir)} if files is not None else {}
     records = pads.dataset(source, format="parquet", partitioning=_ENGINE_PARTITIONING,
@@ -190,7 +195,7 @@ def read_dataset_records(path: Path, columns: Sequence[str] | None = None, files
 def _read_dataset_dir(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Table]:
     """A dataset from ``treediff batch``: ``records/`` and ``searches/``, hive-partitioned by engine."""
     if not is_dataset_dir(path):
-        raise InputError(f"{path}: not a treediff dataset (expected records/ and searches/ inside)")
+        raise InputError(f"{path}: not a treediff dataset (expected searches/ and records/ inside)")
     return read_dataset_records(path, columns), read_dataset_searches(path)
 
 

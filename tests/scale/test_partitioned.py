@@ -138,3 +138,17 @@ def test_load_position_reads_only_the_position_partitions(tmp_path, monkeypatch)
         load_position(side_a, LOAD_COLUMNS, None, side_b, "A")
     with pytest.raises(InputError, match="no search of position nowhere"):
         load_position(side_a, LOAD_COLUMNS, "nowhere", side_b, "A")
+
+
+def test_dataset_of_engines_without_treedump_has_no_records_dir(tmp_path):
+    epd = tmp_path / "two.epd"
+    epd.write_text("\n".join(EPD.read_text().splitlines()[:2]) + "\n")
+    fake = f"{sys.executable} {ROOT / 'fixtures' / 'engines' / 'fake_engine.py'}"
+    dataset = tmp_path / "ds"
+    _cli("batch", epd, "--engine", f"plain@uci={fake}", "--depth", "3", "-o", dataset, "-j", "1")
+    assert not (dataset / "records").exists()
+    args = ["report", dataset, "--table", "nodes,ebf", "--format", "json"]
+    out = _cli(*args)
+    assert out == _cli(*args, "--in-memory")
+    nodes = json.loads(out)["tables"][0]["rows"][0]
+    assert nodes["searches"] == 2 and nodes["node_source"] == "engine"
