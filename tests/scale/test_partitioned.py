@@ -152,3 +152,21 @@ def test_dataset_of_engines_without_treedump_has_no_records_dir(tmp_path):
     assert out == _cli(*args, "--in-memory")
     nodes = json.loads(out)["tables"][0]["rows"][0]
     assert nodes["searches"] == 2 and nodes["node_source"] == "engine"
+
+
+def test_diff_on_datasets_reads_one_position_and_equals_diff_on_logs(tmp_path):
+    """`treediff diff` on a dataset (engines chosen with --engine-a/-b) aligns exactly as on the raw logs."""
+    traces = ROOT / "fixtures" / "traces"
+    logs = [traces / "typhoon_start.log", traces / "stockfish_start.log", traces / "typhoon_tactical-f6f7.log"]
+    dataset = dataset_from_logs(logs, tmp_path / "ds")
+
+    def diff_json(*args) -> dict:
+        result = CliRunner().invoke(main, ["diff", *map(str, args), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    from_logs = diff_json(logs[0], logs[1])
+    from_dataset = diff_json(dataset, dataset, "--position", "start", "--engine-a", "typhoon", "--engine-b", "stockfish")
+    assert from_dataset["rows"] == from_logs["rows"] and len(from_logs["rows"]) > 100
+    unknown = CliRunner().invoke(main, ["diff", str(dataset), str(dataset), "--position", "start", "--engine-a", "crafty"])
+    assert unknown.exit_code == 2 and "holds no engine 'crafty'" in unknown.output

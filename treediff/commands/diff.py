@@ -15,16 +15,36 @@ DEFAULT_CONTEXT = 3
 TOP_N = 10
 
 
-def _load(path: str, label: str):
+def _load(path: str, label: str, position: str | None = None, other: str | None = None):
+    """One side's records; from a dataset directory only the files of the position being aligned are read."""
     from treediff.align import LOAD_COLUMNS
-    from treediff.io import load
+    from treediff.io import is_dataset_dir, load
 
-    loaded = load([path], columns=list(LOAD_COLUMNS))
+    if is_dataset_dir(path):
+        from treediff.report.partitioned import load_position
+
+        loaded = load_position(path, list(LOAD_COLUMNS), position, other, label)
+    else:
+        loaded = load([path], columns=list(LOAD_COLUMNS))
     if len(loaded.records) == 0:
         searches = loaded.searches
         what = f"{len(searches)} search(es), all without MOVE/RESULT records" if len(searches) else "no search"
         raise InputError(f"{label} ({path}) has {what} (a 0-node search?)")
     return loaded
+
+
+def _only_engine(loaded, engine: str | None, label: str):
+    """The records and searches of one engine of a side (all of them when ``engine`` is None)."""
+    if engine is None:
+        return loaded
+    from treediff.io import Loaded
+
+    names = loaded.searches["engine"].astype(str)
+    if not (names == engine).any():
+        held = ", ".join(dict.fromkeys(names))
+        raise InputError(f"{label} holds no engine {engine!r}; it has: {held}")
+    records = loaded.records[loaded.records["engine"].astype(str) == engine]
+    return Loaded(records=records, searches=loaded.searches[names == engine])
 
 
 def _echo_lines(lines, chunk: int = 8192) -> None:
@@ -62,7 +82,9 @@ def _check_recorded(label: str, loaded, position: str) -> None:
               help="Output format; default: table on a terminal, text when piped.")
 @click.option("--meld", "meld_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are blank lines), for meld or diff -y.")
-def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, meld_dir) -> None:
+@click.option("--engine-a", metavar="NAME", help="The engine to take from A when it holds several (e.g. a batch dataset).")
+@click.option("--engine-b", metavar="NAME", help="The engine to take from B when it holds several.")
+def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, meld_dir, engine_a, engine_b) -> None:
     """Show A's and B's search trees of one position side by side, aligned by move path.
 
     Rows are in depth-first tree order; a path only one side has leaves a gap
@@ -75,7 +97,8 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
     from treediff.align import align, kind_confusion, render, top_divergences
     from treediff.align.view import fold, normalize_path, select_rows
 
-    loaded_a, loaded_b = _load(a, "A"), _load(b, "B")
+    loaded_a, loaded_b = _load(a, "A", position, b), _load(b, "B", position, a)
+    loaded_a, loaded_b = _only_engine(loaded_a, engine_a, "A"), _only_engine(loaded_b, engine_b, "B")
     if position is not None:
         for label, loaded in (("A", loaded_a), ("B", loaded_b)):
             _check_recorded(label, loaded, position)
