@@ -211,3 +211,12 @@ def test_positions_epd_labels(tmp_path):
     s = result.searches.to_pylist()[0]
     # The header's own id wins; the phase label comes from the EPD (matched by FEN).
     assert s["position"] == "tactical" and s["phase"] == "endgame" and s["phase_source"] == "epd"
+
+
+def test_move_at_the_root_is_dropped_and_reported(tmp_path):
+    log = write(tmp_path, HEADER + "MOVE path=- ply=0 mn=1 d=1 act=FULL\nMOVE ply=0 act=LMP path=- d=1\n"
+                + "MOVE path=e2e4 ply=1 mn=1 d=1 act=FULL\nRESULT path=- ply=0 d=1 score=0\n")
+    result = parse_logs([log])
+    assert result.records.column("path").to_pylist() == ["e2e4", ""]
+    # Line 2 takes the fast path (canonical order), line 3 the slow one (keys out of order).
+    assert any("2 lines with a MOVE at the root" in w and "line 2, 3" in w for w in result.warnings)

@@ -75,6 +75,7 @@ RECORDS_PARQUET_OPTIONS = {
     ],
 }
 _FIRST_LINES_SHOWN = 5
+ROOT_MOVE_PROBLEM = "with a MOVE at the root (path=- names no move; dropped)"
 _NO_CTX = ""  # the effective context of lines that name none
 
 
@@ -111,7 +112,7 @@ class Problems:
     def messages(self, source: str) -> list[str]:
         out = []
         for reason, count in self.counts.items():
-            lines = ", ".join(str(x) for x in self.first[reason])
+            lines = ", ".join(str(x) for x in sorted(self.first[reason]))
             more = "" if count <= len(self.first[reason]) else ", ..."
             noun = "line" if count == 1 else "lines"
             out.append(f"{source}: {count} {noun} {reason} (line {lines}{more})")
@@ -297,14 +298,18 @@ class TreedumpParser:
 
         fast_rows = fast.with_row_index("idx").filter(pl.Series(fast_mask))
         missing_path = fast_rows.get_column("path").is_null()
-        missing_act = (fast_rows.get_column("tag") == "MOVE") & fast_rows.get_column("act").is_null()
-        if missing_path.any() or missing_act.any():
+        is_move = fast_rows.get_column("tag") == "MOVE"
+        missing_act = is_move & fast_rows.get_column("act").is_null()
+        # A MOVE decides a move, so its path names at least one; "-" is the root (RESULT only).
+        root_move = is_move & (fast_rows.get_column("path") == "-").fill_null(False)
+        if missing_path.any() or missing_act.any() or root_move.any():
             idx_all = fast_rows.get_column("idx").to_numpy()
             problems.add_many("missing required key path= (dropped)", idx_all[missing_path.to_numpy()] + line_base)
             problems.add_many(
                 "missing required key act= (dropped)", idx_all[(missing_act & ~missing_path).to_numpy()] + line_base
             )
-            fast_rows = fast_rows.filter(~(missing_path | missing_act))
+            problems.add_many(ROOT_MOVE_PROBLEM, idx_all[(root_move & ~missing_act).to_numpy()] + line_base)
+            fast_rows = fast_rows.filter(~(missing_path | missing_act | root_move))
         if slow_rows:
             slow_frame = pl.DataFrame(
                 slow_rows,
@@ -341,6 +346,9 @@ class TreedumpParser:
             if key not in fields or not fields[key]:
                 problems.add(f"missing required key {key}= (dropped)", line_no)
                 return None
+        if token.tag == "MOVE" and fields["path"] == "-":
+            problems.add(ROOT_MOVE_PROBLEM, line_no)
+            return None
         if token.bad:
             problems.add("with a malformed key=value token", line_no)
         row: dict = {"idx": idx, "tag": token.tag}
