@@ -118,13 +118,8 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
     loaded_a = load([a], columns=cols, **options)
     loaded_b = load([b], columns=cols, **options)
 
-    def default_label(loaded, chosen, path, other_loaded, other_chosen):
-        mine = chosen or ",".join(dict.fromkeys(loaded.searches["engine"].astype(str)))
-        theirs = other_chosen or ",".join(dict.fromkeys(other_loaded.searches["engine"].astype(str)))
-        return f"{mine} ({Path(path).name})" if mine == theirs else mine
-
-    la = label_a or default_label(loaded_a, engine_a, a, loaded_b, engine_b)
-    lb = label_b or default_label(loaded_b, engine_b, b, loaded_a, engine_a)
+    la = label_a or _default_label(loaded_a.searches, engine_a, a, loaded_b.searches, engine_b)
+    lb = label_b or _default_label(loaded_b.searches, engine_b, b, loaded_a.searches, engine_a)
     result = compare_loaded(loaded_a, loaded_b, la, lb, engine_a, engine_b, allow_different_positions)
     notes = result.notes()
     if top > 0:
@@ -139,6 +134,13 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
     emit(result.sections(), fmt, output, extra_json=extra, notes=notes)
 
 
+def _default_label(searches, chosen: str | None, path: str, other_searches, other_chosen: str | None) -> str:
+    """A side's name: its engine(s), plus the file name when both sides would otherwise look the same."""
+    mine = chosen or ",".join(dict.fromkeys(searches["engine"].astype(str)))
+    theirs = other_chosen or ",".join(dict.fromkeys(other_searches["engine"].astype(str)))
+    return f"{mine} ({Path(path).name})" if mine == theirs else mine
+
+
 def _compare_datasets(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, top):
     """``compare`` of two dataset directories, partition by partition (the same numbers as in memory)."""
     from treediff.report.compare import compare_sources, select_source_engine
@@ -146,13 +148,8 @@ def _compare_datasets(a, b, fmt, output, allow_different_positions, engine_a, en
 
     source_a, source_b = DatasetSource.open([a]), DatasetSource.open([b])
 
-    def default_label(source, chosen, path, other, other_chosen):
-        mine = chosen or ",".join(dict.fromkeys(source.searches["engine"].astype(str)))
-        theirs = other_chosen or ",".join(dict.fromkeys(other.searches["engine"].astype(str)))
-        return f"{mine} ({Path(path).name})" if mine == theirs else mine
-
-    la = label_a or default_label(source_a, engine_a, a, source_b, engine_b)
-    lb = label_b or default_label(source_b, engine_b, b, source_a, engine_a)
+    la = label_a or _default_label(source_a.searches, engine_a, a, source_b.searches, engine_b)
+    lb = label_b or _default_label(source_b.searches, engine_b, b, source_a.searches, engine_a)
     result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions)
     notes = result.notes()
     if top > 0:
