@@ -40,3 +40,25 @@ def test_parquet_without_its_searches_table_is_a_clear_error(tmp_path):
 def test_missing_input_is_a_clear_error(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         load([tmp_path / "nope.log"])
+
+
+def test_parse_warnings_reach_the_loader_and_the_commands(tmp_path):
+    """Reports on a log must not hide what parsing it warned about (here a 0-node search)."""
+    from click.testing import CliRunner
+
+    from treediff.cli import main
+
+    log = tmp_path / "zero.log"
+    log.write_text("TREEDUMP engine=stockfish v=1 id=p fen=8/8/8/8/8/8/8/K6k w - - 0 1\nITER d=1\nEND nodes=0\n")
+    assert any("0-node search" in w for w in load([log]).warnings)
+    for args in (["report", str(log), "--table", "nodes"],
+                 ["compare", str(log), str(HAND / "minimal_stockfish.log"), "--allow-different-positions"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert "warning:" in result.output and "0-node search" in result.output
+
+
+def test_parquet_inputs_carry_no_parse_warnings(tmp_path):
+    parquet = tmp_path / "t.parquet"
+    parse_to_parquet([HAND / "minimal_crafty.log"], parquet)  # warns about its two illegal moves
+    assert load([parquet]).warnings == []

@@ -14,7 +14,7 @@ import io
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterable, Sequence
 
@@ -129,6 +129,8 @@ class Loaded:
 
     records: pd.DataFrame
     searches: pd.DataFrame
+    #: What parsing log inputs warned about (empty for Parquet files and datasets).
+    warnings: list[str] = field(default_factory=list)
 
 
 def _is_parquet(path: Path) -> bool:
@@ -216,20 +218,30 @@ def read_input(
 
     ``parse_options`` go to :func:`treediff.parsers.core.parse_logs` for logs.
     """
+    records, searches, _ = _read_input_with_warnings(path, columns, **parse_options)
+    return records, searches
+
+
+def _read_input_with_warnings(
+    path: str | os.PathLike,
+    columns: Sequence[str] | None = None,
+    **parse_options,
+) -> tuple[pa.Table, pa.Table, list[str]]:
+    """:func:`read_input` plus what parsing a log warned about."""
     p = Path(path)
     if str(path) != "-" and p.is_dir():
-        return _read_dataset_dir(p, columns)
+        return (*_read_dataset_dir(p, columns), [])
     if str(path) != "-" and not p.exists():
         raise InputError(f"{path}: no such file or directory")
     if str(path) != "-" and _is_parquet(p):
-        return _read_parquet_pair(p, columns)
+        return (*_read_parquet_pair(p, columns), [])
     from treediff.parsers.core import parse_logs
 
     result = parse_logs([str(path)], **parse_options)
     records = result.records
     if columns:
         records = records.select([c for c in columns if c in records.column_names])
-    return records, result.searches
+    return records, result.searches, result.warnings
 
 
 def _concat_keeping_categories(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -312,9 +324,11 @@ def load(
     if columns is not None:
         columns = list(dict.fromkeys(["engine", "search", *columns]))
     rec_frames, srch_frames = [], []
+    warnings: list[str] = []
     offset = 0
     for path in inputs:
-        records, searches = read_input(path, columns, **parse_options)
+        records, searches, input_warnings = _read_input_with_warnings(path, columns, **parse_options)
+        warnings.extend(input_warnings)
         rec = records.to_pandas()
         srch = searches.to_pandas()
         offset = _renumber(srch, rec, offset)
@@ -324,4 +338,4 @@ def load(
         raise InputError("no input given")
     records = _concat_keeping_categories(rec_frames)
     searches = _finish_searches(srch_frames)
-    return Loaded(records=records, searches=searches)
+    return Loaded(records=records, searches=searches, warnings=warnings)

@@ -18,6 +18,7 @@ TOP_N = 10
 def _load(path: str, label: str, position: str | None = None, other: str | None = None):
     """One side's records; from a dataset directory only the files of the position being aligned are read."""
     from treediff.align import LOAD_COLUMNS
+    from treediff.commands.common import echo_warnings
     from treediff.io import is_dataset_dir, load
 
     if is_dataset_dir(path):
@@ -26,6 +27,7 @@ def _load(path: str, label: str, position: str | None = None, other: str | None 
         loaded = load_position(path, list(LOAD_COLUMNS), position, other, label)
     else:
         loaded = load([path], columns=list(LOAD_COLUMNS))
+        echo_warnings(loaded.warnings)
     if len(loaded.records) == 0:
         searches = loaded.searches
         what = f"{len(searches)} search(es), all without MOVE/RESULT records" if len(searches) else "no search"

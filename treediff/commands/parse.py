@@ -7,6 +7,7 @@ import sys
 import click
 
 from treediff.errors import InputError
+from treediff.commands.common import echo_warnings
 from treediff.io import read_input
 from treediff.parsers import DIALECTS
 from treediff.parsers.core import parse_to_parquet, total_input_bytes
@@ -48,13 +49,6 @@ def _stderr_console():
     from rich.console import Console
 
     return Console(stderr=True)
-
-
-def echo_warnings(warnings: list[str], limit: int = 40) -> None:
-    for w in warnings[:limit]:
-        click.echo(f"warning: {w}", err=True)
-    if len(warnings) > limit:
-        click.echo(f"warning: ... and {len(warnings) - limit} more warnings", err=True)
 
 
 @click.command("parse")

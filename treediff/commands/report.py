@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from treediff.commands.common import echo_warnings
 from treediff.render import FORMATS, emit
 
 _PARSE_HELP = "Dialect for logs whose header does not say (default: auto)."
@@ -72,6 +73,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, in_memo
         wanted = set(names) | ({"acts", "lmr", "ebf"} if plot_dir else set())
         cols = columns_for(tuple(wanted), keys)
         loaded = load(list(inputs), columns=cols, **_parse_options(engine, positions))
+        echo_warnings(loaded.warnings)
 
         def make(t, k):
             return build_report(loaded.records, loaded.searches, t, k)
@@ -117,6 +119,7 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
     options = _parse_options(engine, positions)
     loaded_a = load([a], columns=cols, **options)
     loaded_b = load([b], columns=cols, **options)
+    echo_warnings(loaded_a.warnings + loaded_b.warnings)
 
     la = label_a or _default_label(loaded_a.searches, engine_a, a, loaded_b.searches, engine_b)
     lb = label_b or _default_label(loaded_b.searches, engine_b, b, loaded_a.searches, engine_a)
