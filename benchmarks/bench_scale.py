@@ -28,7 +28,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -44,7 +43,6 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from treediff.runner.dataset import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA  # noqa: E402
-from treediff.schema import DICT_STR  # noqa: E402
 
 GENERATOR_VERSION = 3
 DATA = ROOT / "benchmarks" / "data"

@@ -203,15 +203,7 @@ def test_compare_engine_choice(parquets, tmp_path):
 
 # ---------------------------------------------------------------- end to end through the real parser
 
-def _parser_available() -> bool:
-    try:
-        import treediff.parsers.core  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
-
-@pytest.mark.skipif(not _parser_available(), reason="treediff.parsers.core not there yet")
 def test_report_on_logs_end_to_end():
     res = run("report", FIX / "report_typhoon.log", FIX / "minimal_stockfish.log", "--format", "json")
     assert res.exit_code == 0, res.output
@@ -225,7 +217,6 @@ def test_report_on_logs_end_to_end():
     assert rows(t["ebf"], engine="stockfish")[0]["ebf"] == pytest.approx(2.0)  # 4 nodes at depth 2
 
 
-@pytest.mark.skipif(not _parser_available(), reason="treediff.parsers.core not there yet")
 def test_compare_logs_end_to_end_with_san():
     res = run("compare", FIX / "report_stockfish.log", FIX / "report_crafty.log", "--format", "json")
     if "Categorical categories must be unique" in res.output:
@@ -238,7 +229,6 @@ def test_compare_logs_end_to_end_with_san():
     assert (skips["FP-QUIET"]["count_a"], skips["FP-QUIET"]["count_b"]) == (10, 7)
 
 
-@pytest.mark.skipif(not _parser_available(), reason="treediff.parsers.core not there yet")
 def test_parse_then_report_multi_search_san_log(tmp_path):
     out = tmp_path / "crafty.parquet"
     res = run("parse", FIX / "report_crafty.log", "-o", out)
@@ -252,7 +242,6 @@ def test_parse_then_report_multi_search_san_log(tmp_path):
     assert rows(t["scope"], position="p1", act="(all)")[0]["continued"] == 0
 
 
-@pytest.mark.skipif(not _parser_available(), reason="treediff.parsers.core not there yet")
 def test_positions_epd_labels_logs_without_ids(tmp_path):
     text = (FIX / "report_stockfish.log").read_text()
     log = tmp_path / "noid.log"

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from treediff.cli import main
 from treediff.errors import TreediffError
-from treediff.runner.batch import LocalExecutor, SerialExecutor, plan_batch, run_batch
+from treediff.runner.batch import SerialExecutor, plan_batch, run_batch
 from treediff.runner.engines import presets
 from treediff.runner.positions import read_epd
 from treediff.runner.search import Limits
