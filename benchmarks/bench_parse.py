@@ -100,6 +100,10 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [1_000_000] if args.quick else [5_000_000, 20_000_000]
     print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    from treediff.parsers.tokenizer import ctok_available  # the children see the same install and environment
+
+    print(f"tokenizer: {'compiled (_ctok)' if ctok_available() else 'polars regex'}"
+          " (TREEDIFF_TOKENIZER=regex forces the regex)", flush=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
         results = []
         dialects = args.dialects.split(",")

@@ -12,12 +12,20 @@ A well-formed log sends only its few header/ITER/END lines down the slow path.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
+try:  # The optional compiled fast path (treediff/parsers/_ctok.c), built by `pip install`.
+    from treediff.parsers import _ctok
+except ImportError:  # no C compiler at install time: the polars regex does the same job
+    _ctok = None
+if not hasattr(pa, "string_view"):  # pyarrow < 16 cannot wrap the C code's string views
+    _ctok = None
 
 #: Record keys in canonical order: MOVE keys and RESULT keys are both subsequences of it.
 ROW_KEYS = (
@@ -127,6 +135,55 @@ def fast_fields(text: pl.Series) -> pl.DataFrame:
     return out.rename(dict(zip(out.columns, FAST_FIELDS)))
 
 
+#: Largest chunk the compiled path takes: Arrow string views hold 32-bit offsets.
+_CTOK_MAX_BYTES = 2**31 - 1
+
+
+def ctok_available() -> bool:
+    """Whether :func:`tokenize_chunk` uses the compiled fast path.
+
+    Setting the environment variable ``TREEDIFF_TOKENIZER=regex`` forces the polars regex
+    (to compare the two, e.g. in ``benchmarks/bench_parse.py``).
+    """
+    return _ctok is not None and os.environ.get("TREEDIFF_TOKENIZER", "") != "regex"
+
+
+def fast_fields_c(lines: pa.LargeBinaryArray) -> pl.DataFrame | None:
+    """:func:`fast_fields` of ``lines`` by the compiled tokenizer, or None where it cannot run.
+
+    The same DataFrame as the regex (checked by tests/parsers/test_ctok.py) for about 0.14
+    CPU-µs per line instead of 0.9 (docs/PERFORMANCE.md): the C code matches each line's bytes against :data:`FAST_PATTERN` and writes Arrow
+    string views that point into the chunk's own buffer, which polars takes over without copying.
+    Lines that are not UTF-8 never match (the pattern is ASCII), as with the regex on their "".
+    """
+    if _ctok is None or lines.null_count:
+        return None
+    n = len(lines)
+    _, offsets_buf, data = lines.buffers()
+    if data is None:
+        data = pa.py_buffer(b"")
+    if data.size > _CTOK_MAX_BYTES:
+        return None
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=lines.offset * 8)
+    bitmap_bytes = (n + 7) // 8
+    # Zeroed by calloc: the C code writes only the non-null entries, and the pages of a key the
+    # chunk never uses are never touched.
+    views = np.zeros(len(FAST_FIELDS) * n * 16, dtype=np.uint8)
+    validity = np.zeros(len(FAST_FIELDS) * bitmap_bytes, dtype=np.uint8)
+    null_counts = _ctok.fast_fields(data, offsets, views, validity)
+    views, validity = pa.py_buffer(views), pa.py_buffer(validity)
+    columns = [
+        pa.Array.from_buffers(
+            pa.string_view(),
+            n,
+            [validity.slice(f * bitmap_bytes, bitmap_bytes), views.slice(f * n * 16, n * 16), data],
+            null_count=null_counts[f],
+        )
+        for f in range(len(FAST_FIELDS))
+    ]
+    return pl.from_arrow(pa.Table.from_arrays(columns, names=list(FAST_FIELDS)))
+
+
 def is_int(value: str) -> bool:
     return bool(_INT_RE.match(value))
 
@@ -146,4 +203,7 @@ class ChunkTokens:
 def tokenize_chunk(lines: pa.LargeBinaryArray) -> ChunkTokens:
     """Everything about a chunk that needs no parser state (safe to run on another thread)."""
     text, bad_utf8 = decode_lines(lines)
-    return ChunkTokens(text=text, bad_utf8=bad_utf8, fast=fast_fields(text))
+    fast = fast_fields_c(lines) if ctok_available() else None
+    if fast is None:
+        fast = fast_fields(text)
+    return ChunkTokens(text=text, bad_utf8=bad_utf8, fast=fast)

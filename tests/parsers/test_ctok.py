@@ -1,0 +1,228 @@
+"""The compiled fast-path tokenizer (treediff/parsers/_ctok.c) against the polars regex.
+
+The regex (:func:`treediff.parsers.tokenizer.fast_fields`) is the reference: the C path must give
+the identical DataFrame on every input, including the lines it must reject.
+"""
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from treediff.parsers import tokenizer
+from treediff.parsers.tokenizer import (
+    FAST_FIELDS,
+    ROW_KEYS,
+    decode_lines,
+    fast_fields,
+    fast_fields_c,
+    split_lines,
+    tokenize_chunk,
+)
+
+_ctok = pytest.importorskip(
+    "treediff.parsers._ctok",
+    reason="compiled tokenizer not built (no C compiler at `pip install -e .`); the regex path is used",
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE_LOGS = sorted((ROOT / "fixtures" / "hand").glob("*.log")) + sorted((ROOT / "fixtures" / "traces").glob("*.log"))
+
+
+def _from_lines(lines: list[bytes]) -> pa.LargeBinaryArray:
+    return pa.array(lines, type=pa.large_binary())
+
+
+def assert_same(lines: pa.LargeBinaryArray) -> pl.DataFrame:
+    """C path == regex path on ``lines``; returns the frame."""
+    compiled = fast_fields_c(lines)
+    assert compiled is not None
+    reference = fast_fields(decode_lines(lines)[0])
+    assert compiled.columns == list(FAST_FIELDS)
+    assert all(dtype == pl.String for dtype in compiled.dtypes)
+    assert_frame_equal(compiled, reference)
+    return compiled
+
+
+def test_keys_match_the_python_order():
+    assert _ctok.row_keys() == ROW_KEYS
+
+
+def test_hand_cases():
+    """Expected values written by hand from the pattern in docs/TREEDUMP_FORMAT.md."""
+    lines = [
+        b"MOVE path=e2e4 ply=1 d=3 act=search\n",  # 0: fine
+        b"RESULT path=e2e4 score=-31 bound=exact\r\n",  # 1: fine, CRLF
+        b"MOVE d=3 path=e2e4\n",  # 2: out of order
+        b"MOVE path=e2e4  d=3\n",  # 3: double space
+        b"MOVE path=e2e4\td=3\n",  # 4: tab
+        b"MOVE path=e2e4 path=e2e4\n",  # 5: key twice
+        b"MOVE path=\n",  # 6: empty value
+        b"MOVE path=a=b why=x=y=z\n",  # 7: '=' inside values is allowed
+        b"MOVE path=e2\xc3\xa9\n",  # 8: non-ASCII
+        b"MOVE\n",  # 9: bare tag
+        b"MOVEX path=a\n",  # 10: not the tag
+        b"MOVE path=a ",  # 11: trailing space
+        b"MOVE path=abcdefghijklmnopqrstuvwxyz",  # 12: long value, no newline, at the buffer end
+        b"MOVE foo=1\n",  # 13: unknown key
+        b"ITER d=3\n",  # 14: another tag
+    ]
+    frame = assert_same(_from_lines(lines))
+    tags = frame.get_column("tag").to_list()
+    assert tags == ["MOVE", "RESULT", None, None, None, None, None, "MOVE", None, "MOVE", None, None, "MOVE", None, None]
+    assert frame.row(0, named=True) == {
+        **{k: None for k in FAST_FIELDS},
+        "tag": "MOVE", "path": "e2e4", "ply": "1", "d": "3", "act": "search",
+    }
+    assert frame.get_column("bound")[1] == "exact"
+    assert frame.get_column("why")[7] == "x=y=z"
+    assert frame.get_column("path")[12] == "abcdefghijklmnopqrstuvwxyz"
+
+
+@pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.name)
+def test_fixture_logs(path: Path):
+    lines, _ = split_lines(path.read_bytes())
+    frame = assert_same(lines)
+    assert frame.get_column("tag").null_count() < frame.height  # the fast path does apply
+
+
+@pytest.mark.parametrize("dialect", ["stockfish", "typhoon", "crafty"])
+def test_generated_log(tmp_path: Path, dialect: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from gen_logs import generate
+    finally:
+        sys.path.pop(0)
+    log = tmp_path / f"{dialect}.log"
+    generate(dialect, 30_000, str(log))
+    lines, _ = split_lines(log.read_bytes())
+    assert_same(lines)
+    assert_same(lines.slice(1234, 5000))  # a slice: offsets not starting at 0
+
+
+def test_every_value_length_at_the_buffer_end():
+    """Inline (<= 12 bytes) and referenced views, with the value ending exactly at the end of the data."""
+    for length in range(1, 20):
+        assert_same(_from_lines([b"RESULT path=x", b"MOVE path=" + b"v" * length]))
+
+
+def test_very_long_line_and_empty_input():
+    assert_same(_from_lines([b"MOVE path=" + b"ab" * 100_000 + b" ply=7\n", b"RESULT score=1\n"]))
+    assert_same(_from_lines([]))
+    assert fast_fields_c(_from_lines([])).height == 0
+
+
+def test_non_utf8_chunk():
+    """A chunk with invalid UTF-8 takes decode_lines' per-line path: those lines match nothing."""
+    lines, _ = split_lines(b"MOVE path=e2e4\nMOVE path=\xff\xfe\nRESULT score=3\n\xc3\n")
+    frame = assert_same(lines)
+    assert frame.get_column("tag").to_list() == ["MOVE", None, "RESULT", None]
+
+
+def test_null_lines_fall_back():
+    assert fast_fields_c(_from_lines([b"MOVE path=a\n", None])) is None
+
+
+def test_tokenize_chunk_uses_it_and_can_be_switched_off(monkeypatch):
+    lines, _ = split_lines((FIXTURE_LOGS[0]).read_bytes())
+    calls = []
+    real = tokenizer.fast_fields_c
+    monkeypatch.setattr(tokenizer, "fast_fields_c", lambda l: calls.append(1) or real(l))
+    with_c = tokenize_chunk(lines).fast
+    assert calls == [1]
+    monkeypatch.setenv("TREEDIFF_TOKENIZER", "regex")
+    assert not tokenizer.ctok_available()
+    regex = tokenize_chunk(lines).fast
+    assert calls == [1]
+    assert_frame_equal(with_c, regex)
+
+
+def test_bad_arguments_raise():
+    data = b"MOVE path=a\n"
+    zeros = np.zeros(17 * 16, dtype=np.uint8), np.zeros(17, dtype=np.uint8)
+    with pytest.raises(ValueError):
+        _ctok.fast_fields(data, np.array([0, 99], dtype=np.int64), *zeros)  # past the end
+    with pytest.raises(ValueError):
+        _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), np.zeros(5, dtype=np.uint8), zeros[1])
+    assert _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), *zeros)[0] == 0
+
+
+# ---------------------------------------------------------------- property tests
+
+_REAL_LINES = [
+    line + b"\n"
+    for path in FIXTURE_LOGS
+    for line in path.read_bytes().splitlines()
+    if line.startswith((b"MOVE", b"RESULT"))
+][::7]
+
+_PIECES = [
+    b" ", b"  ", b"\t", b"\r", b"\n", b"\r\n", b"=", b"==", b"\xc3\xa9", b"\xff", b"\x00", b"\x7f", b"~", b"!",
+    b"MOVE", b"RESULT", b"-", b"12", b"e2e4",
+    *(f" {k}=".encode() for k in ROW_KEYS),
+    *(f"{k}=".encode() for k in ROW_KEYS),
+]
+
+
+def _mutate(line: bytes, rng: random.Random) -> bytes:
+    kind = rng.randrange(8)
+    pos = rng.randrange(len(line) + 1)
+    if kind == 0:  # insert a piece
+        return line[:pos] + rng.choice(_PIECES) + line[pos:]
+    if kind == 1:  # delete a run
+        return line[:pos] + line[pos + rng.randrange(1, 4):]
+    if kind == 2:  # replace a byte
+        return line[:pos] + bytes([rng.randrange(256)]) + line[pos + 1:]
+    body, nl = (line[:-1], b"\n") if line.endswith(b"\n") else (line, b"")
+    tokens = body.split(b" ")
+    if kind == 3 and len(tokens) > 2:  # swap two tokens: keys out of order
+        i, j = rng.sample(range(1, len(tokens)), 2)
+        tokens[i], tokens[j] = tokens[j], tokens[i]
+    elif kind == 4 and len(tokens) > 1:  # duplicate a key
+        tokens.insert(rng.randrange(1, len(tokens) + 1), tokens[rng.randrange(1, len(tokens))])
+    elif kind == 5:  # drop the newline or use CRLF / a lone CR
+        return body + rng.choice([b"", b"\r\n", b"\r", b"\n\r"])
+    elif kind == 6 and len(tokens) > 1:  # drop a token
+        del tokens[rng.randrange(1, len(tokens))]
+    elif kind == 7 and len(tokens) > 1:  # empty a value or stretch it
+        i = rng.randrange(1, len(tokens))
+        key = tokens[i].partition(b"=")[0]
+        tokens[i] = key + b"=" + rng.choice([b"", b"x" * rng.randrange(1, 40), b"a=b"])
+    return b" ".join(tokens) + nl
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.binary(max_size=60), max_size=30))
+def test_random_byte_lines(raw: list[bytes]):
+    assert_same(_from_lines(raw))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=12).map(b"".join), max_size=30))
+def test_random_token_soup(raw: list[bytes]):
+    assert_same(_from_lines(raw))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=2**32 - 1), st.integers(min_value=1, max_value=60))
+def test_mutated_real_lines(seed: int, count: int):
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(count):
+        line = rng.choice(_REAL_LINES)
+        for _ in range(rng.randrange(0, 3)):
+            line = _mutate(line, rng)
+        lines.append(line)
+    as_array = _from_lines(lines)
+    assert_same(as_array)
+    # The same bytes as one chunk, cut into lines the way the parser does.
+    chunk, _ = split_lines(b"".join(lines) + b"\n")
+    assert_same(chunk)
