@@ -9,6 +9,7 @@ operations.  Memory is bounded by the chunk size, not by the log.
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import queue
 import threading
@@ -211,9 +212,17 @@ class TreedumpParser:
     a sink they are kept in memory and returned by :meth:`finish`.
     """
 
-    def __init__(self, options: ParseOptions | None = None, sink: Callable[[pa.Table], None] | None = None):
+    def __init__(
+        self,
+        options: ParseOptions | None = None,
+        sink: Callable[[pa.Table], None] | None = None,
+        deferred_sink: Callable[[Callable[[], pa.Table]], None] | None = None,
+    ):
         self.options = options or ParseOptions()
         self._sink = sink
+        # Receives a zero-argument function that builds the chunk's table, so the conversion to
+        # Arrow runs on the writer's thread instead of the main one.
+        self._deferred_sink = deferred_sink
         self._tables: list[pa.Table] = []
         self.searches: list[SearchState] = []
         self.warnings: list[str] = []
@@ -768,73 +777,18 @@ class TreedumpParser:
         )
 
     def _write(self, rows: pl.DataFrame, by_id: dict[int, SearchState], present: list[int]) -> None:
-        unit = pl.col("_unit")
-        frame = rows.select(
-            pl.col("search").cast(pl.Int32),
-            pl.col("iter").cast(pl.Int16),
-            pl.col("seq"),
-            pl.col("line"),
-            pl.col("tag"),
-            pl.col("ctx"),
-            pl.col("path"),
-            pl.col("ply").cast(pl.Int16, strict=False),
-            pl.col("move"),
-            pl.col("null_move"),
-            pl.col("mn").cast(pl.Int16, strict=False),
-            (pl.col("d") / unit).cast(pl.Float32).alias("depth"),
-            (pl.col("nd") / unit).cast(pl.Float32).alias("new_depth"),
-            (pl.col("red") / unit).cast(pl.Float32).alias("reduction"),
-            pl.col("act"),
-            pl.col("kind"),
-            pl.col("a").cast(pl.Int32, strict=False).alias("alpha"),
-            pl.col("b").cast(pl.Int32, strict=False).alias("beta"),
-            pl.col("score").cast(pl.Int32, strict=False),
-            pl.col("bound"),
-            pl.col("nt").alias("node_type"),
-            pl.col("see").cast(pl.Int32, strict=False),
-            pl.col("hist"),
-            pl.col("why"),
-            pl.col("extra"),
-            pl.col("problem"),
-        )
-        table = frame.to_arrow()
-        search_arr = table.column("search").to_numpy().astype(np.int64)
-        base = min(present)
-        columns = {}
-        for name in ("engine", "position", "fen", "phase"):
-            # One dictionary entry per distinct value (several searches often share an engine or phase).
-            per_search = {s: _search_constant(by_id[s], name) for s in present}
-            values = list(dict.fromkeys(per_search.values()))
-            code_of = {v: i for i, v in enumerate(values)}
-            codes = np.full(max(present) - base + 1, -1, dtype=np.int32)
-            for s, v in per_search.items():
-                codes[s - base] = code_of[v]
-            row_codes = codes[search_arr - base]
-            dictionary = pa.array(values, type=pa.string())
-            indices = pa.array(row_codes, type=pa.int32())
-            if any(v is None for v in values):
-                # A null value is a null index, not a null dictionary entry (Arrow cannot unify those).
-                null_code = code_of[None]
-                dictionary = pa.array([v if v is not None else "" for v in values], type=pa.string())
-                indices = pa.array(row_codes, type=pa.int32(), mask=row_codes == null_code)
-            columns[name] = pa.DictionaryArray.from_arrays(indices, dictionary)
-        arrays = []
-        for fld in RECORDS_SCHEMA:
-            if fld.name in columns:
-                arrays.append(columns[fld.name])
-                continue
-            col = table.column(fld.name)
-            if fld.type == DICT_STR:
-                # Encoded before the cast, so only the (small) dictionary is converted to string.
-                col = pc.dictionary_encode(col).cast(DICT_STR)
-            elif col.type != fld.type:
-                col = col.cast(fld.type)
-            arrays.append(col)
-        out = pa.Table.from_arrays(arrays, schema=RECORDS_SCHEMA)
-        if self._sink is not None:
-            self._sink(out)
+        """Hand the chunk's records on; the conversion only needs each search's constants, taken here."""
+        constants = {
+            name: {s: _search_constant(by_id[s], name) for s in present}
+            for name in ("engine", "position", "fen", "phase")
+        }
+        build = functools.partial(_records_table, rows, constants, present)
+        if self._deferred_sink is not None:
+            self._deferred_sink(build)
+        elif self._sink is not None:
+            self._sink(build())
         else:
-            self._tables.append(out)
+            self._tables.append(build())
 
     # ------------------------------------------------------------------ finish
     def finish(self) -> ParseResult:
@@ -981,6 +935,77 @@ def _iterations_by_search(rows: pl.DataFrame, iter_events: list) -> pl.Series:
     return pl.select(pl.when(pl.Series(valid)).then(values).otherwise(None).alias("iter")).to_series()
 
 
+def _records_table(rows: pl.DataFrame, constants: dict[str, dict[int, str | None]], present: list[int]) -> pa.Table:
+    """One chunk's assembled rows as a RECORDS_SCHEMA table (depths to plies, strings dictionary-encoded).
+
+    ``constants`` gives, per per-search column (engine, position, fen, phase),
+    each present search's value.  Pure: safe to run on the writer thread.
+    """
+    unit = pl.col("_unit")
+    frame = rows.select(
+        pl.col("search").cast(pl.Int32),
+        pl.col("iter").cast(pl.Int16),
+        pl.col("seq"),
+        pl.col("line"),
+        pl.col("tag"),
+        pl.col("ctx"),
+        pl.col("path"),
+        pl.col("ply").cast(pl.Int16, strict=False),
+        pl.col("move"),
+        pl.col("null_move"),
+        pl.col("mn").cast(pl.Int16, strict=False),
+        (pl.col("d") / unit).cast(pl.Float32).alias("depth"),
+        (pl.col("nd") / unit).cast(pl.Float32).alias("new_depth"),
+        (pl.col("red") / unit).cast(pl.Float32).alias("reduction"),
+        pl.col("act"),
+        pl.col("kind"),
+        pl.col("a").cast(pl.Int32, strict=False).alias("alpha"),
+        pl.col("b").cast(pl.Int32, strict=False).alias("beta"),
+        pl.col("score").cast(pl.Int32, strict=False),
+        pl.col("bound"),
+        pl.col("nt").alias("node_type"),
+        pl.col("see").cast(pl.Int32, strict=False),
+        pl.col("hist"),
+        pl.col("why"),
+        pl.col("extra"),
+        pl.col("problem"),
+    )
+    table = frame.to_arrow()
+    search_arr = table.column("search").to_numpy().astype(np.int64)
+    base = min(present)
+    columns = {}
+    for name in ("engine", "position", "fen", "phase"):
+        # One dictionary entry per distinct value (several searches often share an engine or phase).
+        per_search = constants[name]
+        values = list(dict.fromkeys(per_search.values()))
+        code_of = {v: i for i, v in enumerate(values)}
+        codes = np.full(max(present) - base + 1, -1, dtype=np.int32)
+        for s, v in per_search.items():
+            codes[s - base] = code_of[v]
+        row_codes = codes[search_arr - base]
+        dictionary = pa.array(values, type=pa.string())
+        indices = pa.array(row_codes, type=pa.int32())
+        if any(v is None for v in values):
+            # A null value is a null index, not a null dictionary entry (Arrow cannot unify those).
+            null_code = code_of[None]
+            dictionary = pa.array([v if v is not None else "" for v in values], type=pa.string())
+            indices = pa.array(row_codes, type=pa.int32(), mask=row_codes == null_code)
+        columns[name] = pa.DictionaryArray.from_arrays(indices, dictionary)
+    arrays = []
+    for fld in RECORDS_SCHEMA:
+        if fld.name in columns:
+            arrays.append(columns[fld.name])
+            continue
+        col = table.column(fld.name)
+        if fld.type == DICT_STR:
+            # Encoded before the cast, so only the (small) dictionary is converted to string.
+            col = pc.dictionary_encode(col).cast(DICT_STR)
+        elif col.type != fld.type:
+            col = col.cast(fld.type)
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=RECORDS_SCHEMA)
+
+
 def _search_constant(state: SearchState, name: str) -> str | None:
     return {"engine": state.dialect.name, "position": state.position, "fen": state.fen, "phase": state.phase}[name]
 
@@ -1040,7 +1065,7 @@ def parse_to_parquet(
     out = str(out)
     with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer, \
             _BackgroundSink(writer.write) as sink:
-        parser = TreedumpParser(parser_options, sink=sink.put)
+        parser = TreedumpParser(parser_options, deferred_sink=sink.put)
         for path in paths:
             with open_log(path) as stream:
                 parser.parse_stream(stream, str(path), progress)
@@ -1072,7 +1097,7 @@ class _BackgroundSink:
                 return
             if self._error is None:
                 try:
-                    self._sink(item)
+                    self._sink(item() if callable(item) else item)
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                     self._error = exc
 
@@ -1080,9 +1105,10 @@ class _BackgroundSink:
         if self._error is not None:
             raise self._error
 
-    def put(self, table: pa.Table) -> None:
+    def put(self, item: "pa.Table | Callable[[], pa.Table]") -> None:
+        """Queue a table, or a function that builds one (called on the worker thread)."""
         self._check()
-        self._queue.put(table)
+        self._queue.put(item)
 
     def drain(self) -> None:
         self._queue.put(None)
