@@ -16,16 +16,17 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterable, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Iterable, Sequence
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from treediff.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 from treediff.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA, searches_path_for
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -141,7 +142,12 @@ def _is_parquet(path: Path) -> bool:
         return False
 
 
-_ENGINE_PARTITIONING = pads.partitioning(pa.schema([pa.field("engine", pa.string())]), flavor="hive")
+def _engine_partitioning():
+    """Hive partitioning by engine name.  pyarrow.dataset is imported here, not at module level,
+    because it pulls in pandas, which `treediff parse` never needs."""
+    import pyarrow.dataset as pads
+
+    return pads, pads.partitioning(pa.schema([pa.field("engine", pa.string())]), flavor="hive")
 
 
 def is_dataset_dir(path: str | os.PathLike) -> bool:
@@ -167,7 +173,8 @@ def read_dataset_searches(path: Path) -> pa.Table:
     srch_schema = pa.unify_schemas(
         [pa.schema([pa.field("engine", pa.string())])] + [s.remove(s.get_field_index("engine")) if "engine" in s.names else s for s in file_schemas]
     )
-    searches = pads.dataset(search_files, format="parquet", partitioning=_ENGINE_PARTITIONING,
+    pads, partitioning = _engine_partitioning()
+    searches = pads.dataset(search_files, format="parquet", partitioning=partitioning,
                             partition_base_dir=str(srch_dir), schema=srch_schema)
     return searches.to_table()
 
@@ -185,7 +192,8 @@ def read_dataset_records(path: Path, columns: Sequence[str] | None = None, files
         return empty.select(list(columns)) if columns else empty
     source = list(files) if files is not None else rec_dir
     kwargs = {"partition_base_dir": str(rec_dir)} if files is not None else {}
-    records = pads.dataset(source, format="parquet", partitioning=_ENGINE_PARTITIONING,
+    pads, partitioning = _engine_partitioning()
+    records = pads.dataset(source, format="parquet", partitioning=partitioning,
                            schema=_dataset_records_schema(), **kwargs)
     table = records.to_table(columns=list(columns) if columns else None, filter=filter)
     if "engine" in table.column_names:
@@ -246,6 +254,8 @@ def _read_input_with_warnings(
 
 def _concat_keeping_categories(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """``pd.concat`` that keeps categorical columns categorical (one shared category list)."""
+    import pandas as pd  # not at module level: `treediff parse` never needs pandas
+
     if len(frames) == 1:
         return frames[0]
     frames = [f.copy(deep=False) for f in frames]
