@@ -125,15 +125,34 @@ class LocalExecutor:
         finally:
             self.close()
 
-    def abort(self) -> None:
-        """Stop now: queued tasks are dropped; running ones are unwound by SIGTERM (engines killed)."""
+    def abort(self, grace: float = 5.0) -> None:
+        """Stop now: queued tasks are dropped; running ones are unwound by SIGTERM (engines killed).
+
+        A worker can be mid-start (the pool spawns them on demand) when this
+        runs, so the workers are looked up again until all are gone; one that
+        has not exited ``grace`` seconds after SIGTERM gets SIGKILL.
+        """
         pool = self._pool
         if pool is None:
             return
+        # The pool's own table of workers (shutdown below drops the attribute, not the table).
+        processes = getattr(pool, "_processes", None) or {}
+        # No new workers or tasks from here on; pending tasks are cancelled.
+        pool.shutdown(wait=False, cancel_futures=True)
         # ProcessPoolExecutor has no public way to stop running work before Python 3.14.
-        for process in list(getattr(pool, "_processes", {}).values()):
-            if process.is_alive():
-                process.terminate()
+        signalled: dict[int, float] = {}
+        deadline = time.monotonic() + grace
+        while True:
+            alive = [p for p in list(processes.values()) if p.is_alive()]
+            if not alive:
+                break
+            for process in alive:
+                if process.pid not in signalled:
+                    process.terminate()
+                    signalled[process.pid] = time.monotonic()
+                elif time.monotonic() > deadline:
+                    process.kill()
+            time.sleep(0.05)
         pool.shutdown(wait=True, cancel_futures=True)
         self._pool = None
 
