@@ -129,9 +129,18 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
         shared = sorted(set(loaded_a.searches["position"].astype(str)) & set(loaded_b.searches["position"].astype(str)))
         divergences, kinds, align_notes = divergences_by_position(
             _side(loaded_a.records, engine_a), _side(loaded_b.records, engine_b), shared, n=top)
-        if len(divergences):
-            result.divergences, result.divergence_kinds = divergences, kinds.reset_index()
-        notes += align_notes
+        notes += _attach_divergences(result, divergences, kinds, align_notes)
+    _emit_comparison(result, notes, fmt, output)
+
+
+def _attach_divergences(result, divergences, kinds, align_notes: list[str]) -> list[str]:
+    """Put the aligner's tables into the comparison (when any position aligned); returns its notes."""
+    if len(divergences):
+        result.divergences, result.divergence_kinds = divergences, kinds.reset_index()
+    return align_notes
+
+
+def _emit_comparison(result, notes: list[str], fmt: str, output: str | None) -> None:
     extra = {"label_a": result.label_a, "label_b": result.label_b,
              "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
     emit(result.sections(), fmt, output, extra_json=extra, notes=notes)
@@ -160,12 +169,8 @@ def _compare_datasets(a, b, fmt, output, allow_different_positions, engine_a, en
         side_b = select_source_engine(source_b, engine_b, "B")
         shared = sorted(set(source_a.searches["position"].astype(str)) & set(source_b.searches["position"].astype(str)))
         divergences, kinds, align_notes = _divergences_per_partition(side_a, side_b, shared, top)
-        if len(divergences):
-            result.divergences, result.divergence_kinds = divergences, kinds.reset_index()
-        notes += align_notes
-    extra = {"label_a": result.label_a, "label_b": result.label_b,
-             "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
-    emit(result.sections(), fmt, output, extra_json=extra, notes=notes)
+        notes += _attach_divergences(result, divergences, kinds, align_notes)
+    _emit_comparison(result, notes, fmt, output)
 
 
 def _divergences_per_partition(source_a, source_b, shared: list[str], n: int):
