@@ -58,3 +58,44 @@ def test_pins_and_ambiguity():
     assert free.resolve("Nge7") == "g8e7"
     assert free.resolve("Nd4/Nxd4") == "c6d4/f3d4"
     assert free.resolve("Nd4/Qe2/Qxe2") is None  # Qe2 is legal, but then black's queen cannot take on e2
+
+
+def _random_positions(games: int, plies: int, seed: int = 7):
+    """Positions of seeded random games (checks, captures, en passant, castling and promotions arise)."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(games):
+        board = chess.Board()
+        for _ in range(plies):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            yield board.copy(stack=False)
+            board.push(rng.choice(moves))
+
+
+def test_resolution_agrees_with_python_chess_parse_san_on_random_games():
+    # The oracle is python-chess's own parse_san: every legal move's SAN resolves to it, and SAN
+    # seen in other positions resolves exactly when parse_san accepts it, to the same move.
+    seen_elsewhere: list[str] = []
+    coverage = {"check": 0, "en passant": 0, "castling": 0, "promotion": 0, "foreign": 0}
+    for board in _random_positions(games=25, plies=70):
+        resolver = PathResolver(board.fen())
+        coverage["check"] += board.is_check()
+        for move in board.legal_moves:
+            san = board.san(move)
+            assert resolver.resolve(san) == move.uci(), (board.fen(), san)
+            assert resolver.resolve(move.uci()) == move.uci(), (board.fen(), move.uci())
+            coverage["en passant"] += board.is_en_passant(move)
+            coverage["castling"] += board.is_castling(move)
+            coverage["promotion"] += move.promotion is not None
+            seen_elsewhere.append(san)
+        for token in seen_elsewhere[-400::7]:
+            try:
+                expected = board.parse_san(token).uci()
+            except ValueError:
+                expected = None
+            assert resolver.resolve(token) == expected, (board.fen(), token)
+            coverage["foreign"] += 1
+    assert all(n > 0 for n in coverage.values()), coverage

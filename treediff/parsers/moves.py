@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Callable
-
 import chess
 import polars as pl
 
@@ -45,10 +43,6 @@ def normalize_coord_paths(paths: pl.Series, null_spellings: tuple[str, ...]) -> 
         for _ in range(2):
             out = out.str.replace_all(rf"(^|/){escaped}(/|$)", r"${1}0000${2}")
     return out.replace("-", "")
-
-
-class UnresolvedMove(ValueError):
-    """A move that is not legal (or not parseable) in its position."""
 
 
 # Token shapes, as parsed by _parse_token (board-independent, so cached by spelling).
@@ -97,188 +91,297 @@ def _parse_token(token: str) -> tuple:
     )
 
 
-def _san_to_move(board: chess.Board, token: str, is_legal: Callable[[chess.Move], bool] | None = None) -> chess.Move:
-    """Resolve one move token (SAN, UCI or a null spelling) in ``board``.
+_SQUARE_NAMES = chess.SQUARE_NAMES
+_PROMOTION_LETTER = {None: "", chess.KNIGHT: "n", chess.BISHOP: "b", chess.ROOK: "r", chess.QUEEN: "q"}
+_BB_SQUARES = chess.BB_SQUARES
 
-    ``is_legal`` answers ``board.is_legal`` (:class:`_Legality` does it cheaper
-    when many moves are tested in the same position).
-    """
-    legal = is_legal or board.is_legal
-    spec = _parse_token(token)
-    shape = spec[0]
-    if shape == _NULL:
+
+def _uci(move: chess.Move) -> str:
+    """``move.uci()`` for a non-null, non-drop move, without the method's general cases."""
+    return _SQUARE_NAMES[move.from_square] + _SQUARE_NAMES[move.to_square] + _PROMOTION_LETTER[move.promotion]
+
+
+_MISSING = object()
+_SQUARE_INDEX = {name: i for i, name in enumerate(chess.SQUARE_NAMES)}
+_PROMOTION_OF = {"": None, "n": chess.KNIGHT, "b": chess.BISHOP, "r": chess.ROOK, "q": chess.QUEEN}
+
+
+def _move_of_uci(uci: str) -> chess.Move:
+    """``chess.Move.from_uci`` for a UCI string this module made (or ``0000``), without re-validating it."""
+    if uci == NULL_UCI:
         return chess.Move.null()
-    if shape == _UCI:
-        if legal(spec[1]):
-            return spec[1]
-        # Stays unresolved rather than guessed: a UCI-shaped token must be legal.
-        raise UnresolvedMove(token)
-    color = board.turn
-    if shape == _CASTLE:
-        rank = 0 if color == chess.WHITE else 7
-        move = chess.Move(chess.square(4, rank), chess.square(2 if spec[1] else 6, rank))
-        if legal(move):
-            return move
-        raise UnresolvedMove(token)
-    if shape == _PAWN:
-        # The origin follows from file, colour and what stands in front.
-        _, from_file, to_sq, promotion = spec
-        step = 8 if color == chess.WHITE else -8
-        if from_file is not None:
-            from_sq = chess.square(from_file, chess.square_rank(to_sq - step))
-        else:
-            from_sq = to_sq - step
-            if board.piece_type_at(from_sq) != chess.PAWN and 0 <= to_sq - 2 * step < 64:
-                from_sq = to_sq - 2 * step
-        move = chess.Move(from_sq, to_sq, promotion=promotion)
-        if legal(move):
-            return move
-        raise UnresolvedMove(token)
-    if shape != _PIECE:
-        raise UnresolvedMove(token)
-    _, piece_type, file, rank, to_sq = spec
-    candidates = board.pieces_mask(piece_type, color) & board.attackers_mask(color, to_sq)
-    if file is not None:
-        candidates &= chess.BB_FILES[file]
-    if rank is not None:
-        candidates &= chess.BB_RANKS[rank]
-    if board.occupied_co[color] & chess.BB_SQUARES[to_sq]:
-        raise UnresolvedMove(token)  # no candidate is pseudo-legal: the target holds our own piece
-    # Each candidate now stands on its square, is ours and attacks a square we may enter:
-    # a pseudo-legal move, so only the king's safety is left to test.
-    safe = getattr(legal, "is_safe", legal)
-    found = None
-    for from_sq in chess.scan_forward(candidates):
-        move = chess.Move(from_sq, to_sq)
-        if safe(move):
-            if found is not None:
-                raise UnresolvedMove(token)  # ambiguous
-            found = move
-    if found is None:
-        raise UnresolvedMove(token)
-    return found
+    return chess.Move(_SQUARE_INDEX[uci[0:2]], _SQUARE_INDEX[uci[2:4]], _PROMOTION_OF[uci[4:]])
 
 
 class _Legality:
-    """``board.is_legal`` for many moves in one position: the king, its checkers and the pinned
-    pieces are found once, not for every move (python-chess recomputes them on each call)."""
+    """One position: its legality tests, and the tokens already resolved in it.
 
-    __slots__ = ("board", "moves", "_king", "_checkers", "_blockers")
+    python-chess's ``board.is_legal`` finds the king, its checkers and the
+    pinned pieces again on every call; here they are found once per position,
+    and SAN moves, whose shape already says a lot, are tested with what is
+    left to test (e.g. a knight found by its attack pattern is pseudo-legal,
+    so only the king's safety is checked).  Tested square by square against
+    ``board.is_legal`` (tests/parsers/test_moves.py).
+    """
 
-    def __init__(self, board: chess.Board):
+    __slots__ = ("board", "moves", "uci_path", "_king", "_checkers", "_blockers")
+
+    def __init__(self, board: chess.Board, uci_path: str = ""):
         self.board = board
-        #: Tokens already resolved in this position (None: does not resolve).
-        self.moves: dict[str, chess.Move | None] = {}
+        #: The UCI path from the search's root to this position ("" at the root).
+        self.uci_path = uci_path
+        #: Tokens already resolved in this position, as UCI moves (None: does not resolve).
+        self.moves: dict[str, str | None] = {}
         self._king: int | None = -1  # -1: not computed yet
+        self._checkers = 0
+        self._blockers = 0
 
-    def resolve(self, token: str) -> chess.Move | None:
-        """``token`` as a move in this position, None if it does not resolve (memoized)."""
-        try:
-            return self.moves[token]
-        except KeyError:
-            pass
-        try:
-            move: chess.Move | None = _san_to_move(self.board, token, self)
-        except (UnresolvedMove, ValueError, IndexError):
-            move = None
-        self.moves[token] = move
-        return move
+    # ----------------------------------------------------------------- tokens
+    def resolve(self, token: str) -> str | None:
+        """``token`` as a UCI move in this position (``0000`` for a null move), None if it does not resolve."""
+        uci = self.moves.get(token, _MISSING)
+        if uci is _MISSING:
+            try:
+                uci = self._resolve_new(token)
+            except (ValueError, IndexError):
+                uci = None
+            self.moves[token] = uci
+        return uci  # type: ignore[return-value]
 
+    def _resolve_new(self, token: str) -> str | None:
+        spec = _parse_token(token)
+        shape = spec[0]
+        if shape == _PIECE:
+            return self._piece_move(spec[1], spec[2], spec[3], spec[4])
+        if shape == _PAWN:
+            return self._pawn_move(spec[1], spec[2], spec[3])
+        if shape == _NULL:
+            return NULL_UCI
+        if shape == _UCI:
+            # Stays unresolved rather than guessed: a UCI-shaped token must be legal.
+            return _uci(spec[1]) if self(spec[1]) else None
+        if shape == _CASTLE:
+            # Only a castling move: with a rook on e1 and the king elsewhere, e1g1 is a rook move.
+            board = self.board
+            side = board.is_queenside_castling if spec[1] else board.is_kingside_castling
+            for move in board.generate_castling_moves():
+                if side(move) and board.is_legal(move):
+                    return _uci(move)
+            return None
+        return None
+
+    def _pawn_move(self, from_file: int | None, to_sq: int, promotion: int | None) -> str | None:
+        """A pawn push (``from_file`` None) or capture: the origin follows from file, colour and what stands in front."""
+        board = self.board
+        white = board.turn == chess.WHITE
+        to_rank = to_sq >> 3
+        from_rank = to_rank - 1 if white else to_rank + 1
+        if not 0 <= from_rank <= 7 or (promotion is not None) != (to_rank == (7 if white else 0)):
+            return None  # off the board; a move to the last rank must promote, and only there
+        ours = board.pawns & board.occupied_co[board.turn]
+        to_mask = _BB_SQUARES[to_sq]
+        if from_file is None:
+            if board.occupied & to_mask:
+                return None
+            from_sq = from_rank * 8 + (to_sq & 7)
+            if not ours & _BB_SQUARES[from_sq]:
+                # A double step: from the start rank, over an empty square.
+                if to_rank != (3 if white else 4) or board.occupied & _BB_SQUARES[from_sq]:
+                    return None
+                from_sq = from_sq - 8 if white else from_sq + 8
+                if not ours & _BB_SQUARES[from_sq]:
+                    return None
+        else:
+            if abs(from_file - (to_sq & 7)) != 1:
+                return None
+            from_sq = from_rank * 8 + from_file
+            if not ours & _BB_SQUARES[from_sq]:
+                return None
+            if not board.occupied_co[not board.turn] & to_mask:
+                # Nothing to take: en passant or nothing; python-chess knows en passant's special cases.
+                move = chess.Move(from_sq, to_sq, promotion)
+                return _uci(move) if board.is_legal(move) else None
+        if not self._safe(from_sq, to_sq, promotion):
+            return None
+        return _SQUARE_NAMES[from_sq] + _SQUARE_NAMES[to_sq] + _PROMOTION_LETTER[promotion]
+
+    def _piece_move(self, piece_type: int, file: int | None, rank: int | None, to_sq: int) -> str | None:
+        """A piece move: the one piece of that type that attacks ``to_sq`` (and stands on file/rank if given)."""
+        board = self.board
+        color = board.turn
+        if board.occupied_co[color] & _BB_SQUARES[to_sq]:
+            return None  # the target holds our own piece
+        occupied = board.occupied
+        if piece_type == chess.KNIGHT:
+            attacks = chess.BB_KNIGHT_ATTACKS[to_sq]
+        elif piece_type == chess.KING:
+            attacks = chess.BB_KING_ATTACKS[to_sq]
+        else:
+            # A slider reaches to_sq from where to_sq's rays, stopped by the first piece, reach.
+            attacks = 0
+            if piece_type != chess.ROOK:
+                attacks = chess.BB_DIAG_ATTACKS[to_sq][chess.BB_DIAG_MASKS[to_sq] & occupied]
+            if piece_type != chess.BISHOP:
+                attacks |= (chess.BB_RANK_ATTACKS[to_sq][chess.BB_RANK_MASKS[to_sq] & occupied]
+                            | chess.BB_FILE_ATTACKS[to_sq][chess.BB_FILE_MASKS[to_sq] & occupied])
+        candidates = board.pieces_mask(piece_type, color) & attacks
+        if file is not None:
+            candidates &= chess.BB_FILES[file]
+        if rank is not None:
+            candidates &= chess.BB_RANKS[rank]
+        # Each candidate is ours and reaches a square we may enter: a pseudo-legal move,
+        # so only the king's safety is left to test.
+        if not candidates & (candidates - 1):  # zero or one candidate
+            if candidates and self._safe(candidates.bit_length() - 1, to_sq):
+                return _SQUARE_NAMES[candidates.bit_length() - 1] + _SQUARE_NAMES[to_sq]
+            return None
+        found = None
+        for from_sq in chess.scan_forward(candidates):
+            if self._safe(from_sq, to_sq):
+                if found is not None:
+                    return None  # ambiguous
+                found = from_sq
+        return None if found is None else _SQUARE_NAMES[found] + _SQUARE_NAMES[to_sq]
+
+    # ------------------------------------------------------------------ moves
     def __call__(self, move: chess.Move) -> bool:
+        """``board.is_legal(move)`` for any move."""
         return self.board.is_pseudo_legal(move) and self.is_safe(move)
 
-    def is_safe(self, move: chess.Move) -> bool:
-        """Legality of a move already known to be pseudo-legal: it does not leave the king in check."""
+    def _king_facts(self) -> None:
         board = self.board
+        self._king = board.king(board.turn)
+        if self._king is not None:
+            self._checkers = board.attackers_mask(not board.turn, self._king)
+            self._blockers = board._slider_blockers(self._king)
+
+    def is_safe(self, move: chess.Move) -> bool:
+        """Legality of any move already known to be pseudo-legal: it does not leave the king in check."""
         if self._king == -1:
-            self._king = board.king(board.turn)
-            if self._king is not None:
-                self._checkers = board.attackers_mask(not board.turn, self._king)
-                self._blockers = board._slider_blockers(self._king)
+            self._king_facts()
         if self._king is None:
             return True  # as board.is_legal: no king, nothing can be left in check
         if self._checkers:
-            return board.is_legal(move)  # evasions: python-chess's own path
-        return board._is_safe(self._king, self._blockers, move)
+            return self.board.is_legal(move)  # evasions: python-chess's own path
+        return self.board._is_safe(self._king, self._blockers, move)
+
+    def _safe(self, from_sq: int, to_sq: int, promotion: int | None = None) -> bool:
+        """:meth:`is_safe` for a pseudo-legal move that is neither castling nor en passant."""
+        king = self._king
+        if king == -1:
+            self._king_facts()
+            king = self._king
+        if king is None:
+            return True
+        if self._checkers:
+            return self.board.is_legal(chess.Move(from_sq, to_sq, promotion))
+        if from_sq == king:
+            return not self.board.is_attacked_by(not self.board.turn, to_sq)
+        return not self._blockers & _BB_SQUARES[from_sq] or bool(chess.ray(from_sq, to_sq) & _BB_SQUARES[king])
+
+    def child(self, token: str) -> _Legality | None:
+        """The position after ``token`` (None if it does not resolve)."""
+        uci = self.resolve(token)
+        if uci is None:
+            return None
+        board = self.board.copy(stack=False)
+        board.push(_move_of_uci(uci))
+        return _Legality(board, f"{self.uci_path}/{uci}" if self.uci_path else uci)
 
 
-#: Paths remembered per search (about 250 bytes each): enough for the re-searches of iterative
-#: deepening and for RESULT lines, which repeat the path of a recent MOVE.
-_CACHE_ENTRIES = 500_000
+#: Positions kept per search (a board and its resolved tokens, about 2 kB each): enough for the
+#: current path, its recent siblings, and much of the previous iteration of iterative deepening.
+_CACHE_POSITIONS = 50_000
 
 
 class PathResolver:
     """Converts move paths of one search into UCI, replaying them from the search's FEN.
 
-    Trace lines come depth-first, so consecutive paths mostly share their
-    parent: the boards along the current parent path stay on a stack, and the
-    parent of the previous path is recognized without splitting the new one.
+    Every position reached is kept by its raw path (up to
+    :data:`_CACHE_POSITIONS`), with the moves already resolved in it: trace
+    lines come depth-first and iterative deepening revisits the same nodes,
+    so most paths find their parent position there and each distinct
+    (parent path, move) is converted once.
     """
 
     def __init__(self, fen: str | None):
-        self.board: chess.Board | None = None
+        board: chess.Board | None = None
         if fen:
             try:
-                self.board = chess.Board(fen)
+                board = chess.Board(fen)
             except ValueError:
-                self.board = None
-        self._root_legality = _Legality(self.board) if self.board is not None else None
-        # Stack of (token, UCI path up to and including it, board after the move, its legality test).
-        self._stack: list[tuple[str, str, chess.Board, _Legality]] = []
-        # The raw parent path the stack stands at (None: unknown), and the stack's top.
-        self._at: str | None = ""
-        self._cache: dict[tuple[str, str], str | None] = {}
+                board = None
+        self.board = board
+        self._root = _Legality(board) if board is not None else None
+        self._positions: dict[str, _Legality | None] = {}
 
-    def _board_at(self, tokens: list[str]) -> tuple[_Legality | None, str]:
-        """Board (with its legality test) after ``tokens`` and their UCI path; (None, "") if they do not resolve."""
-        assert self.board is not None and self._root_legality is not None
-        stack = self._stack
-        common = 0
-        limit = min(len(stack), len(tokens))
-        while common < limit and stack[common][0] == tokens[common]:
-            common += 1
-        del stack[common:]
-        legality = stack[-1][3] if stack else self._root_legality
-        for token in tokens[common:]:
-            move = legality.resolve(token)
-            if move is None:
-                return None, ""
-            board = legality.board.copy(stack=False)
-            board.push(move)
-            legality = _Legality(board)
-            uci = move.uci() if move else NULL_UCI
-            stack.append((token, f"{stack[-1][1]}/{uci}" if stack else uci, board, legality))
-        return legality, stack[-1][1] if stack else ""
+    def _position(self, path: str) -> _Legality | None:
+        """The position after raw ``path`` ("" is the root); None if a move on the way does not resolve."""
+        positions = self._positions
+        try:
+            return positions[path]
+        except KeyError:
+            pass
+        if len(positions) >= _CACHE_POSITIONS:
+            positions.clear()
+        # Walk up to the nearest known ancestor, then down, remembering every position on the way.
+        todo = []
+        node: _Legality | None = None
+        at = path
+        while at:
+            node = positions.get(at, False)  # type: ignore[arg-type]
+            if node is not False:
+                break
+            parent, _, last = at.rpartition("/")
+            todo.append((at, last))
+            at = parent
+        else:
+            node = self._root
+        for at, last in reversed(todo):
+            node = node.child(last) if node is not None else None
+            positions[at] = node
+        return node
 
     def resolve(self, path: str) -> str | None:
         """The UCI path for ``path`` (``-`` or ``""`` is the root); None if a move does not resolve."""
         if path in ("-", ""):
             return ""
-        if self.board is None:
+        if self._root is None:
             return None
-        parent, _, last = path.rpartition("/")
-        key = (parent, last)
-        cached = self._cache.get(key, False)
-        if cached is not False:
-            return cached  # type: ignore[return-value]
-        legality: _Legality | None
-        if parent == self._at:
-            # A sibling of the previous path: the stack already stands at the parent.
-            legality = self._stack[-1][3] if self._stack else self._root_legality
-            parent_uci = self._stack[-1][1] if self._stack else ""
-        else:
-            legality, parent_uci = self._board_at(parent.split("/") if parent else [])
-            self._at = parent if legality is not None else None
-        result: str | None = None
-        if legality is not None:
-            move = legality.resolve(last)
-            if move is not None:
-                uci = move.uci() if move else NULL_UCI
-                result = f"{parent_uci}/{uci}" if parent_uci else uci
-        if len(self._cache) > _CACHE_ENTRIES:
-            self._cache.clear()
-        self._cache[key] = result
-        return result
+        return self.resolve_many([path])[0]
+
+    def resolve_many(self, paths: list[str]) -> list[str | None]:
+        """:meth:`resolve` for many paths of this search, in order."""
+        if self._root is None:
+            return [("" if p in ("-", "") else None) for p in paths]
+        positions = self._positions
+        out: list[str | None] = []
+        append = out.append
+        last_parent: str | None = None
+        node: _Legality | None = None
+        for path in paths:
+            parent, _, token = path.rpartition("/")
+            if parent != last_parent:
+                node = positions.get(parent) if parent else self._root
+                if node is None:
+                    node = self._position(parent)
+                last_parent = parent
+            if node is None:
+                append("" if path in ("-", "") else None)
+                continue
+            uci = node.moves.get(token, _MISSING)
+            if uci is _MISSING:
+                if not parent and path in ("-", ""):
+                    append("")  # the root
+                    continue
+                uci = node.resolve(token)
+            if uci is None:
+                append(None)
+            elif node.uci_path:
+                append(f"{node.uci_path}/{uci}")
+            else:
+                append(uci)
+        return out
 
     def resolve_move(self, token: str) -> str | None:
         """One root move (e.g. END ``best=``) in UCI, None if it does not resolve."""
@@ -287,5 +390,4 @@ class PathResolver:
 
 def resolve_paths(fen: str | None, paths: list[str]) -> list[str | None]:
     """UCI forms of ``paths`` of one search (None where a move does not resolve); for worker processes."""
-    resolver = PathResolver(fen)
-    return [resolver.resolve(p) for p in paths]
+    return PathResolver(fen).resolve_many(paths)
