@@ -12,24 +12,11 @@ normative description of every column.
 """
 from __future__ import annotations
 
-import enum
-
 import pyarrow as pa
 
+from treediff.taxonomy import Kind
+
 FORMAT_VERSION = 1
-
-
-class Kind(str, enum.Enum):
-    """The shared taxonomy of move-level decisions."""
-
-    SEARCH = "SEARCH"          #: searched at full (nominal) depth
-    REDUCE = "REDUCE"          #: searched at reduced depth (LMR)
-    RESEARCH = "RESEARCH"      #: re-searched after a reduced search beat alpha
-    EXTEND = "EXTEND"          #: searched with an extension
-    PRUNE = "PRUNE"            #: skipped without being searched
-    NULL_PROBE = "NULL_PROBE"  #: null-move probe
-    NODE_CUT = "NODE_CUT"      #: the node was cut by an aggregate test (ProbCut, null bail-out)
-    OTHER = "OTHER"            #: an act= value the dialect does not know
 
 
 KIND_VALUES = [k.value for k in Kind]

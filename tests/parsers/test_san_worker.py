@@ -77,3 +77,30 @@ def test_ctrl_c_reaps_the_worker_and_leaves_no_output(tmp_path, monkeypatch, wor
         parse_to_parquet([SAN_LOGS[0]], out)
     assert list(tmp_path.iterdir()) == []
     assert workers and all(w._proc.poll() is not None for w in workers)
+
+
+def test_unresolved_moves_from_the_worker_are_flagged_and_counted_in_order(tmp_path, monkeypatch, workers):
+    # Every 23rd MOVE gets a move that cannot be played (a king leap): the rows the worker resolved
+    # and the ones resolved here must be flagged alike, and the warnings must name the first lines.
+    lines = SAN_LOGS[0].read_text().splitlines(keepends=True)
+    moves = 0
+    corrupted = set()
+    for i, line in enumerate(lines):
+        if line.startswith("MOVE "):
+            moves += 1
+            if moves % 23 == 0:
+                head, _, rest = line.partition("path=")
+                path, _, tail = rest.partition(" ")
+                lines[i] = f"{head}path={path.rpartition('/')[0] + '/' if '/' in path else ''}Ka5 {tail}"
+                corrupted.add(i + 1)
+    log = tmp_path / "broken_crafty.log"
+    log.write_text("".join(lines))
+    alone = _in_process(monkeypatch, [log])
+    flagged_alone = [r["line"] for r in alone.records.to_pylist() if r["problem"] == "unresolved-move"]
+    assert set(flagged_alone) <= corrupted and len(flagged_alone) >= len(corrupted) // 2  # most leaps are illegal
+    with_worker = parse_logs([log])
+    assert workers
+    assert with_worker.records.to_pylist() == alone.records.to_pylist()
+    assert with_worker.warnings == alone.warnings
+    first_five = ", ".join(str(n) for n in sorted(flagged_alone)[:5])
+    assert any("does not resolve" in w and first_five in w for w in with_worker.warnings), with_worker.warnings

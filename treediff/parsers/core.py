@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from treediff.errors import InputError
 from treediff.io import AtomicParquetWriter, input_size, open_log, write_table_atomic
 from treediff.parsers import DIALECTS, Dialect, Notation, get_dialect
-from treediff.parsers.moves import UCI_PATH_PATTERN, NULL_UCI, PathResolver, normalize_coord_paths
+from treediff.parsers.moves import UCI_PATH_PATTERN, NULL_UCI, PathResolver, normalize_coord_paths, resolve_paths
 from treediff.parsers.san_worker import SanWorker, SanWorkerError
 from treediff.parsers.positions import (
     PositionBook,
@@ -62,7 +62,7 @@ SAN_WORKER_AFTER_PATHS = 100_000
 #: A search's paths in one chunk from which some go to the worker: below it, pickling costs more.
 SAN_SPLIT_MIN_PATHS = 2_000
 #: The worker's share of a split: the main thread also assembles the chunk, the worker only resolves.
-SAN_WORKER_SHARE = 0.6
+SAN_WORKER_SHARE = 0.7
 
 #: How the records file is encoded (measured in docs/PERFORMANCE.md: about 30% less CPU than the
 #: defaults for a file 8% smaller): zstd level 1, dictionaries only where the schema has them,
@@ -229,7 +229,11 @@ class TreedumpParser:
         self._current: SearchState | None = None
         self._released = 0  # searches before this index have dropped their move resolvers
         self._san_worker: SanWorker | None = None
+        self._san_pool: ThreadPoolExecutor | None = None  # talks to the worker, one request at a time
         self._san_worker_failed = False
+        self._san_aborting = False
+        # (problems, search, source lines, parts) per search part of each chunk, in order, until counted.
+        self._san_pending: collections.deque = collections.deque()
         self._san_paths = 0  # paths resolved against a board so far
         # (search, raw ctx label) -> (order, current ITER depth), carried from chunk to chunk.
         self._iter_carry: dict[tuple[int, str], tuple[int, int]] = {}
@@ -255,6 +259,7 @@ class TreedumpParser:
         searches_before = len(self.searches)
         reader = _ChunkReader(stream, source, progress)
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="treediff-tokenize")
+        finished = False
         try:
             ahead: tuple[Future, int] | None = None
             for lines, line_base in reader:
@@ -264,9 +269,11 @@ class TreedumpParser:
                 ahead = (future, line_base)
             if ahead is not None:
                 self._process_chunk(ahead[0].result(), ahead[1], source, problems)
+            self._account_unresolved(wait=True)
+            finished = True
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-            self._close_san_worker()
+            self._close_san_worker(abort=not finished)
         self._release_finished_searches(None)  # a search never spans two files
         pending, line_base = reader.tail, reader.line_base
         if pending.strip():
@@ -642,7 +649,7 @@ class TreedumpParser:
             pl.col("search").replace_strict(list(units), list(units.values()), return_dtype=pl.Float64).alias("_unit"),
             pl.col("search").replace_strict(list(dialects), list(dialects.values()), return_dtype=pl.String).alias("_dialect"),
         )
-        rows = self._normalize_paths(rows, by_id, problems)
+        rows, finish_paths = self._normalize_paths(rows, by_id, problems)
 
         # Kind from act: the (dialect, act) pairs every dialect declares; anything else is OTHER.
         rows = rows.with_columns(self._kind_expr(set(dialects.values())).alias("kind"))
@@ -661,30 +668,36 @@ class TreedumpParser:
         for search, act, n in other.iter_rows():
             by_id[search].other_acts[act] += n
 
-        self._write(rows, by_id, present)
+        self._write(rows, by_id, present, finish_paths)
 
-    def _resolve_many(self, state: SearchState, paths: list[str]) -> list[str | None]:
-        """UCI paths for one search's paths (None where a move does not resolve), in order.
+    def _resolve_many(self, state: SearchState, paths: list[str]) -> list["list[str | None] | Future"]:
+        """UCI paths for one search's paths (None where a move does not resolve), as consecutive parts.
 
         SAN resolution holds the GIL, so in large logs a long list is split:
         the tail (:data:`SAN_WORKER_SHARE`) goes to a worker process (started
-        on first need), the head is resolved here meanwhile.  Results are the
-        same either way: a path's UCI form depends only on the search's FEN.
+        on first need) and comes back as a :class:`Future`, which the writer
+        thread waits for, so this thread goes on with the next chunk.  Results
+        are the same either way: a path's UCI form depends only on the search's FEN.
         """
-        resolve = state.resolver.resolve
         self._san_paths += len(paths)
         worker = self._san_worker_for(len(paths))
         if worker is None:
-            return [resolve(p) for p in paths]
-        half = int(len(paths) * (1 - SAN_WORKER_SHARE))
+            return [state.resolver.resolve_many(paths)]
+        split = int(len(paths) * (1 - SAN_WORKER_SHARE))
+        assert self._san_pool is not None
+        tail = self._san_pool.submit(self._worker_round_trip, worker, state.search, state.fen, paths[split:])
+        return [state.resolver.resolve_many(paths[:split]), tail]
+
+    def _worker_round_trip(self, worker: SanWorker, search: int, fen: str | None, paths: list[str]) -> list[str | None]:
+        """Runs on the SAN thread: one request to the worker; if the worker fails, resolved right here."""
         try:
-            worker.submit(state.fen, paths[half:])
-            first = [resolve(p) for p in paths[:half]]
-            return first + worker.result()
+            worker.submit(search, fen, paths)
+            return worker.result()
         except SanWorkerError:
-            self._close_san_worker()
-            self._san_worker_failed = True  # no second attempt: resolve everything here
-            return [resolve(p) for p in paths]
+            if self._san_aborting:
+                raise
+            self._san_worker_failed = True  # no further requests: the main thread resolves everything
+            return resolve_paths(fen, paths)
 
     def _san_worker_for(self, count: int) -> SanWorker | None:
         """The SAN worker if ``count`` paths are worth splitting (started on first need), else None."""
@@ -696,13 +709,49 @@ class TreedumpParser:
             except OSError:
                 self._san_worker_failed = True
                 return None
+            self._san_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="treediff-san")
         return self._san_worker
 
-    def _close_san_worker(self) -> None:
-        """Stop and reap the SAN worker process, if one was started."""
-        if self._san_worker is not None:
-            self._san_worker.close()
-            self._san_worker = None
+    def _account_unresolved(self, wait: bool) -> None:
+        """Count unresolved moves of the chunks whose paths are all resolved, in chunk order.
+
+        ``wait``: block until every pending part is back (at the end of a log).
+        """
+        pending = self._san_pending
+        while pending:
+            problems, state, lines, parts = pending[0]
+            if not wait and not all(_part_done(p) for p in parts):
+                return
+            pending.popleft()
+            values = _joined_parts(parts)
+            unresolved = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+            if not unresolved.any():
+                continue
+            bad_lines = lines[unresolved]
+            problems.add_many("with a move that does not resolve in its position", bad_lines)
+            state.unresolved_count += len(bad_lines)
+            room = _FIRST_LINES_SHOWN - len(state.unresolved)
+            if room > 0:
+                state.unresolved.extend(int(x) for x in bad_lines[:room])
+
+    def _close_san_worker(self, abort: bool = False) -> None:
+        """Stop and reap the SAN worker process and its thread, if they were started.
+
+        ``abort``: the parse failed, so pending answers are not wanted; the
+        worker is killed first, which also frees a thread blocked reading it.
+        """
+        worker, pool = self._san_worker, self._san_pool
+        self._san_worker, self._san_pool = None, None
+        if abort:
+            self._san_aborting = True
+            if worker is not None:
+                worker.kill()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if worker is not None:
+            worker.close()
+        self._san_aborting = False
+        self._san_pending.clear()
 
     def _kind_expr(self, dialect_names: set[str]) -> pl.Expr:
         """``kind`` from ``act``: the (dialect, act) pairs every dialect declares; anything else is OTHER."""
@@ -724,65 +773,62 @@ class TreedumpParser:
             )
         return pl.when(pl.col("act").is_null()).then(pl.lit(None, pl.String)).otherwise(looked_up)
 
-    def _normalize_paths(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> pl.DataFrame:
-        """Paths to UCI.  Paths already in UCI pass one regex test; only the others get more work."""
+    def _normalize_paths(
+        self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems
+    ) -> tuple[pl.DataFrame, Callable[[pl.DataFrame], pl.DataFrame] | None]:
+        """Paths to UCI.  Paths already in UCI pass one regex test; only the others get more work.
+
+        Returns the rows and, when some SAN paths are still being resolved by
+        the worker, a function that completes the path columns once they are
+        back (run by whoever builds the chunk's table); else None.
+        """
+        self._account_unresolved(wait=False)
         raw = rows.get_column("path")
         uci = pl.select(pl.when(raw == "-").then(pl.lit("")).otherwise(raw)).to_series()
         ok = uci.str.contains(UCI_PATH_PATTERN)
-        all_uci = bool(ok.all())
-        if not all_uci:
-            todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)
-            coord = _coordinate_paths(todo.get_column("path"), todo.get_column("_dialect"))
-            good = coord.str.contains(UCI_PATH_PATTERN).fill_null(False)
-            # Only what is neither UCI nor coordinates (SAN, odd spellings) is replayed on a board.
-            hard = todo.filter(~good)
-            hard_index: list[int] = []
-            resolved: list[str | None] = []
-            for (search,), part in hard.group_by(["search"], maintain_order=True):
-                state = by_id[search]
-                index = part.get_column("_i").to_list()
-                values = self._resolve_many(state, part.get_column("path").to_list())
-                hard_index.extend(index)
-                resolved.extend(values)
-                unresolved = [i for i, v in zip(index, values) if v is None]
-                if unresolved:
-                    lines = rows.get_column("line").gather(unresolved).to_numpy()
-                    problems.add_many("with a move that does not resolve in its position", lines)
-                    state.unresolved_count += len(lines)
-                    room = _FIRST_LINES_SHOWN - len(state.unresolved)
-                    if room > 0:
-                        state.unresolved.extend(int(x) for x in lines[:room])
-            uci = uci.scatter(todo.get_column("_i").filter(good), coord.filter(good))
-            unresolved_mask = pl.Series([False] * len(uci))
-            if hard_index:
-                patch = pl.Series("v", resolved, dtype=pl.String)
-                uci = uci.scatter(hard_index, patch)  # type: ignore[arg-type]
-                unresolved_mask = unresolved_mask.scatter(hard_index, patch.is_null())
-            all_uci = not bool(unresolved_mask.any())
-            # Unresolved records are kept, flagged, with their path as written.
-            uci = pl.select(pl.when(unresolved_mask).then(raw).otherwise(uci)).to_series()
-            problem = pl.when(unresolved_mask).then(pl.lit("unresolved-move")).otherwise(pl.col("problem"))
-        else:
-            problem = pl.col("problem")
-        last_move = _last_uci_move(uci) if all_uci else uci.str.extract(r"([^/]+)$")
-        ply = pl.col("ply")
-        if rows.get_column("ply").null_count():
-            ply = pl.coalesce(ply, pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1))
-        return rows.with_columns(
-            uci.alias("path"),
-            last_move.alias("move"),
-            (last_move == NULL_UCI).alias("null_move"),
-            ply.alias("ply"),
-            problem.alias("problem"),
-        )
+        if bool(ok.all()):
+            return _with_uci_paths(rows, uci, None, None), None
+        todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)
+        coord = _coordinate_paths(todo.get_column("path"), todo.get_column("_dialect"))
+        good = coord.str.contains(UCI_PATH_PATTERN).fill_null(False)
+        uci = uci.scatter(todo.get_column("_i").filter(good), coord.filter(good))
+        # Only what is neither UCI nor coordinates (SAN, odd spellings) is replayed on a board.
+        hard = todo.filter(~good)
+        if hard.height == 0:
+            return _with_uci_paths(rows, uci, None, None), None
+        hard_index: list[int] = []
+        parts: list[list[str | None] | Future] = []
+        line_col = rows.get_column("line")
+        for (search,), part in hard.group_by(["search"], maintain_order=True):
+            state = by_id[search]
+            index = part.get_column("_i").to_list()
+            search_parts = self._resolve_many(state, part.get_column("path").to_list())
+            hard_index.extend(index)
+            parts.extend(search_parts)
+            self._san_pending.append((problems, state, line_col.gather(index).to_numpy(), search_parts))
+        self._account_unresolved(wait=False)
+        finish = functools.partial(_finish_san_paths, uci=uci, hard_index=hard_index, parts=parts)
+        if all(isinstance(p, list) for p in parts):
+            return finish(rows), None
+        return rows, finish
 
-    def _write(self, rows: pl.DataFrame, by_id: dict[int, SearchState], present: list[int]) -> None:
-        """Hand the chunk's records on; the conversion only needs each search's constants, taken here."""
+    def _write(
+        self,
+        rows: pl.DataFrame,
+        by_id: dict[int, SearchState],
+        present: list[int],
+        finish_paths: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+    ) -> None:
+        """Hand the chunk's records on; the conversion only needs each search's constants, taken here.
+
+        ``finish_paths`` completes the path columns (SAN paths resolved by the
+        worker); it may wait, so it runs with the conversion, on the writer thread.
+        """
         constants = {
             name: {s: _search_constant(by_id[s], name) for s in present}
             for name in ("engine", "position", "fen", "phase")
         }
-        build = functools.partial(_records_table, rows, constants, present)
+        build = functools.partial(_records_table, rows, constants, present, finish_paths)
         if self._deferred_sink is not None:
             self._deferred_sink(build)
         elif self._sink is not None:
@@ -935,12 +981,69 @@ def _iterations_by_search(rows: pl.DataFrame, iter_events: list) -> pl.Series:
     return pl.select(pl.when(pl.Series(valid)).then(values).otherwise(None).alias("iter")).to_series()
 
 
-def _records_table(rows: pl.DataFrame, constants: dict[str, dict[int, str | None]], present: list[int]) -> pa.Table:
+def _part_done(part: "list | Future") -> bool:
+    return isinstance(part, list) or part.done()
+
+
+def _joined_parts(parts: "list[list[str | None] | Future]") -> list[str | None]:
+    """Resolved paths, in order, from parts that are lists or futures of lists (waits for the futures)."""
+    out: list[str | None] = []
+    for part in parts:
+        out.extend(part if isinstance(part, list) else part.result())
+    return out
+
+
+def _finish_san_paths(
+    rows: pl.DataFrame, uci: pl.Series, hard_index: list[int], parts: "list[list[str | None] | Future]"
+) -> pl.DataFrame:
+    """The path columns once the SAN paths at ``hard_index`` are resolved (``parts``, in order).
+
+    Unresolved records keep their path as written and are flagged
+    ``problem=unresolved-move`` (they are counted by the parser, in order).
+    Pure apart from waiting for the futures: safe on the writer thread.
+    """
+    patch = pl.Series("v", _joined_parts(parts), dtype=pl.String)
+    uci = uci.scatter(hard_index, patch)  # type: ignore[arg-type]
+    unresolved = pl.Series([False] * len(uci)).scatter(hard_index, patch.is_null())
+    if not bool(unresolved.any()):
+        return _with_uci_paths(rows, uci, None, None)
+    raw = rows.get_column("path")
+    uci = pl.select(pl.when(unresolved).then(raw).otherwise(uci)).to_series()
+    return _with_uci_paths(rows, uci, unresolved, raw)
+
+
+def _with_uci_paths(rows: pl.DataFrame, uci: pl.Series, unresolved: pl.Series | None, raw: pl.Series | None) -> pl.DataFrame:
+    """``path``, ``move``, ``null_move``, ``ply`` and ``problem`` from the UCI paths (``unresolved``: flagged rows)."""
+    last_move = _last_uci_move(uci) if unresolved is None else uci.str.extract(r"([^/]+)$")
+    problem = pl.col("problem")
+    if unresolved is not None:
+        problem = pl.when(unresolved).then(pl.lit("unresolved-move")).otherwise(problem)
+    ply = pl.col("ply")
+    if rows.get_column("ply").null_count():
+        ply = pl.coalesce(ply, pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1))
+    return rows.with_columns(
+        uci.alias("path"),
+        last_move.alias("move"),
+        (last_move == NULL_UCI).alias("null_move"),
+        ply.alias("ply"),
+        problem.alias("problem"),
+    )
+
+
+def _records_table(
+    rows: pl.DataFrame,
+    constants: dict[str, dict[int, str | None]],
+    present: list[int],
+    finish_paths: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+) -> pa.Table:
     """One chunk's assembled rows as a RECORDS_SCHEMA table (depths to plies, strings dictionary-encoded).
 
     ``constants`` gives, per per-search column (engine, position, fen, phase),
-    each present search's value.  Pure: safe to run on the writer thread.
+    each present search's value; ``finish_paths`` completes the path columns
+    first (see :meth:`TreedumpParser._write`).  Pure: safe to run on the writer thread.
     """
+    if finish_paths is not None:
+        rows = finish_paths(rows)
     unit = pl.col("_unit")
     frame = rows.select(
         pl.col("search").cast(pl.Int32),

@@ -1,6 +1,6 @@
 """Crafty: depth in plies, SAN moves (resolved against the position), null move ``null``."""
 from treediff.parsers.dialect import Dialect, Notation
-from treediff.schema import Kind
+from treediff.taxonomy import Kind
 
 DIALECT = Dialect(
     name="crafty",

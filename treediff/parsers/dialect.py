@@ -5,7 +5,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from treediff.schema import Kind
+from treediff.taxonomy import Kind
 
 
 class Notation(str, enum.Enum):

@@ -2,16 +2,21 @@
 
 Coordinate and UCI moves are normalized column-wise (see
 :func:`normalize_coord_paths`).  SAN needs the position, so
-:class:`PathResolver` replays paths from the search's FEN.  Trace lines come
-in depth-first order, so it keeps only the boards along the current path (a
-stack), and remembers every (parent path, move) it already converted.
+:class:`PathResolver` replays paths from the search's FEN, keeping the
+positions it reached by path and converting each distinct (parent path, move)
+once.  This module imports only python-chess (polars just for type hints): the
+SAN worker process loads it, and starts faster without polars and pyarrow.
 """
 from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
+
 import chess
-import polars as pl
+
+if TYPE_CHECKING:
+    import polars as pl
 
 NULL_UCI = "0000"
 NULL_SPELLINGS = frozenset({"0000", "(null)", "null", "--", "@@@@", "Z0"})
@@ -28,7 +33,7 @@ UCI_PATH_PATTERN = r"^(?:(?:[a-h][1-8][a-h][1-8][qrbn]?|0000)(?:/(?:[a-h][1-8][a
 _PIECE_OF = {"N": chess.KNIGHT, "B": chess.BISHOP, "R": chess.ROOK, "Q": chess.QUEEN, "K": chess.KING}
 
 
-def normalize_coord_paths(paths: pl.Series, null_spellings: tuple[str, ...]) -> pl.Series:
+def normalize_coord_paths(paths: "pl.Series", null_spellings: tuple[str, ...]) -> "pl.Series":
     """Lower-case coordinate paths and write null moves as ``0000``; the root ``-`` becomes ``""``.
 
     Only safe for paths whose elements are coordinate/UCI moves or nulls;

@@ -3,7 +3,7 @@
 Resolving SAN against python-chess boards is pure Python and holds the GIL,
 so threads cannot share it.  :class:`SanWorker` starts ``python -m
 treediff.parsers.san_worker`` (an argv list, no shell) and talks to it over
-its stdin/stdout: each request is one pickled ``(fen, paths)``, each answer
+its stdin/stdout: each request is one pickled ``(search, fen, paths)``, each answer
 the pickled list of UCI paths (None where a move does not resolve), both
 preceded by their length.  A fresh interpreter rather than ``multiprocessing``:
 forking a process that runs polars threads is unsafe, and spawn/forkserver
@@ -63,10 +63,14 @@ class SanWorker:
             env=env,
         )
 
-    def submit(self, fen: str | None, paths: list[str]) -> None:
-        """Send one search's paths; the answer is read by :meth:`result`."""
+    def submit(self, search: int, fen: str | None, paths: list[str]) -> None:
+        """Send paths of search number ``search``; the answer is read by :meth:`result`.
+
+        The worker keeps the positions of the last search it saw, so the next
+        request for the same search starts from them.
+        """
         try:
-            _send(self._proc.stdin, (fen, paths))  # type: ignore[arg-type]
+            _send(self._proc.stdin, (search, fen, paths))  # type: ignore[arg-type]
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise SanWorkerError(f"SAN worker unavailable ({exc})") from None
 
@@ -79,6 +83,11 @@ class SanWorker:
         if not isinstance(answer, list):
             raise SanWorkerError("SAN worker answered garbage")
         return answer
+
+    def kill(self) -> None:
+        """Kill the worker now (a thread blocked reading its answer then gets end-of-file)."""
+        if self._proc.poll() is None:
+            self._proc.kill()
 
     def close(self) -> None:
         """Stop the worker and reap it (killed if it does not stop within a few seconds)."""
@@ -100,16 +109,19 @@ def main() -> None:
     """Worker loop: answer requests until stdin closes."""
     # Ctrl-C reaches the whole process group; the parent decides, and closes our stdin.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from treediff.parsers.moves import resolve_paths
+    from treediff.parsers.moves import PathResolver
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    current: tuple[int, PathResolver] | None = None
     while True:
         try:
-            fen, paths = _receive(stdin)
+            search, fen, paths = _receive(stdin)
         except EOFError:
             return
+        if current is None or current[0] != search:
+            current = (search, PathResolver(fen))
         try:
-            _send(stdout, resolve_paths(fen, paths))
+            _send(stdout, current[1].resolve_many(paths))
         except BrokenPipeError:
             return
 

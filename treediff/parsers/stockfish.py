@@ -1,6 +1,6 @@
 """Stockfish: depth in plies, UCI moves, null move ``0000``."""
 from treediff.parsers.dialect import Dialect, Notation
-from treediff.schema import Kind
+from treediff.taxonomy import Kind
 
 DIALECT = Dialect(
     name="stockfish",

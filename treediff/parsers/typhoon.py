@@ -1,6 +1,6 @@
 """typhoon: depth in 1/64 ply ticks, coordinate moves with upper-case promotion."""
 from treediff.parsers.dialect import Dialect, Notation
-from treediff.schema import Kind
+from treediff.taxonomy import Kind
 
 DIALECT = Dialect(
     name="typhoon",
