@@ -912,18 +912,31 @@ class TreedumpParser:
                     "warnings": "\n".join(warnings) if warnings else None,
                 }
             )
-        searches = pa.Table.from_pylist(rows, schema=SEARCHES_SCHEMA)
+        searches = _table_from_rows(rows, SEARCHES_SCHEMA)
         if self.options.strict:
             serious = [w for w in self.warnings if "unknown act=" in w or "does not resolve" in w]
             if serious:
                 raise InputError("--strict: " + "; ".join(serious))
         records = (
             pa.concat_tables(self._tables).unify_dictionaries().combine_chunks() if self._tables
-            else RECORDS_SCHEMA.empty_table()
+            else pa.Table.from_batches([], schema=RECORDS_SCHEMA)  # (empty_table() imports pandas)
         )
         if self._tables:
             records = records.cast(RECORDS_SCHEMA) if records.schema != RECORDS_SCHEMA else records
         return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
+
+
+_POLARS_TYPE_OF = {pa.string(): pl.String, pa.int16(): pl.Int16, pa.int32(): pl.Int32, pa.int64(): pl.Int64}
+
+
+def _table_from_rows(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """``pa.Table.from_pylist(rows, schema=schema)`` through polars, for flat schemas of strings and ints.
+
+    pyarrow's own converters import pandas the first time (0.15 s of every
+    `treediff parse`), and nothing else on the parse path needs it.
+    """
+    frame = pl.DataFrame(rows, schema={f.name: _POLARS_TYPE_OF[f.type] for f in schema}, orient="row")
+    return frame.to_arrow().cast(schema)
 
 
 def _coordinate_paths(paths: pl.Series, dialect_names: pl.Series) -> pl.Series:
@@ -1074,7 +1087,8 @@ def _records_table(
         pl.col("problem"),
     )
     table = frame.to_arrow()
-    search_arr = table.column("search").to_numpy().astype(np.int64)
+    # From polars: pyarrow's ChunkedArray.to_numpy imports pandas (0.15 s of start-up).
+    search_arr = frame.get_column("search").to_numpy().astype(np.int64)
     base = min(present)
     columns = {}
     for name in ("engine", "position", "fen", "phase"):
@@ -1086,13 +1100,14 @@ def _records_table(
         for s, v in per_search.items():
             codes[s - base] = code_of[v]
         row_codes = codes[search_arr - base]
-        dictionary = pa.array(values, type=pa.string())
-        indices = pa.array(row_codes, type=pa.int32())
+        # Arrays made by polars: pa.array() imports pandas (0.15 s of start-up) the first time.
+        indices = pl.Series(row_codes, dtype=pl.Int32)
         if any(v is None for v in values):
             # A null value is a null index, not a null dictionary entry (Arrow cannot unify those).
-            null_code = code_of[None]
-            dictionary = pa.array([v if v is not None else "" for v in values], type=pa.string())
-            indices = pa.array(row_codes, type=pa.int32(), mask=row_codes == null_code)
+            indices = pl.select(pl.when(indices == code_of[None]).then(None).otherwise(indices)).to_series()
+            values = [v if v is not None else "" for v in values]
+        dictionary = pl.Series(values, dtype=pl.String).to_arrow().cast(pa.string())
+        indices = indices.to_arrow()
         columns[name] = pa.DictionaryArray.from_arrays(indices, dictionary)
     arrays = []
     for fld in RECORDS_SCHEMA:
