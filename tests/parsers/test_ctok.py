@@ -20,6 +20,11 @@ from polars.testing import assert_frame_equal
 from treediff.parsers import tokenizer
 from treediff.parsers.tokenizer import (
     FAST_FIELDS,
+    PATH_NONE,
+    PATH_OTHER,
+    PATH_ROOT,
+    PATH_SHAPE,
+    PATH_UCI,
     ROW_KEYS,
     decode_lines,
     fast_fields,
@@ -46,8 +51,8 @@ def assert_same(lines: pa.LargeBinaryArray) -> pl.DataFrame:
     compiled = fast_fields_c(lines)
     assert compiled is not None
     reference = fast_fields(decode_lines(lines)[0])
-    assert compiled.columns == list(FAST_FIELDS)
-    assert all(dtype == pl.String for dtype in compiled.dtypes)
+    assert compiled.columns == [*FAST_FIELDS, PATH_SHAPE]
+    assert all(dtype == pl.String for dtype in compiled.dtypes[:-1]) and compiled.dtypes[-1] == pl.UInt8
     assert_frame_equal(compiled, reference)
     return compiled
 
@@ -80,11 +85,28 @@ def test_hand_cases():
     assert tags == ["MOVE", "RESULT", None, None, None, None, None, "MOVE", None, "MOVE", None, None, "MOVE", None, None]
     assert frame.row(0, named=True) == {
         **{k: None for k in FAST_FIELDS},
-        "tag": "MOVE", "path": "e2e4", "ply": "1", "d": "3", "act": "search",
+        "tag": "MOVE", "path": "e2e4", "ply": "1", "d": "3", "act": "search", PATH_SHAPE: PATH_UCI,
     }
     assert frame.get_column("bound")[1] == "exact"
     assert frame.get_column("why")[7] == "x=y=z"
     assert frame.get_column("path")[12] == "abcdefghijklmnopqrstuvwxyz"
+    # Unmatched lines and lines without a path have no shape; '=' in a value is not a move.
+    assert frame.get_column(PATH_SHAPE).to_list()[:10] == [1, 1, 0, 0, 0, 0, 0, 3, 0, 0]
+
+
+def test_path_shapes():
+    """Shapes written by hand from UCI_PATH_PATTERN: UCI moves or 0000 joined by '/', the root '-', else other."""
+    cases = {
+        b"e2e4": PATH_UCI, b"e7e8q/0000/a1h8": PATH_UCI, b"0000": PATH_UCI, b"h1a8n": PATH_UCI,
+        b"-": PATH_ROOT,
+        b"e7e8Q": PATH_OTHER, b"e2e4/": PATH_OTHER, b"/e2e4": PATH_OTHER, b"e2e4//e7e5": PATH_OTHER,
+        b"i2e4": PATH_OTHER, b"e9e4": PATH_OTHER, b"e2e4k": PATH_OTHER, b"e2e45": PATH_OTHER, b"e2e": PATH_OTHER,
+        b"--": PATH_OTHER, b"-/e2e4": PATH_OTHER, b"(null)": PATH_OTHER, b"Nf3": PATH_OTHER, b"00000": PATH_OTHER,
+        b"e2e4/(null)": PATH_OTHER, b"e2e4e7e5": PATH_OTHER,
+    }
+    frame = assert_same(_from_lines([b"MOVE path=" + path + b" act=FULL\n" for path in cases]))
+    assert frame.get_column(PATH_SHAPE).to_list() == list(cases.values())
+    assert assert_same(_from_lines([b"RESULT score=3\n"])).get_column(PATH_SHAPE).to_list() == [PATH_NONE]
 
 
 @pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.name)
@@ -147,11 +169,13 @@ def test_tokenize_chunk_uses_it_and_can_be_switched_off(monkeypatch):
 
 def test_bad_arguments_raise():
     data = b"MOVE path=a\n"
-    zeros = np.zeros(17 * 16, dtype=np.uint8), np.zeros(17, dtype=np.uint8)
+    zeros = np.zeros(17 * 16, dtype=np.uint8), np.zeros(17, dtype=np.uint8), np.zeros(1, dtype=np.uint8)
     with pytest.raises(ValueError):
         _ctok.fast_fields(data, np.array([0, 99], dtype=np.int64), *zeros)  # past the end
     with pytest.raises(ValueError):
-        _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), np.zeros(5, dtype=np.uint8), zeros[1])
+        _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), np.zeros(5, dtype=np.uint8), *zeros[1:])
+    with pytest.raises(ValueError):
+        _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), *zeros[:2], np.zeros(2, dtype=np.uint8))
     assert _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), *zeros)[0] == 0
 
 

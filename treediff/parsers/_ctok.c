@@ -95,6 +95,37 @@ static inline int match_line(const unsigned char *line, Py_ssize_t size,
     return 1;
 }
 
+/* Shape of a path= value, so the parser need not run a regex over every path:
+ * PATH_UCI: UCI moves or 0000, '/'-separated (treediff.parsers.moves.UCI_PATH_PATTERN);
+ * PATH_ROOT: "-"; PATH_OTHER: anything else (coordinates, SAN, other null spellings). */
+enum { PATH_NONE = 0, PATH_UCI = 1, PATH_ROOT = 2, PATH_OTHER = 3 };
+
+static inline int is_uci_move(const unsigned char *m, Py_ssize_t len)
+{
+    if (len == 4 && memcmp(m, "0000", 4) == 0)
+        return 1;
+    if (len != 4 && len != 5)
+        return 0;
+    if (m[0] < 'a' || m[0] > 'h' || m[1] < '1' || m[1] > '8' || m[2] < 'a' || m[2] > 'h' || m[3] < '1' || m[3] > '8')
+        return 0;
+    return len == 4 || m[4] == 'q' || m[4] == 'r' || m[4] == 'b' || m[4] == 'n';
+}
+
+static inline unsigned char path_shape(const unsigned char *v, Py_ssize_t len)
+{
+    if (len == 1 && v[0] == '-')
+        return PATH_ROOT;
+    Py_ssize_t from = 0;
+    for (Py_ssize_t i = 0; i <= len; i++) {
+        if (i == len || v[i] == '/') {
+            if (!is_uci_move(v + from, i - from))
+                return PATH_OTHER;
+            from = i + 1;
+        }
+    }
+    return PATH_UCI;
+}
+
 /* Write the Arrow string view of data[offset, offset+length) (little-endian, like Arrow itself).
  * Values of up to 12 bytes are stored inline, zero-padded; longer ones by prefix, buffer 0, offset. */
 static inline void write_view(unsigned char *view, const unsigned char *data, Py_ssize_t data_len,
@@ -132,22 +163,24 @@ static inline void write_view(unsigned char *view, const unsigned char *data, Py
 }
 
 PyDoc_STRVAR(fast_fields_doc,
-"fast_fields(data, offsets, views, validity) -> null_counts\n\n"
+"fast_fields(data, offsets, views, validity, shapes) -> null_counts\n\n"
 "data: the chunk's bytes (any contiguous buffer, at most 2**31-1 bytes).\n"
 "offsets: int64 buffer of n+1 line boundaries into data (as split_lines makes them).\n"
 "views, validity: writable, ZEROED buffers of 17*n*16 and 17*ceil(n/8) bytes.\n"
 "Fills, for the 17 fields tag + ROW_KEYS in order, Arrow string views (field f at\n"
 "views[f*n*16:(f+1)*n*16]) and validity bitmaps (field f at validity[f*ceil(n/8):...]);\n"
 "null entries are left untouched (zero).  Views longer than 12 bytes point into data\n"
-"as variadic buffer 0.  Returns the tuple of the 17 null counts.");
+"as variadic buffer 0.  shapes: writable, zeroed, n bytes: each matched line's path shape\n"
+"(1 UCI path, 2 the root '-', 3 anything else; 0 no path or no match).\n"
+"Returns the tuple of the 17 null counts.");
 
 static PyObject *fast_fields(PyObject *self, PyObject *args)
 {
-    PyObject *data_obj, *offsets_obj, *views_obj, *validity_obj;
-    if (!PyArg_ParseTuple(args, "OOOO", &data_obj, &offsets_obj, &views_obj, &validity_obj))
+    PyObject *data_obj, *offsets_obj, *views_obj, *validity_obj, *shapes_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO", &data_obj, &offsets_obj, &views_obj, &validity_obj, &shapes_obj))
         return NULL;
 
-    Py_buffer data = {0}, offs = {0}, views = {0}, validity = {0};
+    Py_buffer data = {0}, offs = {0}, views = {0}, validity = {0}, shapes = {0};
     PyObject *result = NULL;
     Py_ssize_t null_counts[N_FIELDS] = {0};
 
@@ -158,6 +191,8 @@ static PyObject *fast_fields(PyObject *self, PyObject *args)
     if (PyObject_GetBuffer(views_obj, &views, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
         goto done;
     if (PyObject_GetBuffer(validity_obj, &validity, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    if (PyObject_GetBuffer(shapes_obj, &shapes, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
         goto done;
 
     if (data.len > INT32_MAX) {
@@ -181,10 +216,12 @@ static PyObject *fast_fields(PyObject *self, PyObject *args)
         }
     }
     Py_ssize_t bitmap_bytes = (n + 7) / 8;
-    if (views.len != (Py_ssize_t)N_FIELDS * n * VIEW_BYTES || validity.len != (Py_ssize_t)N_FIELDS * bitmap_bytes) {
-        PyErr_SetString(PyExc_ValueError, "views/validity buffers have the wrong size");
+    if (views.len != (Py_ssize_t)N_FIELDS * n * VIEW_BYTES || validity.len != (Py_ssize_t)N_FIELDS * bitmap_bytes
+            || shapes.len != n) {
+        PyErr_SetString(PyExc_ValueError, "views/validity/shapes buffers have the wrong size");
         goto done;
     }
+    unsigned char *shape = (unsigned char *)shapes.buf;
     unsigned char *vw = (unsigned char *)views.buf;
     unsigned char *vb = (unsigned char *)validity.buf;
     const unsigned char *buf = (const unsigned char *)data.buf;
@@ -199,6 +236,8 @@ static PyObject *fast_fields(PyObject *self, PyObject *args)
                 null_counts[f]++;
             continue;
         }
+        if (len[1] >= 0) /* field 1 is path */
+            shape[i] = path_shape(buf + off[i] + start[1], len[1]);
         unsigned char bit = (unsigned char)(1u << (i & 7));
         for (int f = 0; f < N_FIELDS; f++) {
             if (len[f] >= 0) {
@@ -228,6 +267,7 @@ done:
     if (offs.obj) PyBuffer_Release(&offs);
     if (views.obj) PyBuffer_Release(&views);
     if (validity.obj) PyBuffer_Release(&validity);
+    if (shapes.obj) PyBuffer_Release(&shapes);
     return result;
 }
 

@@ -20,6 +20,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from treediff.parsers.moves import UCI_PATH_PATTERN
+
 try:  # The optional compiled fast path (treediff/parsers/_ctok.c), built by `pip install`.
     from treediff.parsers import _ctok
 except ImportError:  # no C compiler at install time: the polars regex does the same job
@@ -40,6 +42,12 @@ INT_KEYS = frozenset({"ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "s
 _VALUE = r"([!-~]+)"
 FAST_PATTERN = r"^(MOVE|RESULT)" + "".join(rf"(?: {k}={_VALUE})?" for k in ROW_KEYS) + r"\r?\n?$"
 FAST_FIELDS = ("tag", *ROW_KEYS)
+#: Column of the fast path's output after :data:`FAST_FIELDS`: what each ``path=`` looks like, so
+#: the parser runs no regex over paths that are already UCI (almost all of them in UCI dialects).
+PATH_SHAPE = "path_shape"
+#: Values of :data:`PATH_SHAPE` (UInt8): no path (or no match), UCI moves or ``0000`` joined by
+#: ``/`` (:data:`~treediff.parsers.moves.UCI_PATH_PATTERN`), the root ``-``, anything else.
+PATH_NONE, PATH_UCI, PATH_ROOT, PATH_OTHER = 0, 1, 2, 3
 
 _INT_RE = re.compile(r"-?[0-9]+\Z")
 
@@ -124,7 +132,8 @@ FAST_SLICE_LINES = 50_000
 
 
 def fast_fields(text: pl.Series) -> pl.DataFrame:
-    """Apply the canonical-order regex: one string column per field, ``tag`` null where it did not match."""
+    """Apply the canonical-order regex: one string column per field, ``tag`` null where it did not match,
+    then :data:`PATH_SHAPE`."""
     frame = pl.DataFrame({"l": text})
     expr = pl.col("l").str.extract_groups(FAST_PATTERN).struct.unnest()
     slices = [
@@ -132,7 +141,15 @@ def fast_fields(text: pl.Series) -> pl.DataFrame:
         for start in range(0, max(frame.height, 1), FAST_SLICE_LINES)
     ]
     out = pl.concat(slices, parallel=True).collect()
-    return out.rename(dict(zip(out.columns, FAST_FIELDS)))
+    out = out.rename(dict(zip(out.columns, FAST_FIELDS)))
+    path = pl.col("path")
+    shape = (
+        pl.when(path.is_null()).then(PATH_NONE)
+        .when(path == "-").then(PATH_ROOT)
+        .when(path.str.contains(UCI_PATH_PATTERN)).then(PATH_UCI)
+        .otherwise(PATH_OTHER)
+    )
+    return out.with_columns(shape.cast(pl.UInt8).alias(PATH_SHAPE))
 
 
 #: Largest chunk the compiled path takes: Arrow string views hold 32-bit offsets.
@@ -170,7 +187,8 @@ def fast_fields_c(lines: pa.LargeBinaryArray) -> pl.DataFrame | None:
     # chunk never uses are never touched.
     views = np.zeros(len(FAST_FIELDS) * n * 16, dtype=np.uint8)
     validity = np.zeros(len(FAST_FIELDS) * bitmap_bytes, dtype=np.uint8)
-    null_counts = _ctok.fast_fields(data, offsets, views, validity)
+    shapes = np.zeros(n, dtype=np.uint8)
+    null_counts = _ctok.fast_fields(data, offsets, views, validity, shapes)
     views, validity = pa.py_buffer(views), pa.py_buffer(validity)
     columns = [
         pa.Array.from_buffers(
@@ -181,7 +199,8 @@ def fast_fields_c(lines: pa.LargeBinaryArray) -> pl.DataFrame | None:
         )
         for f in range(len(FAST_FIELDS))
     ]
-    return pl.from_arrow(pa.Table.from_arrays(columns, names=list(FAST_FIELDS)))
+    frame = pl.from_arrow(pa.Table.from_arrays(columns, names=list(FAST_FIELDS)))
+    return frame.with_columns(pl.Series(PATH_SHAPE, shapes, dtype=pl.UInt8))
 
 
 def is_int(value: str) -> bool:
