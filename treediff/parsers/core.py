@@ -796,12 +796,13 @@ class TreedumpParser:
 
     def _normalize_paths(
         self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems
-    ) -> tuple[pl.DataFrame, Callable[[pl.DataFrame], pl.DataFrame] | None]:
-        """Paths to UCI.  Paths already in UCI pass one regex test; only the others get more work.
+    ) -> tuple[pl.DataFrame, Callable[[pl.DataFrame], pl.DataFrame]]:
+        """Paths to UCI.  Only the paths that are not UCI already get work here.
 
-        Returns the rows and, when some SAN paths are still being resolved by
-        the worker, a function that completes the path columns once they are
-        back (run by whoever builds the chunk's table); else None.
+        Returns the rows and a function that makes the path columns (``path``,
+        ``move``, ``null_move``, ``ply``, ``problem``) from what is found here,
+        run by whoever builds the chunk's table: on the writer's thread when
+        there is one.  SAN paths sent to the worker are futures it waits for.
         """
         self._account_unresolved(wait=False)
         raw = rows.get_column("path")
@@ -812,17 +813,14 @@ class TreedumpParser:
             unknown = shape.is_null().arg_true()
             ok = ok.scatter(unknown, raw.gather(unknown).str.contains(UCI_OR_ROOT_PATTERN))
         if bool(ok.all()):
-            # Nothing to resolve: the columns derived from the paths are made on the writer thread.
             return rows, _root_as_empty_path
-        uci = _root_as_empty(raw)
         todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)
         coord = _coordinate_paths(todo.get_column("path"), todo.get_column("_dialect"))
         good = coord.str.contains(UCI_PATH_PATTERN).fill_null(False)
-        uci = uci.scatter(todo.get_column("_i").filter(good), coord.filter(good))
+        coord_index = todo.get_column("_i").filter(good)
+        coord_paths = coord.filter(good)
         # Only what is neither UCI nor coordinates (SAN, odd spellings) is replayed on a board.
         hard = todo.filter(~good)
-        if hard.height == 0:
-            return _with_uci_paths(rows, uci, None, None), None
         hard_index: list[int] = []
         parts: list[list[str | None] | Future] = []
         line_col = rows.get_column("line")
@@ -834,10 +832,9 @@ class TreedumpParser:
             parts.extend(search_parts)
             self._san_pending.append((problems, state, line_col.gather(index).to_numpy(), search_parts))
         self._account_unresolved(wait=False)
-        finish = functools.partial(_finish_san_paths, uci=uci, hard_index=hard_index, parts=parts)
-        if all(isinstance(p, list) for p in parts):
-            return finish(rows), None
-        return rows, finish
+        return rows, functools.partial(
+            _finish_paths, coord_index=coord_index, coord_paths=coord_paths, hard_index=hard_index, parts=parts
+        )
 
     def _write(
         self,
@@ -1044,21 +1041,32 @@ def _joined_parts(parts: "list[list[str | None] | Future]") -> list[str | None]:
     return out
 
 
-def _finish_san_paths(
-    rows: pl.DataFrame, uci: pl.Series, hard_index: list[int], parts: "list[list[str | None] | Future]"
+def _finish_paths(
+    rows: pl.DataFrame,
+    coord_index: pl.Series,
+    coord_paths: pl.Series,
+    hard_index: list[int],
+    parts: "list[list[str | None] | Future]",
 ) -> pl.DataFrame:
-    """The path columns once the SAN paths at ``hard_index`` are resolved (``parts``, in order).
+    """The path columns of a chunk whose paths are not all UCI.
 
-    Unresolved records keep their path as written and are flagged
+    Rows at ``coord_index`` take the normalized coordinate paths
+    ``coord_paths``; rows at ``hard_index`` the SAN resolutions ``parts`` (in
+    order).  Unresolved records keep their path as written and are flagged
     ``problem=unresolved-move`` (they are counted by the parser, in order).
     Pure apart from waiting for the futures: safe on the writer thread.
     """
+    raw = rows.get_column("path")
+    uci = _root_as_empty(raw)
+    if len(coord_index):
+        uci = uci.scatter(coord_index, coord_paths)
+    if not hard_index:
+        return _with_uci_paths(rows, uci, None, None)
     patch = pl.Series("v", _joined_parts(parts), dtype=pl.String)
     uci = uci.scatter(hard_index, patch)  # type: ignore[arg-type]
     unresolved = pl.Series([False] * len(uci)).scatter(hard_index, patch.is_null())
     if not bool(unresolved.any()):
         return _with_uci_paths(rows, uci, None, None)
-    raw = rows.get_column("path")
     uci = pl.select(pl.when(unresolved).then(raw).otherwise(uci)).to_series()
     return _with_uci_paths(rows, uci, unresolved, raw)
 
