@@ -112,6 +112,8 @@ def main() -> None:
 
     print(f"tokenizer: {'compiled (_ctok)' if ctok_available() else 'polars regex'}"
           " (TREEDIFF_TOKENIZER=regex forces the regex)", flush=True)
+    if args.workdir:
+        os.makedirs(args.workdir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
         results = []
         dialects = args.dialects.split(",")

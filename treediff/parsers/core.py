@@ -116,6 +116,14 @@ class Problems:
         if room > 0:
             self.first[reason].extend(int(x) for x in lines[:room])
 
+    def merge(self, other: "Problems", offset: int) -> None:
+        """Add ``other``'s problems, whose lines are numbered from 0, to lines from ``offset`` on."""
+        for reason, count in other.counts.items():
+            self.counts[reason] += count
+            room = _FIRST_LINES_SHOWN - len(self.first[reason])
+            if room > 0:
+                self.first[reason].extend(line + offset for line in other.first[reason][:room])
+
     def messages(self, source: str) -> list[str]:
         out = []
         for reason, count in self.counts.items():
@@ -179,10 +187,12 @@ class ParseResult:
 
 
 class _ChunkReader:
-    """Iterates over a stream in chunks of whole lines: ``(lines, number of the first line)``.
+    """Iterates over a stream in chunks of whole lines, as ``(tail, block, cut)``.
 
-    After the loop, ``tail`` holds the bytes after the last newline and
-    ``line_base`` the number the next line would have.
+    The chunk is ``tail + block[:cut]``: the bytes left over from the previous
+    block, then this block up to its last newline.  Joining and splitting them
+    is left to the consumer (a helper thread).  After the loop, ``tail`` holds
+    the bytes after the last newline.
     """
 
     def __init__(self, stream, source: str, progress: Callable[[int], None] | None):
@@ -190,7 +200,6 @@ class _ChunkReader:
         self._source = source
         self._progress = progress
         self.tail = b""
-        self.line_base = 1
 
     def __iter__(self):
         while True:
@@ -202,13 +211,12 @@ class _ChunkReader:
                 return
             if self._progress is not None:
                 self._progress(len(block))
-            data = self.tail + block if self.tail else block
-            lines, consumed = split_lines(data)
-            self.tail = data[consumed:]
-            if len(lines):
-                base = self.line_base
-                self.line_base += len(lines)
-                yield lines, base
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:  # no line ends in this block (a very long line)
+                self.tail += block
+                continue
+            tail, self.tail = self.tail, block[cut:]
+            yield tail, block, cut
 
 
 class TreedumpParser:
@@ -256,9 +264,10 @@ class TreedumpParser:
     def parse_stream(self, stream, source: str, progress: Callable[[int], None] | None = None) -> None:
         """Parse one log from a binary stream; ``progress`` gets the bytes read.
 
-        Tokenizing a chunk (polars, no GIL) runs on a helper thread while the
-        previous chunk's state is assembled here, so the two use both cores.  At
-        most one chunk is tokenized ahead, which bounds memory.
+        Splitting a chunk into lines, tokenizing it (without the GIL) and every
+        other stateless step (:func:`_prepare_chunk`) run on a helper thread
+        while the previous chunk's state is assembled here.  At most one chunk
+        is prepared ahead, which bounds memory.
         """
         problems = Problems()
         self._current = None  # a search never spans two files
@@ -266,23 +275,23 @@ class TreedumpParser:
         reader = _ChunkReader(stream, source, progress)
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="treediff-tokenize")
         finished = False
+        line_base = 1  # number of the chunk's first line
         try:
-            ahead: tuple[Future, int] | None = None
-            for lines, line_base in reader:
-                future = pool.submit(tokenize_chunk, lines)
+            ahead: Future | None = None
+            for tail, block, cut in reader:
+                future = pool.submit(_prepare_chunk, tail, block, cut)
                 if ahead is not None:
-                    self._process_chunk(ahead[0].result(), ahead[1], source, problems)
-                ahead = (future, line_base)
+                    line_base = self._process_chunk(ahead.result(), line_base, source, problems)
+                ahead = future
             if ahead is not None:
-                self._process_chunk(ahead[0].result(), ahead[1], source, problems)
+                line_base = self._process_chunk(ahead.result(), line_base, source, problems)
             self._account_unresolved(wait=True)
             finished = True
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             self._close_san_worker(abort=not finished)
         self._release_finished_searches(None)  # a search never spans two files
-        pending, line_base = reader.tail, reader.line_base
-        if pending.strip():
+        if reader.tail.strip():
             problems.add("truncated (no newline at end of file; dropped)", line_base)
         if len(self.searches) == searches_before:
             raise InputError(f"{source}: no TREEDUMP header found (empty file or not a TREEDUMP log)")
@@ -291,65 +300,12 @@ class TreedumpParser:
             raise InputError("--strict: " + "; ".join(problems.messages(source)))
 
     # ------------------------------------------------------------------ chunks
-    def _process_chunk(self, tokens: "ChunkTokens", line_base: int, source: str, problems: Problems) -> None:
-        text, bad_utf8, fast = tokens.text, tokens.bad_utf8, tokens.fast
-        fast_mask = fast.get_column("tag").is_not_null().to_numpy()
-        if bad_utf8.any():
-            fast_mask &= ~bad_utf8
-            problems.add_many("with garbage (non-UTF-8) bytes", np.flatnonzero(bad_utf8) + line_base)
-        slow_idx = np.flatnonzero(~fast_mask & ~bad_utf8)
-
-        # Slow path: headers, ITER, END, comments and odd records.
-        events: list[tuple[int, str, dict]] = []  # (chunk index, kind, fields)
-        slow_rows: list[dict] = []
-        for i in slow_idx.tolist():
-            line_no = line_base + i
-            token = tokenize_line(text[i])
-            if token is None:
-                continue
-            if token.tag in ("MOVE", "RESULT"):
-                row = self._slow_row(token, i, line_no, problems)
-                if row is not None:
-                    slow_rows.append(row)
-            elif token.tag in ("TREEDUMP", "ITER", "END"):
-                if token.bad:
-                    problems.add(f"with a malformed {token.tag} record", line_no)
-                events.append((i, token.tag, token.fields))
-            else:
-                problems.add("with an unknown record tag", line_no)
-
-        fast_rows = fast.with_row_index("idx").filter(pl.Series(fast_mask))
-        missing_path = fast_rows.get_column("path").is_null()
-        is_move = fast_rows.get_column("tag") == "MOVE"
-        missing_act = is_move & fast_rows.get_column("act").is_null()
-        # A MOVE decides a move, so its path names at least one; "-" is the root (RESULT only).
-        root_move = is_move & (fast_rows.get_column("path") == "-").fill_null(False)
-        if missing_path.any() or missing_act.any() or root_move.any():
-            idx_all = fast_rows.get_column("idx").to_numpy()
-            problems.add_many("missing required key path= (dropped)", idx_all[missing_path.to_numpy()] + line_base)
-            problems.add_many(
-                "missing required key act= (dropped)", idx_all[(missing_act & ~missing_path).to_numpy()] + line_base
-            )
-            problems.add_many(ROOT_MOVE_PROBLEM, idx_all[(root_move & ~missing_act).to_numpy()] + line_base)
-            fast_rows = fast_rows.filter(~(missing_path | missing_act | root_move))
-        if slow_rows:
-            slow_frame = pl.DataFrame(
-                slow_rows,
-                schema={"idx": pl.UInt32, **{k: pl.String for k in FAST_FIELDS}, PATH_SHAPE: pl.UInt8,
-                        "extra": pl.String, "problem": pl.String},
-            )
-            rows = pl.concat(
-                [fast_rows.with_columns(pl.lit(None, pl.String).alias("extra"), pl.lit(None, pl.String).alias("problem")),
-                 slow_frame],
-                how="vertical_relaxed",
-            ).sort("idx")
-        else:
-            rows = fast_rows.with_columns(
-                pl.lit(None, pl.String).alias("extra"), pl.lit(None, pl.String).alias("problem")
-            )
-
-        self._apply(rows, events, line_base, source, problems)
+    def _process_chunk(self, chunk: "PreparedChunk", line_base: int, source: str, problems: Problems) -> int:
+        """Apply the parser's state to one prepared chunk; returns the number of the line after it."""
+        problems.merge(chunk.problems, line_base)
+        self._apply(chunk.rows, chunk.events, line_base, source, problems)
         self._release_finished_searches(self._current)
+        return line_base + chunk.n_lines
 
     def _release_finished_searches(self, open_search: "SearchState | None") -> None:
         """Drop the move resolvers (boards and path caches) of every search but ``open_search``.
@@ -361,34 +317,6 @@ class TreedumpParser:
         while self._released < len(self.searches) and self.searches[self._released] is not open_search:
             self.searches[self._released]._resolver = None
             self._released += 1
-
-    def _slow_row(self, token, idx: int, line_no: int, problems: Problems) -> dict | None:
-        fields = token.fields
-        required = ("path", "act") if token.tag == "MOVE" else ("path",)
-        for key in required:
-            if key not in fields or not fields[key]:
-                problems.add(f"missing required key {key}= (dropped)", line_no)
-                return None
-        if token.tag == "MOVE" and fields["path"] == "-":
-            problems.add(ROOT_MOVE_PROBLEM, line_no)
-            return None
-        if token.bad:
-            problems.add("with a malformed key=value token", line_no)
-        row: dict = {"idx": idx, "tag": token.tag}
-        extra = []
-        problem = None
-        for key, value in fields.items():
-            if key in ROW_KEYS:
-                if key in INT_KEYS and not is_int(value):
-                    problems.add(f"with a non-numeric {key}=", line_no)
-                    problem = problem or f"bad-number:{key}"
-                    continue
-                row[key] = value
-            else:
-                extra.append(f"{key}={value}")
-        row["extra"] = " ".join(extra) if extra else None
-        row["problem"] = problem
-        return row
 
     # ------------------------------------------------------------------ state
     def _start_search(self, fields: dict, line_no: int, source: str, problems: Problems) -> SearchState:
@@ -845,8 +773,9 @@ class TreedumpParser:
     ) -> None:
         """Hand the chunk's records on; the conversion only needs each search's constants, taken here.
 
-        ``finish_paths`` completes the path columns (SAN paths resolved by the
-        worker); it may wait, so it runs with the conversion, on the writer thread.
+        ``finish_paths`` makes the path columns (see :meth:`_normalize_paths`);
+        it may wait for the SAN worker, so it runs with the conversion, on the
+        conversion thread when there is one.
         """
         constants = {
             name: {s: _search_constant(by_id[s], name) for s in present}
@@ -1018,6 +947,117 @@ def _iterations_by_search(rows: pl.DataFrame, iter_events: list) -> pl.Series:
     return pl.select(pl.when(pl.Series(valid)).then(values).otherwise(None).alias("iter")).to_series()
 
 
+@dataclass
+class PreparedChunk:
+    """A chunk after every step that needs no parser state (see :func:`_prepare_chunk`)."""
+
+    #: Lines in the chunk.
+    n_lines: int
+    #: Its MOVE/RESULT records, fast and slow path together, in line order (``idx``: line in the chunk).
+    rows: pl.DataFrame
+    #: Its TREEDUMP/ITER/END lines: (line in the chunk, tag, fields).
+    events: list
+    #: What was wrong with its lines, numbered from 0 (see :meth:`Problems.merge`).
+    problems: "Problems"
+
+
+def _prepare_chunk(tail: bytes, block: bytes, cut: int) -> PreparedChunk:
+    """Split ``tail + block[:cut]`` (whole lines) and do all that needs no parser state; runs on a helper thread."""
+    data = tail + memoryview(block)[:cut] if tail else memoryview(block)[:cut]
+    lines, _ = split_lines(data)
+    tokens = tokenize_chunk(lines)
+    problems = Problems()
+    text, bad_utf8, fast = tokens.text, tokens.bad_utf8, tokens.fast
+    fast_mask = fast.get_column("tag").is_not_null().to_numpy()
+    if bad_utf8.any():
+        fast_mask &= ~bad_utf8
+        problems.add_many("with garbage (non-UTF-8) bytes", np.flatnonzero(bad_utf8))
+    slow_idx = np.flatnonzero(~fast_mask & ~bad_utf8)
+
+    # Slow path: headers, ITER, END, comments and odd records.
+    events: list[tuple[int, str, dict]] = []  # (chunk index, kind, fields)
+    slow_rows: list[dict] = []
+    for i in slow_idx.tolist():
+        token = tokenize_line(text[i])
+        if token is None:
+            continue
+        if token.tag in ("MOVE", "RESULT"):
+            row = _slow_row(token, i, problems)
+            if row is not None:
+                slow_rows.append(row)
+        elif token.tag in ("TREEDUMP", "ITER", "END"):
+            if token.bad:
+                problems.add(f"with a malformed {token.tag} record", i)
+            events.append((i, token.tag, token.fields))
+        else:
+            problems.add("with an unknown record tag", i)
+
+    fast_rows = fast.with_row_index("idx").filter(pl.Series(fast_mask))
+    missing_path = fast_rows.get_column("path").is_null()
+    is_move = fast_rows.get_column("tag") == "MOVE"
+    missing_act = is_move & fast_rows.get_column("act").is_null()
+    # A MOVE decides a move, so its path names at least one; "-" is the root (RESULT only).
+    root_move = is_move & (fast_rows.get_column("path") == "-").fill_null(False)
+    if missing_path.any() or missing_act.any() or root_move.any():
+        idx_all = fast_rows.get_column("idx").to_numpy()
+        problems.add_many("missing required key path= (dropped)", idx_all[missing_path.to_numpy()])
+        problems.add_many(
+            "missing required key act= (dropped)", idx_all[(missing_act & ~missing_path).to_numpy()]
+        )
+        problems.add_many(ROOT_MOVE_PROBLEM, idx_all[(root_move & ~missing_act).to_numpy()])
+        fast_rows = fast_rows.filter(~(missing_path | missing_act | root_move))
+    if slow_rows:
+        slow_frame = pl.DataFrame(
+            slow_rows,
+            schema={"idx": pl.UInt32, **{k: pl.String for k in FAST_FIELDS}, PATH_SHAPE: pl.UInt8,
+                    "extra": pl.String, "problem": pl.String},
+        )
+        rows = pl.concat(
+            [fast_rows.with_columns(pl.lit(None, pl.String).alias("extra"), pl.lit(None, pl.String).alias("problem")),
+             slow_frame],
+            how="vertical_relaxed",
+        ).sort("idx")
+    else:
+        rows = fast_rows.with_columns(
+            pl.lit(None, pl.String).alias("extra"), pl.lit(None, pl.String).alias("problem")
+        )
+
+    return PreparedChunk(n_lines=len(lines), rows=rows, events=events, problems=problems)
+
+
+def _slow_row(token, idx: int, problems: Problems) -> dict | None:
+    """A MOVE/RESULT record read by the slow path, as a row of string fields (None: dropped).
+
+    ``idx`` is the line in the chunk; problems are numbered by it too.
+    """
+    fields = token.fields
+    required = ("path", "act") if token.tag == "MOVE" else ("path",)
+    for key in required:
+        if key not in fields or not fields[key]:
+            problems.add(f"missing required key {key}= (dropped)", idx)
+            return None
+    if token.tag == "MOVE" and fields["path"] == "-":
+        problems.add(ROOT_MOVE_PROBLEM, idx)
+        return None
+    if token.bad:
+        problems.add("with a malformed key=value token", idx)
+    row: dict = {"idx": idx, "tag": token.tag}
+    extra = []
+    problem = None
+    for key, value in fields.items():
+        if key in ROW_KEYS:
+            if key in INT_KEYS and not is_int(value):
+                problems.add(f"with a non-numeric {key}=", idx)
+                problem = problem or f"bad-number:{key}"
+                continue
+            row[key] = value
+        else:
+            extra.append(f"{key}={value}")
+    row["extra"] = " ".join(extra) if extra else None
+    row["problem"] = problem
+    return row
+
+
 def _run_starts(values: np.ndarray) -> np.ndarray:
     """Where each run of equal values starts, for values that never decrease (e.g. search numbers in line order)."""
     if len(values) == 0:
@@ -1145,7 +1185,9 @@ def _records_table(
         pl.col("extra"),
         pl.col("problem"),
     )
-    table = frame.to_arrow()
+    # Newest Arrow layout: strings stay string views (no copy); only the few plain string columns
+    # are cast to the schema's string type below, and dictionary encoding reads views as fast.
+    table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
     # From polars: pyarrow's ChunkedArray.to_numpy imports pandas (0.15 s of start-up).
     search_arr = frame.get_column("search").to_numpy().astype(np.int64)
     base = min(present)
