@@ -601,7 +601,15 @@ class TreedumpParser:
         rows, finish_paths = self._normalize_paths(rows, by_id, problems)
 
         # Kind from act: the (dialect, act) pairs every dialect declares; anything else is OTHER.
-        rows = rows.with_columns(self._kind_expr(set(dialects.values())).alias("kind"))
+        # With one dialect in the chunk (the usual case) it is made from the act column's dictionary
+        # when the chunk's table is built (see _kinds_from_acts); else here, row by row.
+        dialect_names = set(dialects.values())
+        kinds = self._acts_of(dialect_names.pop()) if len(dialect_names) == 1 else None
+        if kinds is None:
+            rows = rows.with_columns(self._kind_expr(set(dialects.values())).alias("kind"))
+            other = rows.filter(pl.col("kind") == Kind.OTHER.value).group_by(["search", "act"], maintain_order=True).len()
+            for search, act, n in other.iter_rows():
+                by_id[search].other_acts[act] += n
         searches = rows.get_column("search").to_numpy()
         is_move = (rows.get_column("tag") == "MOVE").to_numpy()
         base = present[0]
@@ -613,11 +621,8 @@ class TreedumpParser:
             state.moves += m
             state.result_nodes += n - m  # records are MOVE or RESULT
             state.seq += n
-        other = rows.filter(pl.col("kind") == Kind.OTHER.value).group_by(["search", "act"], maintain_order=True).len()
-        for search, act, n in other.iter_rows():
-            by_id[search].other_acts[act] += n
 
-        self._write(rows, by_id, present, finish_paths)
+        self._write(rows, by_id, present, finish_paths, kinds)
 
     def _resolve_many(self, state: SearchState, paths: list[str]) -> list["list[str | None] | Future"]:
         """UCI paths for one search's paths (None where a move does not resolve), as consecutive parts.
@@ -702,14 +707,18 @@ class TreedumpParser:
         self._san_aborting = False
         self._san_pending.clear()
 
+    def _acts_of(self, name: str) -> dict[str, str]:
+        """The act vocabulary of dialect ``name``: act -> kind value (an act not in it is OTHER)."""
+        acts = {a: k.value for d in DIALECTS.values() if d.name == name for a, k in d.acts.items()}
+        if self._forced is not None and self._forced.name == name:
+            acts.update({a: k.value for a, k in self._forced.acts.items()})
+        return acts
+
     def _kind_expr(self, dialect_names: set[str]) -> pl.Expr:
         """``kind`` from ``act``: the (dialect, act) pairs every dialect declares; anything else is OTHER."""
         if len(dialect_names) == 1:
-            # One dialect in the chunk (the usual case): a lookup on act alone.
             (name,) = dialect_names
-            acts = {a: k.value for d in DIALECTS.values() if d.name == name for a, k in d.acts.items()}
-            if self._forced is not None and self._forced.name == name:
-                acts.update({a: k.value for a, k in self._forced.acts.items()})
+            acts = self._acts_of(name)
             looked_up = pl.col("act").replace_strict(
                 list(acts), list(acts.values()), default=Kind.OTHER.value, return_dtype=pl.String
             )
@@ -770,18 +779,29 @@ class TreedumpParser:
         by_id: dict[int, SearchState],
         present: list[int],
         finish_paths: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+        kinds: dict[str, str] | None = None,
     ) -> None:
         """Hand the chunk's records on; the conversion only needs each search's constants, taken here.
 
         ``finish_paths`` makes the path columns (see :meth:`_normalize_paths`);
         it may wait for the SAN worker, so it runs with the conversion, on the
-        conversion thread when there is one.
+        conversion thread when there is one.  ``kinds`` (act -> kind) is given
+        when ``kind`` is still to be made (see :func:`_kinds_from_acts`); the
+        acts it does not know are then counted when the table is built.
         """
         constants = {
             name: {s: _search_constant(by_id[s], name) for s in present}
             for name in ("engine", "position", "fen", "phase")
         }
-        build = functools.partial(_records_table, rows, constants, present, finish_paths)
+        table = functools.partial(_records_table, rows, constants, present, finish_paths, kinds)
+
+        def build() -> pa.Table:
+            # Runs on the conversion thread; other_acts is read only by finish(), after the drain.
+            records, other = table()
+            for search, act, n in other:
+                by_id[search].other_acts[act] += n
+            return records
+
         if self._deferred_sink is not None:
             self._deferred_sink(build)
         elif self._sink is not None:
@@ -1147,12 +1167,16 @@ def _records_table(
     constants: dict[str, dict[int, str | None]],
     present: list[int],
     finish_paths: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
-) -> pa.Table:
+    kinds: dict[str, str] | None = None,
+) -> tuple[pa.Table, list[tuple[int, str, int]]]:
     """One chunk's assembled rows as a RECORDS_SCHEMA table (depths to plies, strings dictionary-encoded).
 
     ``constants`` gives, per per-search column (engine, position, fen, phase),
     each present search's value; ``finish_paths`` completes the path columns
-    first (see :meth:`TreedumpParser._write`).  Pure: safe to run on the writer thread.
+    first (see :meth:`TreedumpParser._write`).  With ``kinds`` (act -> kind),
+    ``kind`` is made here from ``act`` and the second result lists the acts it
+    does not know as (search, act, records); without, the rows have ``kind``
+    and the list is empty.  Pure: safe to run on another thread.
     """
     if finish_paths is not None:
         rows = finish_paths(rows)
@@ -1173,7 +1197,7 @@ def _records_table(
         (pl.col("nd") / unit).cast(pl.Float32).alias("new_depth"),
         (pl.col("red") / unit).cast(pl.Float32).alias("reduction"),
         pl.col("act"),
-        pl.col("kind"),
+        pl.col("kind") if kinds is None else pl.lit(None, pl.String).alias("kind"),
         pl.col("a").cast(pl.Int32, strict=False).alias("alpha"),
         pl.col("b").cast(pl.Int32, strict=False).alias("beta"),
         pl.col("score").cast(pl.Int32, strict=False),
@@ -1210,10 +1234,15 @@ def _records_table(
         dictionary = pl.Series(values, dtype=pl.String).to_arrow().cast(pa.string())
         indices = indices.to_arrow()
         columns[name] = pa.DictionaryArray.from_arrays(indices, dictionary)
-    arrays = []
+    other: list[tuple[int, str, int]] = []
     for fld in RECORDS_SCHEMA:
         if fld.name in columns:
-            arrays.append(columns[fld.name])
+            continue
+        if fld.name == "kind" and kinds is not None:
+            columns["kind"], unknown = _kinds_from_acts(columns["act"], kinds)
+            if unknown:
+                counted = frame.filter(pl.col("act").is_in(unknown)).group_by(["search", "act"], maintain_order=True).len()
+                other = [(int(s), str(a), int(n)) for s, a, n in counted.iter_rows()]
             continue
         col = table.column(fld.name)
         if fld.type == DICT_STR:
@@ -1221,8 +1250,31 @@ def _records_table(
             col = pc.dictionary_encode(col).cast(DICT_STR)
         elif col.type != fld.type:
             col = col.cast(fld.type)
-        arrays.append(col)
-    return pa.Table.from_arrays(arrays, schema=RECORDS_SCHEMA)
+        columns[fld.name] = col
+    return pa.Table.from_arrays([columns[f.name] for f in RECORDS_SCHEMA], schema=RECORDS_SCHEMA), other
+
+
+def _kinds_from_acts(acts: pa.ChunkedArray, kinds: dict[str, str]) -> tuple[pa.ChunkedArray, list[str]]:
+    """``kind`` from the dictionary-encoded ``act`` column, and the acts ``kinds`` does not know (OTHER).
+
+    A chunk has a handful of distinct acts: each dictionary entry is looked up
+    once and the rows follow their act's index (``take``), instead of a lookup
+    per row.  The kinds' dictionary lists the kinds present, in order of first
+    appearance, as dictionary-encoding the strings would; null act, null kind.
+    """
+    chunks, unknown = [], []
+    for chunk in acts.chunks:
+        act_values = chunk.dictionary.to_pylist()
+        kind_values = [kinds.get(a, Kind.OTHER.value) for a in act_values]
+        unknown.extend(a for a in act_values if a not in kinds and a not in unknown)
+        present = list(dict.fromkeys(kind_values))
+        code_of = {k: i for i, k in enumerate(present)}
+        lookup = np.array([code_of[k] for k in kind_values], dtype=np.int32)
+        # (Arrays built from buffers: pa.array() would import pandas.)
+        lookup_array = pa.Array.from_buffers(pa.int32(), len(lookup), [None, pa.py_buffer(lookup)])
+        dictionary = pl.Series(present, dtype=pl.String).to_arrow().cast(pa.string())
+        chunks.append(pa.DictionaryArray.from_arrays(pc.take(lookup_array, chunk.indices), dictionary))
+    return pa.chunked_array(chunks, type=DICT_STR), unknown
 
 
 def _search_constant(state: SearchState, name: str) -> str | None:

@@ -1,6 +1,7 @@
 """Positions: ids, phase labels from EPD files, and the material phase rule."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ def fen_hash_id(fen: str) -> str:
     return "fen:" + hashlib.sha1(fen_key(fen).encode()).hexdigest()[:10]
 
 
+@functools.lru_cache(maxsize=4096)  # a batch log repeats its positions once per engine and depth
 def material_phase(fen: str) -> str | None:
     """Phase by the documented material rule (docs/TREEDUMP_FORMAT.md §5); None for an invalid FEN.
 
