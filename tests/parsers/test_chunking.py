@@ -1,5 +1,6 @@
 """Chunk boundaries must not change the result: state (search, ITER, context) carries from chunk to chunk."""
 import io
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -64,3 +65,44 @@ def test_finished_searches_drop_their_move_resolvers(monkeypatch):
     assert max(seen) <= 1 and seen[-1] == 0
     result = parser.finish()
     assert result.records.num_rows == 3 * parse_logs([HAND / "minimal_crafty.log"]).records.num_rows
+
+
+TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
+
+
+def _with_unknown_acts(src: Path, every: int, act: str) -> tuple[str, dict[int, int]]:
+    """The log with every ``every``-th MOVE's act replaced; also the hand count of replaced MOVEs per search."""
+    out, per_search, search, moves = [], {}, -1, 0
+    for line in src.read_text().splitlines(keepends=True):
+        if line.startswith("TREEDUMP"):
+            search += 1
+        elif line.startswith("MOVE "):
+            moves += 1
+            if moves % every == 0:
+                line = re.sub(r" act=\S+", f" act={act}", line, count=1)
+                per_search[search] = per_search.get(search, 0) + 1
+        out.append(line)
+    return "".join(out), per_search
+
+
+@pytest.mark.parametrize("chunk_bytes", [None, 3000])
+def test_unknown_acts_are_other_and_counted_per_search(monkeypatch, tmp_path, chunk_bytes):
+    # Three searches (one dialect per log, so kind comes from the act dictionary), and the same
+    # searches of two dialects concatenated (kind looked up per row): counts match the hand count.
+    if chunk_bytes:
+        monkeypatch.setattr(core, "CHUNK_BYTES", chunk_bytes)
+    sf, sf_counts = _with_unknown_acts(TRACES / "stockfish_batch3.log", 7, "WEIRD")
+    ty, ty_counts = _with_unknown_acts(TRACES / "typhoon_batch3.log", 5, "ODD")
+    for text, expected in [(sf, {s: ("WEIRD", n) for s, n in sf_counts.items()}),
+                           (sf + ty, {**{s: ("WEIRD", n) for s, n in sf_counts.items()},
+                                      **{s + 3: ("ODD", n) for s, n in ty_counts.items()}})]:
+        log = tmp_path / "acts.log"
+        log.write_text(text)
+        for result in (parse_logs([log]), core.parse_to_parquet([log], tmp_path / "o.parquet")):
+            for search, (act, n) in expected.items():
+                assert any(f"unknown act={act} ({n} records)" in w for w in result.warnings
+                           if f": search {search} (" in w), (search, act, n, result.warnings)
+        records = parse_logs([log]).records
+        kinds = dict(zip(records.column("act").to_pylist(), records.column("kind").to_pylist()))
+        assert kinds["WEIRD"] == "OTHER" and kinds["FULL"] == "SEARCH" and kinds["LMR"] == "REDUCE"
+        assert kinds.get(None, None) is None  # RESULT rows: no act, no kind
