@@ -164,7 +164,7 @@ def test_orphan_records_are_redone(tmp_path):
     assert not (dataset / "records" / "engine=sf" / "000000.parquet").exists()
 
 
-def test_ctrl_c_kills_running_engines(tmp_path, no_leftovers):
+def test_ctrl_c_kills_running_engines(tmp_path, no_leftovers, sigint_raises):
     """Ctrl-C mid-batch: completed results stay, running engines die, nothing partial is written."""
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()

@@ -161,7 +161,7 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-def test_ctrl_c_cancels_closes_the_cluster_and_kills_the_engines(tmp_path):
+def test_ctrl_c_cancels_closes_the_cluster_and_kills_the_engines(tmp_path, sigint_raises):
     import signal
     import threading
     import time
