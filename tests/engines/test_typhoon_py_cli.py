@@ -37,15 +37,15 @@ def test_search_writes_trace_and_counters(tmp_path):
 def test_default_trace_is_treedump_log_in_cwd_and_env_overrides(tmp_path, monkeypatch):
     runner = CliRunner()
     monkeypatch.delenv("TREEDUMP", raising=False)
-    with runner.isolated_filesystem(temp_dir=tmp_path):
-        assert runner.invoke(main, ["search", "--depth", "2"]).exit_code == 0
-        assert Path("treedump.log").read_text().startswith("TREEDUMP engine=typhoon v=1 unit=64 ")
-        res = runner.invoke(main, ["search", "--depth", "2", "--profile", "crafty"], env={"TREEDUMP": "env.log"})
-        assert res.exit_code == 0
-        assert Path("env.log").read_text().startswith("TREEDUMP engine=crafty v=1 unit=1 ")
-        os.remove("treedump.log")
-        assert runner.invoke(main, ["search", "--depth", "2", "--no-treedump"]).exit_code == 0
-        assert not Path("treedump.log").exists()
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(main, ["search", "--depth", "2"]).exit_code == 0
+    assert (tmp_path / "treedump.log").read_text().startswith("TREEDUMP engine=typhoon v=1 unit=64 ")
+    res = runner.invoke(main, ["search", "--depth", "2", "--profile", "crafty"], env={"TREEDUMP": "env.log"})
+    assert res.exit_code == 0
+    assert (tmp_path / "env.log").read_text().startswith("TREEDUMP engine=crafty v=1 unit=1 ")
+    os.remove(tmp_path / "treedump.log")
+    assert runner.invoke(main, ["search", "--depth", "2", "--no-treedump"]).exit_code == 0
+    assert not (tmp_path / "treedump.log").exists()
 
 
 def test_batch_counters_are_a_list_matching_the_trace(tmp_path):
