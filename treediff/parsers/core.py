@@ -41,7 +41,6 @@ from treediff.parsers.tokenizer import (
     PATH_SHAPE,
     PATH_UCI,
     ROW_KEYS,
-    ChunkTokens,
     is_int,
     split_lines,
     tokenize_chunk,
