@@ -603,19 +603,18 @@ class TreedumpParser:
         # With one dialect in the chunk (the usual case) it is made from the act column's dictionary
         # when the chunk's table is built (see _kinds_from_acts); else here, row by row.
         dialect_names = set(dialects.values())
-        kinds = self._acts_of(dialect_names.pop()) if len(dialect_names) == 1 else None
-        if kinds is None:
-            rows = rows.with_columns(self._kind_expr(set(dialects.values())).alias("kind"))
+        kinds: dict[str, str] | None = None
+        if len(dialect_names) == 1:
+            kinds = self._acts_of(next(iter(dialect_names)))
+        else:
+            rows = rows.with_columns(self._kind_expr().alias("kind"))
             other = rows.filter(pl.col("kind") == Kind.OTHER.value).group_by(["search", "act"], maintain_order=True).len()
             for search, act, n in other.iter_rows():
                 by_id[search].other_acts[act] += n
-        searches = rows.get_column("search").to_numpy()
         is_move = (rows.get_column("tag") == "MOVE").to_numpy()
-        base = present[0]
-        counts = np.bincount(searches - base)
-        moves = np.bincount(searches - base, weights=is_move)
-        for search in present:
-            state, n, m = by_id[search], int(counts[search - base]), int(moves[search - base])
+        moves = np.add.reduceat(is_move.astype(np.int64), run_starts).tolist()  # per search (one run each)
+        for search, n, m in zip(present, run_lengths.tolist(), moves):
+            state = by_id[search]
             state.records += n
             state.moves += m
             state.result_nodes += n - m  # records are MOVE or RESULT
@@ -628,8 +627,8 @@ class TreedumpParser:
 
         SAN resolution holds the GIL, so in large logs a long list is split:
         the tail (:data:`SAN_WORKER_SHARE`) goes to a worker process (started
-        on first need) and comes back as a :class:`Future`, which the writer
-        thread waits for, so this thread goes on with the next chunk.  Results
+        on first need) and comes back as a :class:`Future`, which the
+        conversion thread waits for, so this thread goes on with the next chunk.  Results
         are the same either way: a path's UCI form depends only on the search's FEN.
         """
         self._san_paths += len(paths)
@@ -713,21 +712,15 @@ class TreedumpParser:
             acts.update({a: k.value for a, k in self._forced.acts.items()})
         return acts
 
-    def _kind_expr(self, dialect_names: set[str]) -> pl.Expr:
-        """``kind`` from ``act``: the (dialect, act) pairs every dialect declares; anything else is OTHER."""
-        if len(dialect_names) == 1:
-            (name,) = dialect_names
-            acts = self._acts_of(name)
-            looked_up = pl.col("act").replace_strict(
-                list(acts), list(acts.values()), default=Kind.OTHER.value, return_dtype=pl.String
-            )
-        else:
-            pairs = {f"{d.name}|{a}": k.value for d in DIALECTS.values() for a, k in d.acts.items()}
-            if self._forced is not None:
-                pairs.update({f"{self._forced.name}|{a}": k.value for a, k in self._forced.acts.items()})
-            looked_up = pl.concat_str([pl.col("_dialect"), pl.col("act")], separator="|").replace_strict(
-                list(pairs), list(pairs.values()), default=Kind.OTHER.value, return_dtype=pl.String
-            )
+    def _kind_expr(self) -> pl.Expr:
+        """``kind`` from ``_dialect`` and ``act`` row by row, for chunks of several dialects: the
+        (dialect, act) pairs every dialect declares; anything else is OTHER."""
+        pairs = {f"{d.name}|{a}": k.value for d in DIALECTS.values() for a, k in d.acts.items()}
+        if self._forced is not None:
+            pairs.update({f"{self._forced.name}|{a}": k.value for a, k in self._forced.acts.items()})
+        looked_up = pl.concat_str([pl.col("_dialect"), pl.col("act")], separator="|").replace_strict(
+            list(pairs), list(pairs.values()), default=Kind.OTHER.value, return_dtype=pl.String
+        )
         return pl.when(pl.col("act").is_null()).then(pl.lit(None, pl.String)).otherwise(looked_up)
 
     def _normalize_paths(
@@ -737,7 +730,7 @@ class TreedumpParser:
 
         Returns the rows and a function that makes the path columns (``path``,
         ``move``, ``null_move``, ``ply``, ``problem``) from what is found here,
-        run by whoever builds the chunk's table: on the writer's thread when
+        run by whoever builds the chunk's table: on the conversion thread when
         there is one.  SAN paths sent to the worker are futures it waits for.
         """
         self._account_unresolved(wait=False)
@@ -1113,21 +1106,21 @@ def _finish_paths(
     ``coord_paths``; rows at ``hard_index`` the SAN resolutions ``parts`` (in
     order).  Unresolved records keep their path as written and are flagged
     ``problem=unresolved-move`` (they are counted by the parser, in order).
-    Pure apart from waiting for the futures: safe on the writer thread.
+    Pure apart from waiting for the futures: safe on the conversion thread.
     """
     raw = rows.get_column("path")
     uci = _root_as_empty(raw)
     if len(coord_index):
         uci = uci.scatter(coord_index, coord_paths)
     if not hard_index:
-        return _with_uci_paths(rows, uci, None, None)
+        return _with_uci_paths(rows, uci)
     patch = pl.Series("v", _joined_parts(parts), dtype=pl.String)
     uci = uci.scatter(hard_index, patch)  # type: ignore[arg-type]
     unresolved = pl.Series([False] * len(uci)).scatter(hard_index, patch.is_null())
     if not bool(unresolved.any()):
-        return _with_uci_paths(rows, uci, None, None)
+        return _with_uci_paths(rows, uci)
     uci = pl.select(pl.when(unresolved).then(raw).otherwise(uci)).to_series()
-    return _with_uci_paths(rows, uci, unresolved, raw)
+    return _with_uci_paths(rows, uci, unresolved)
 
 
 #: :data:`UCI_PATH_PATTERN`, or ``-`` (the root as RESULT lines write it).
@@ -1140,10 +1133,10 @@ def _root_as_empty(raw: pl.Series) -> pl.Series:
 
 def _root_as_empty_path(rows: pl.DataFrame) -> pl.DataFrame:
     """:func:`_with_uci_paths` for rows whose paths are all UCI already (the root written ``-``)."""
-    return _with_uci_paths(rows, _root_as_empty(rows.get_column("path")), None, None)
+    return _with_uci_paths(rows, _root_as_empty(rows.get_column("path")))
 
 
-def _with_uci_paths(rows: pl.DataFrame, uci: pl.Series, unresolved: pl.Series | None, raw: pl.Series | None) -> pl.DataFrame:
+def _with_uci_paths(rows: pl.DataFrame, uci: pl.Series, unresolved: pl.Series | None = None) -> pl.DataFrame:
     """``path``, ``move``, ``null_move``, ``ply`` and ``problem`` from the UCI paths (``unresolved``: flagged rows)."""
     last_move = _last_uci_move(uci) if unresolved is None else uci.str.extract(r"([^/]+)$")
     problem = pl.col("problem")
