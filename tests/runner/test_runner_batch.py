@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import threading
 import time
 from pathlib import Path
 
@@ -164,7 +162,7 @@ def test_orphan_records_are_redone(tmp_path):
     assert not (dataset / "records" / "engine=sf" / "000000.parquet").exists()
 
 
-def test_ctrl_c_kills_running_engines(tmp_path, no_leftovers, sigint_raises):
+def test_ctrl_c_kills_running_engines(tmp_path, no_leftovers, press_ctrl_c):
     """Ctrl-C mid-batch: completed results stay, running engines die, nothing partial is written."""
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
@@ -172,18 +170,9 @@ def test_ctrl_c_kills_running_engines(tmp_path, no_leftovers, sigint_raises):
     plan = plan_batch(POSITIONS, engines, 2, tmp_path / "ds", Limits(timeout=60))
     executor = LocalExecutor(2)
 
-    def press_ctrl_c():
-        deadline = time.monotonic() + 20
-        while len(list(pid_dir.iterdir())) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.2)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    presser = threading.Thread(target=press_ctrl_c)
-    presser.start()
+    press_ctrl_c(pid_dir, count=2, within=20)
     t0 = time.monotonic()
     summary = run_batch(plan, executor)
-    presser.join()
     assert summary.interrupted and time.monotonic() - t0 < 20
     hang_pids = [int(p.name) for p in pid_dir.iterdir()]
     assert len(hang_pids) >= 2

@@ -161,9 +161,7 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-def test_ctrl_c_cancels_closes_the_cluster_and_kills_the_engines(tmp_path, sigint_raises):
-    import signal
-    import threading
+def test_ctrl_c_cancels_closes_the_cluster_and_kills_the_engines(tmp_path, press_ctrl_c):
     import time
     from dataclasses import replace
 
@@ -181,18 +179,9 @@ def test_ctrl_c_cancels_closes_the_cluster_and_kills_the_engines(tmp_path, sigin
     plan = plan_batch(positions, engines, 2, tmp_path / "ds", Limits(timeout=60))
     executor = DaskExecutor(2)
 
-    def press_ctrl_c():
-        deadline = time.monotonic() + 30
-        while len(list(pid_dir.iterdir())) < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    presser = threading.Thread(target=press_ctrl_c)
-    presser.start()
+    press_ctrl_c(pid_dir, count=1, within=30, settle=0.3)
     t0 = time.monotonic()
     summary = run_batch(plan, executor)
-    presser.join()
     assert summary.interrupted and time.monotonic() - t0 < 30
     assert executor.client is None                       # client and local cluster closed
     hang_pids = [int(p.name) for p in pid_dir.iterdir()]
