@@ -3,7 +3,7 @@
     python benchmarks/bench_align.py                 # 2M + 2M records (the target size)
     python benchmarks/bench_align.py --records 200000 --check
 
-Two synthetic trees (treediff.align.synthetic: same game tree, typhoon-like vs
+Two synthetic trees (support.synthetic: same game tree, typhoon-like vs
 stockfish-like pruning; deterministic) are written to Parquet; each aligner
 then runs in its own fresh child process that reads them, so time and peak
 RSS (ru_maxrss, loaded records included) are the aligner's alone.  Both
@@ -192,7 +192,7 @@ def main() -> None:
         _child(args.child, args.a, args.b, args.out)
         return
 
-    from treediff.align.synthetic import synthetic_pair
+    from support.synthetic import synthetic_pair
 
     start = time.perf_counter()
     records_a, records_b, depth = synthetic_pair(args.records, seed=args.seed)

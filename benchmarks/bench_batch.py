@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from treediff.runner.batch import LocalExecutor, SerialExecutor, plan_batch, run_batch  # noqa: E402
-from treediff.runner.engines import parse_engine_arg, presets  # noqa: E402
-from treediff.runner.positions import read_epd  # noqa: E402
-from treediff.runner.search import Limits  # noqa: E402
+from treediff.run.batch import LocalExecutor, SerialExecutor, plan_batch, run_batch  # noqa: E402
+from treediff.run.engines import parse_engine_arg, presets  # noqa: E402
+from treediff.run.positions import read_epd  # noqa: E402
+from treediff.run.search import Limits  # noqa: E402
 
 
 def _batch(positions, engines, depth, dataset, jobs):

@@ -35,7 +35,7 @@ sys.path.insert(0, {here!r})
 kind, log, out = sys.argv[1:4]
 t = time.perf_counter()
 if kind == "treediff":
-    from treediff.parsers.core import parse_to_parquet
+    from treediff.parse.core import parse_to_parquet
     parse_to_parquet([log], out)
 else:
     from baseline_parser import parse_baseline
@@ -121,7 +121,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [1_000_000] if args.quick else [5_000_000, 20_000_000]
     print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}", flush=True)
-    from treediff.parsers.tokenizer import ctok_available  # the children see the same install and environment
+    from treediff.parse.tokenizer import ctok_available  # the children see the same install and environment
 
     print(f"tokenizer: {'compiled (_ctok)' if ctok_available() else 'polars regex'}"
           " (TREEDIFF_TOKENIZER=regex forces the regex)", flush=True)

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from treediff.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA, searches_path_for  # noqa: E402
+from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA, searches_path_for  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 ENGINES = ("typhoon", "stockfish", "crafty")
@@ -274,7 +274,7 @@ def run_cli(path: Path, out: Path) -> None:
 
 def treediff_frames(path: Path) -> dict[str, pd.DataFrame]:
     """The report's tables as DataFrames (for the agreement check; not timed)."""
-    from treediff.io import load
+    from treediff.parse.load import load
     from treediff.report.core import TABLES, build_report, columns_for
 
     loaded = load([str(path)], columns=columns_for(TABLES, ("engine",)))
@@ -283,8 +283,8 @@ def treediff_frames(path: Path) -> dict[str, pd.DataFrame]:
 
 
 def breakdown(path: Path) -> dict[str, float]:
-    """Seconds spent loading (treediff.io.load), computing each table, and rendering, in one run."""
-    from treediff.io import load
+    """Seconds spent loading (treediff.store.files.load), computing each table, and rendering, in one run."""
+    from treediff.parse.load import load
     from treediff.render.output import render
     from treediff.report.core import TABLES, build_report, columns_for
 

@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from treediff.runner.dataset import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA  # noqa: E402
+from treediff.store.layout import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA  # noqa: E402
 
 GENERATOR_VERSION = 3
 DATA = ROOT / "benchmarks" / "data"
@@ -222,14 +222,14 @@ def bench_report(records: int, searches: int, cap_gb: float) -> None:
 
 def _batch_once(kind: str, positions, engines, depth: int) -> tuple[float, float]:
     """(whole run, tasks alone) seconds of one batch of ``kind`` (``local`` or ``dask``) with 2 workers."""
-    from treediff.runner.batch import LocalExecutor, plan_batch, run_batch
-    from treediff.runner.search import Limits
+    from treediff.run.batch import LocalExecutor, plan_batch, run_batch
+    from treediff.run.search import Limits
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         plan = plan_batch(positions, engines, depth, Path(tmp) / "ds", Limits(timeout=120), keep_logs="none")
         if kind == "dask":
-            from treediff.runner.dask_executor import DaskExecutor
+            from treediff.run.dask_executor import DaskExecutor
 
             executor = DaskExecutor(2)
         else:
@@ -258,8 +258,8 @@ def _cli_batch_once(kind: str, depth: int) -> float:
 
 
 def bench_batch(depth: int, repeat: int) -> None:
-    from treediff.runner.engines import presets
-    from treediff.runner.positions import read_epd
+    from treediff.run.engines import presets
+    from treediff.run.positions import read_epd
 
     positions, _ = read_epd(ROOT / "fixtures" / "positions20.epd")
     engines = [presets()["typhoon_py"]]

@@ -31,15 +31,15 @@ def test_parse_does_not_import_pandas_or_the_other_commands(tmp_path):
     assert (tmp_path / "o.parquet").exists()
     assert "pandas" not in modules
     loaded = subprocess.run(
-        [sys.executable, "-c", _PARSE_THEN_LIST_MODULES.replace('if "." not in m', 'if m.startswith("treediff.commands.")'),
+        [sys.executable, "-c", _PARSE_THEN_LIST_MODULES.replace('if "." not in m', 'if m.startswith("treediff.cli.")'),
          str(FIXTURE), str(tmp_path / "p.parquet")],
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout.splitlines()[-1].split()
-    assert loaded == ["treediff.commands.common", "treediff.commands.parse"]
+    assert loaded == ["treediff.cli.common", "treediff.cli.parse"]
 
 
 def test_san_worker_module_needs_only_python_chess():
-    code = ("import sys, treediff.parsers.san_worker, treediff.parsers.moves; "
+    code = ("import sys, treediff.parse.san_worker, treediff.parse.moves; "
             "print(' '.join(m for m in ('polars', 'pyarrow', 'pandas', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == []

@@ -4,9 +4,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from treediff.errors import InputError
-from treediff.io import load
-from treediff.parsers.core import parse_to_parquet
+from treediff.model.errors import InputError
+from treediff.parse.load import load
+from treediff.parse.core import parse_to_parquet
 
 HAND = Path(__file__).resolve().parent.parent / "fixtures" / "hand"
 

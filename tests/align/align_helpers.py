@@ -4,7 +4,7 @@ A deliberately small reader (not the project's parser): coordinate/UCI moves
 only (promotion lower-cased, null spellings -> ``0000``), ``-`` root -> ``""``,
 depths divided by the header's ``unit`` (default 64 for typhoon, else 1), kinds
 from the dialect modules.  SAN is not supported here; end-to-end tests use
-``treediff.parsers.core`` for that.
+``treediff.parse.core`` for that.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from treediff.parsers import crafty, stockfish, typhoon
+from treediff.parse.dialects import crafty, stockfish, typhoon
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "hand"
 _DIALECTS = {d.DIALECT.name: d.DIALECT for d in (typhoon, stockfish, crafty)}

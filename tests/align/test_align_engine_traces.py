@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from treediff.align import align, kind_confusion, top_divergences
-from treediff.io import load
+from treediff.parse.load import load
 
 TRACES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "traces"
 

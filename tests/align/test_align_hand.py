@@ -6,7 +6,7 @@ import pytest
 
 from align_helpers import records_from_fixture, records_from_text
 from treediff.align import align, kind_confusion, top_divergences
-from treediff.errors import InputError
+from treediff.model.errors import InputError
 
 # fixtures/hand/align_basic_{a,b}.log, iteration 3:
 # (path, status, seq_a, seq_b, nodes_a, nodes_b) in depth-first order.  Siblings

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from treediff.align import align
-from treediff.align.synthetic import STOCKFISH_LIKE, TYPHOON_LIKE, synthetic_tree
+from support.synthetic import STOCKFISH_LIKE, TYPHOON_LIKE, synthetic_tree
 
 _BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_align.py"
 

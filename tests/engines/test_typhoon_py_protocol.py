@@ -163,7 +163,7 @@ def test_xboard_plays_a_game_move(tmp_path):
     assert len(move) == 1 and chess.Move.from_uci(move[0].split()[1]) in board.legal_moves
 
 
-parse_core = pytest.importorskip("treediff.parsers.core")
+parse_core = pytest.importorskip("treediff.parse.core")
 
 
 def test_parser_sees_the_ponder_contamination(tmp_path):

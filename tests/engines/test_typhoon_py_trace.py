@@ -132,7 +132,7 @@ def test_batch_trace_is_one_search_per_position():
         assert dict(s.acts()) == {k: v for k, v in o.acts.items() if v}
 
 
-parse_core = pytest.importorskip("treediff.parsers.core")
+parse_core = pytest.importorskip("treediff.parse.core")
 
 
 @pytest.mark.parametrize("profile,policy,scope", CASES)

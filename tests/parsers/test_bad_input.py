@@ -5,10 +5,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-import treediff.parsers.core as core
+import treediff.parse.core as core
 from treediff.cli import main
-from treediff.errors import InputError
-from treediff.parsers.core import parse_logs, parse_to_parquet
+from treediff.model.errors import InputError
+from treediff.parse.core import parse_logs, parse_to_parquet
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 HEADER = "TREEDUMP engine=stockfish v=1 id=p fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n"

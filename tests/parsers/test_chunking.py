@@ -6,8 +6,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-import treediff.parsers.core as core
-from treediff.parsers.core import parse_logs
+import treediff.parse.core as core
+from treediff.parse.core import parse_logs
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 

@@ -1,6 +1,6 @@
-"""The compiled fast-path tokenizer (treediff/parsers/_ctok.c) against the polars regex.
+"""The compiled fast-path tokenizer (treediff/parse/_ctok.c) against the polars regex.
 
-The regex (:func:`treediff.parsers.tokenizer.fast_fields`) is the reference: the C path must give
+The regex (:func:`treediff.parse.tokenizer.fast_fields`) is the reference: the C path must give
 the identical DataFrame on every input, including the lines it must reject.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from treediff.parsers import tokenizer
-from treediff.parsers.tokenizer import (
+from treediff.parse import tokenizer
+from treediff.parse.tokenizer import (
     FAST_FIELDS,
     PATH_NONE,
     PATH_OTHER,
@@ -34,7 +34,7 @@ from treediff.parsers.tokenizer import (
 )
 
 _ctok = pytest.importorskip(
-    "treediff.parsers._ctok",
+    "treediff.parse._ctok",
     reason="compiled tokenizer not built (no C compiler at `pip install -e .`); the regex path is used",
 )
 

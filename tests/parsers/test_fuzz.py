@@ -4,8 +4,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from treediff.errors import InputError
-from treediff.parsers.core import parse_logs
+from treediff.model.errors import InputError
+from treediff.parse.core import parse_logs
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 SOURCES = sorted(p.read_bytes() for p in HAND.glob("minimal_*.log"))

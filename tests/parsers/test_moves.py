@@ -2,7 +2,7 @@
 import chess
 import pytest
 
-from treediff.parsers.moves import PathResolver, _Legality
+from treediff.parse.moves import PathResolver, _Legality
 
 FENS = [
     chess.STARTING_FEN,

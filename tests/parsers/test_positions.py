@@ -1,6 +1,6 @@
 import pytest
 
-from treediff.parsers.positions import fen_hash_id, material_phase, read_epd
+from treediff.model.positions import fen_hash_id, material_phase, read_epd
 
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
@@ -39,7 +39,7 @@ def test_read_epd_ids_and_phase_labels(tmp_path):
 
 
 def test_read_epd_bad_line_is_a_clear_error(tmp_path):
-    from treediff.errors import InputError
+    from treediff.model.errors import InputError
 
     epd = tmp_path / "bad.epd"
     epd.write_text("this is not an epd\n")

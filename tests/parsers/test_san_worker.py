@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-import treediff.parsers.core as core
-from treediff.parsers.core import parse_logs, parse_to_parquet
-from treediff.parsers.san_worker import SanWorker, SanWorkerError
+import treediff.parse.core as core
+from treediff.parse.core import parse_logs, parse_to_parquet
+from treediff.parse.san_worker import SanWorker, SanWorkerError
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from tracebuild import read_fixture
 from treediff.cli import main
-from treediff.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
+from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 
@@ -30,8 +30,8 @@ def write_pair(frames, path: Path) -> Path:
 
 def write_dataset(frames, root: Path) -> Path:
     """DIR/records/engine=E/KEY.parquet and DIR/searches/engine=E/KEY.parquet in the runner's layout
-    (treediff.runner.dataset: the engine is the partition directory, not a column)."""
-    from treediff.runner.dataset import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA
+    (treediff.store.layout: the engine is the partition directory, not a column)."""
+    from treediff.store.layout import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA
 
     records, searches = frames
     engine = str(searches["engine"].iloc[0])

@@ -14,9 +14,9 @@ import pytest
 
 chess = pytest.importorskip("chess")
 engine = pytest.importorskip("typhoon_py.engine")
-pytest.importorskip("treediff.parsers.core")
+pytest.importorskip("treediff.parse.core")
 
-from treediff.io import load  # noqa: E402
+from treediff.parse.load import load  # noqa: E402
 from treediff.report.core import TABLES, build_report, columns_for  # noqa: E402
 
 FEN = "2q1r1k1/1ppb4/r2p1Pp1/p4n1p/2P1n3/5NPP/PP3Q1K/2BRRB2 w - - 0 1"

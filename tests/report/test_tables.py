@@ -285,7 +285,7 @@ def test_nodes(three):
 
 
 def test_bad_by_and_table_are_clear_errors(typhoon):
-    from treediff.errors import InputError
+    from treediff.model.errors import InputError
 
     with pytest.raises(InputError, match="--by"):
         build_report(*typhoon, by="colour")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from treediff.parsers import crafty, stockfish, typhoon
-from treediff.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
+from treediff.parse.dialects import crafty, stockfish, typhoon
+from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
 
 DIALECTS = {d.DIALECT.name: d.DIALECT for d in (typhoon, stockfish, crafty)}
 NULLS = {"0000", "(null)", "null", "--"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from treediff.runner.engines import EngineSpec, presets
+from treediff.run.engines import EngineSpec, presets
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "fixtures" / "engines" / "fake_engine.py"

@@ -11,11 +11,11 @@ import pyarrow.dataset as pads
 import pytest
 
 from runner_helpers import START, TACTIC, fake_spec, pid_alive
-from treediff.errors import InputError
-from treediff.runner.batch import LocalExecutor, SerialExecutor, plan_batch, run_batch
-from treediff.runner.positions import Position
-from treediff.runner.search import Limits
-from treediff.runner.task import run_task
+from treediff.model.errors import InputError
+from treediff.run.batch import LocalExecutor, SerialExecutor, plan_batch, run_batch
+from treediff.run.positions import Position
+from treediff.run.search import Limits
+from treediff.run.task import run_task
 
 ENDGAME = "8/5pk1/6p1/8/3R4/6P1/5PK1/2r5 w - - 0 40"
 POSITIONS = [Position("start", START, "opening", 1), Position("tactic", TACTIC, "middlegame", 2),
@@ -100,7 +100,7 @@ def test_failures_rows(batch_dataset):
 
 
 def test_loader_reads_dataset(batch_dataset):
-    from treediff.io import load
+    from treediff.parse.load import load
 
     dataset, _ = batch_dataset
     loaded = load([dataset])
@@ -185,7 +185,7 @@ def test_ctrl_c_kills_running_engines(tmp_path, no_leftovers, press_ctrl_c):
 
 
 def test_keep_traces(tmp_path):
-    from treediff.io import open_log
+    from treediff.store.files import open_log
 
     dataset = tmp_path / "ds"
     plan = plan_batch(POSITIONS[:1], [fake_spec(name="sf")], 3, dataset, LIMITS, keep_traces=True, keep_logs="none")
@@ -205,7 +205,7 @@ def _die_on_tactic(task):
 
 
 def test_dead_worker_is_a_clear_error_and_resume_recovers(tmp_path, no_leftovers):
-    from treediff.errors import TreediffError
+    from treediff.model.errors import TreediffError
 
     dataset = tmp_path / "ds"
     engines = [fake_spec(name="sf")]

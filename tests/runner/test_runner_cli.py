@@ -88,8 +88,8 @@ def test_batch_bad_epd(tmp_path):
 
 
 def test_batch_positions20_with_typhoon_py(tmp_path, no_leftovers):
-    """The user's basic experiment, small: 20 positions × typhoon_py at depth 1, loaded back by treediff.io."""
-    from treediff.io import load
+    """The user's basic experiment, small: 20 positions × typhoon_py at depth 1, loaded back by treediff.store.files."""
+    from treediff.parse.load import load
 
     ds = tmp_path / "ds"
     res = _invoke(["batch", str(ROOT / "fixtures" / "positions20.epd"), "--engine", "typhoon_py",

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from runner_helpers import ROOT, START, TACTIC
-from treediff.errors import InputError
-from treediff.runner.engines import Protocol, load_config, parse_engine_arg, presets
-from treediff.runner.positions import parse_epd_line, read_epd, validate_fen
+from treediff.model.errors import InputError
+from treediff.run.engines import Protocol, load_config, parse_engine_arg, presets
+from treediff.run.positions import parse_epd_line, read_epd, validate_fen
 
 
 @pytest.mark.parametrize("bad, why", [

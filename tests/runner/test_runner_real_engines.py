@@ -13,10 +13,10 @@ from dataclasses import replace
 import pytest
 
 from runner_helpers import START, TACTIC, stockfish_or_skip, typhoon_py_or_skip
-from treediff.runner.engines import presets
-from treediff.runner.positions import Position
-from treediff.runner.search import Limits, run_search
-from treediff.runner.task import analyze
+from treediff.run.engines import presets
+from treediff.run.positions import Position
+from treediff.run.search import Limits, run_search
+from treediff.run.task import analyze
 
 DEPTH = 3
 LIMITS = Limits(timeout=30)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from runner_helpers import START, TACTIC, fake_spec, pid_alive
-from treediff.runner.search import Failure, Limits, run_search
-from treediff.runner.task import analyze
-from treediff.runner.positions import Position
+from treediff.run.search import Failure, Limits, run_search
+from treediff.run.task import analyze
+from treediff.run.positions import Position
 
 FAST = Limits(timeout=5.0, quit_grace=1.0)
 
@@ -165,8 +165,8 @@ def test_inherited_treedump_env_is_ignored(tmp_path, monkeypatch, no_leftovers):
 
 
 def test_engine_count_lines():
-    from treediff.runner.engines import Protocol
-    from treediff.runner.search import _IterNodes
+    from treediff.run.engines import Protocol
+    from treediff.run.search import _IterNodes
 
     uci = _IterNodes(Protocol.UCI)
     for line in ["info string NNUE evaluation enabled", "info depth 1 seldepth 1 multipv 1 score cp 20 nodes 20 pv e2e4",
@@ -183,7 +183,7 @@ def test_engine_count_lines():
 
 
 def test_xboard_moves_in_san_become_uci():
-    from treediff.runner.search import _to_uci
+    from treediff.run.search import _to_uci
 
     assert _to_uci("Nf3", START) == "g1f3" and _to_uci("e2e4", START) == "e2e4"
     assert _to_uci("O-O", "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1") == "e1g1"

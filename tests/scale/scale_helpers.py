@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treediff.io import write_table_atomic
-from treediff.parsers.core import parse_logs
-from treediff.runner.dataset import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA, result_path
+from treediff.store.files import write_table_atomic
+from treediff.parse.core import parse_logs
+from treediff.store.layout import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA, result_path
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "fixtures" / "traces"

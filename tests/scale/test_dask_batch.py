@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from treediff.cli import main
-from treediff.errors import TreediffError
-from treediff.runner.batch import SerialExecutor, plan_batch, run_batch
-from treediff.runner.engines import presets
-from treediff.runner.positions import read_epd
-from treediff.runner.search import Limits
-from treediff.runner.task import run_task
+from treediff.model.errors import TreediffError
+from treediff.run.batch import SerialExecutor, plan_batch, run_batch
+from treediff.run.engines import presets
+from treediff.run.positions import read_epd
+from treediff.run.search import Limits
+from treediff.run.task import run_task
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install -e '.[dask]')")
 
@@ -96,7 +96,7 @@ def _plan(tmp_path: Path, dataset: Path, resume: bool = False):
 
 
 def test_killed_worker_loses_nothing_and_the_batch_finishes(tmp_path):
-    from treediff.runner.dask_executor import DaskExecutor
+    from treediff.run.dask_executor import DaskExecutor
 
     dataset = tmp_path / "ds"
     plan = _plan(tmp_path, dataset)
@@ -109,7 +109,7 @@ def test_killed_worker_loses_nothing_and_the_batch_finishes(tmp_path):
 
 
 def test_worker_killed_every_time_is_a_clear_error_and_resume_completes(tmp_path):
-    from treediff.runner.dask_executor import DaskExecutor
+    from treediff.run.dask_executor import DaskExecutor
 
     dataset = tmp_path / "ds"
     plan = _plan(tmp_path, dataset)
@@ -129,7 +129,7 @@ def test_worker_killed_every_time_is_a_clear_error_and_resume_completes(tmp_path
 
 
 def test_dask_without_dask_installed_is_a_clear_error(tmp_path, monkeypatch):
-    import treediff.runner.dask_executor as de
+    import treediff.run.dask_executor as de
 
     monkeypatch.setattr(de, "dask_available", lambda: False)
     result = CliRunner().invoke(main, ["batch", str(_small_epd(tmp_path, 1)), "--engine", "typhoon_py", "--depth", "1",
@@ -165,8 +165,8 @@ def test_ctrl_c_cancels_closes_the_cluster_and_kills_the_engines(tmp_path, press
     import time
     from dataclasses import replace
 
-    from treediff.runner.dask_executor import DaskExecutor
-    from treediff.runner.positions import Position
+    from treediff.run.dask_executor import DaskExecutor
+    from treediff.run.positions import Position
 
     fake = (sys.executable, str(ROOT / "fixtures" / "engines" / "fake_engine.py"))
     pid_dir = tmp_path / "pids"
@@ -203,7 +203,7 @@ def test_local_cluster_workers_are_never_plain_forks():
     user's Dask config asks for fork."""
     import dask
 
-    from treediff.runner.dask_executor import DaskExecutor
+    from treediff.run.dask_executor import DaskExecutor
 
     with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
         executor = DaskExecutor(1)

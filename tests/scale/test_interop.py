@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from scale_helpers import dataset_from_logs, fixture_logs
-from treediff.io import load
+from treediff.parse.load import load
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "SCALING.md"
 

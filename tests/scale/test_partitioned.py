@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from scale_helpers import dataset_from_logs, fixture_logs
 from treediff.cli import main
-from treediff.io import load
+from treediff.parse.load import load
 from treediff.report.core import TABLES, build_report, columns_for
 from treediff.report.lmr import weighted_quantiles
 from treediff.report.partitioned import DatasetSource, build_report_partitioned
@@ -118,7 +118,7 @@ def test_load_position_reads_only_the_position_partitions(tmp_path, monkeypatch)
     """What ``diff`` on datasets needs: one position's files only, aligned exactly as the logs themselves."""
     from scale_helpers import TRACES
     from treediff.align import LOAD_COLUMNS, align
-    from treediff.errors import InputError
+    from treediff.model.errors import InputError
     from treediff.report.partitioned import load_position
 
     side_a = dataset_from_logs([TRACES / "typhoon_start.log", TRACES / "typhoon_tactical-f6f7.log"], tmp_path / "a")

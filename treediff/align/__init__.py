@@ -1,6 +1,6 @@
 """Align two engines' search trees of the same position, move path by move path.
 
->>> from treediff.io import load
+>>> from treediff.store.files import load
 >>> from treediff.align import align, kind_confusion, top_divergences
 >>> al = align(load(["a.parquet"]).records, load(["b.parquet"]).records)
 >>> al.rows            # one row per path, depth-first, with status and subtree node counts

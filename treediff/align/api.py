@@ -8,7 +8,7 @@ import pandas as pd
 
 from treediff.align.core import align_trees
 from treediff.align.select import SideChoice, choose_iterations, choose_searches
-from treediff.errors import InputError
+from treediff.model.errors import InputError
 
 
 @dataclass
@@ -73,7 +73,7 @@ def align(
 ) -> Alignment:
     """Align A's and B's trees of one position and one iteration each.
 
-    ``records_*`` are records tables (``treediff.io.load(...).records``); see
+    ``records_*`` are records tables (``treediff.store.files.load(...).records``); see
     :mod:`treediff.align.select` for how the search and iteration are chosen
     and :class:`Alignment` for the result.  Raises :class:`InputError` when
     the choice is impossible or ambiguous.

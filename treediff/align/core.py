@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treediff.schema import KIND_VALUES
+from treediff.model.schema import KIND_VALUES
 
 SEQ_SEPARATOR = "→"
 

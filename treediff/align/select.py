@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from treediff.align.core import equals
-from treediff.errors import InputError
+from treediff.model.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from treediff.align.api import Alignment
-from treediff.schema import KIND_VALUES
+from treediff.model.schema import KIND_VALUES
 
 #: The label for a shared path one side reached without a MOVE decision (the root, RESULT-only paths).
 NO_DECISION = "(none)"
@@ -148,7 +148,7 @@ def divergences_by_position(
     not be aligned).
     """
     from treediff.align.api import align
-    from treediff.errors import InputError
+    from treediff.model.errors import InputError
 
     tops, tables, notes = [], [], []
     pos_a = records_a["position"].astype(str).to_numpy() if "position" in records_a.columns else None

@@ -14,7 +14,7 @@ import chess
 import numpy as np
 import pandas as pd
 
-from treediff.errors import InputError
+from treediff.model.errors import InputError
 
 _UCI = re.compile(r"[a-h][1-8][a-h][1-8][qrbnQRBN]?\Z")
 _NULLS = {"0000", "(null)", "null", "--", "@@@@", "Z0"}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from treediff.errors import InputError
+from treediff.model.errors import InputError
 from treediff.report.core import Section, build_report
 
 
@@ -248,7 +248,7 @@ def compare(a: Side, b: Side, allow_different_positions: bool = False) -> Compar
 
 def compare_loaded(loaded_a, loaded_b, label_a: str = "A", label_b: str = "B", engine_a: str | None = None,
                    engine_b: str | None = None, allow_different_positions: bool = False) -> Comparison:
-    """:func:`compare` for two :class:`treediff.io.Loaded` inputs, choosing one engine per side."""
+    """:func:`compare` for two :class:`treediff.store.files.Loaded` inputs, choosing one engine per side."""
     ra, sa = select_engine(loaded_a.records, loaded_a.searches, engine_a, "A")
     rb, sb = select_engine(loaded_b.records, loaded_b.searches, engine_b, "B")
     return compare(Side(label_a, ra, sa), Side(label_b, rb, sb), allow_different_positions)

@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from treediff.errors import InputError
+from treediff.model.errors import InputError
 from treediff.report.acts import acts_table, kinds_table, skips_table
 from treediff.report.context import Context
 from treediff.report.ebf import ebf_iter_table, ebf_ply_table, ebf_table, search_nodes

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from treediff.errors import InputError
+from treediff.model.errors import InputError
 from treediff.report.context import Context
 from treediff.report.grouping import key_frame
 

@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from treediff.errors import InputError
+from treediff.model.errors import InputError
 
 BY_CHOICES = ("engine", "source", "phase", "position", "iter")
 SEARCH_KEYS = ("engine", "source", "phase", "position")

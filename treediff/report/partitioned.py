@@ -36,8 +36,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from treediff.errors import InputError
-from treediff.io import DatasetSearches, is_dataset_dir, load_dataset_searches
+from treediff.model.errors import InputError
+from treediff.store.dataset import DatasetSearches, is_dataset_dir, load_dataset_searches
 from treediff.report.acts import _count_act_kind
 from treediff.report.context import Context
 from treediff.report.core import Report, assemble_report, columns_for, parse_tables
@@ -339,7 +339,7 @@ def dataset_positions(path: str | os.PathLike) -> list[str] | None:
     """The position ids a dataset directory holds (its searches table only), None for any other input."""
     if not is_dataset_dir(path):
         return None
-    from treediff.io import read_dataset_searches
+    from treediff.store.dataset import read_dataset_searches
 
     table = read_dataset_searches(Path(path))
     return [str(p) for p in table.column("position").to_pylist()] if "position" in table.column_names else []
@@ -347,7 +347,7 @@ def dataset_positions(path: str | os.PathLike) -> list[str] | None:
 
 def load_position(path: str | os.PathLike, columns: Sequence[str], position: str | None = None,
                   other: str | os.PathLike | None = None, label: str = "A"):
-    """A dataset's records of one position only, for aligning (``treediff diff``): a :class:`treediff.io.Loaded`.
+    """A dataset's records of one position only, for aligning (``treediff diff``): a :class:`treediff.store.files.Loaded`.
 
     The position is ``position``, else the one position this dataset shares
     with ``other`` (another input); the searches table says which files hold
@@ -355,7 +355,7 @@ def load_position(path: str | os.PathLike, columns: Sequence[str], position: str
     ``position`` is an error naming them (as the aligner's); a dataset of one
     position, or an ``other`` that is not a dataset, is read whole.
     """
-    from treediff.io import Loaded
+    from treediff.store.dataset import Loaded
 
     source = DatasetSource.open([path])
     if position is None:

@@ -1,0 +1,228 @@
+"""The shared TREEDUMP tokenizer.
+
+Two paths produce the same string fields:
+
+* a vectorized *fast path* (one regex over a whole chunk of lines, via polars)
+  for MOVE/RESULT lines whose keys come in the canonical order of
+  ``docs/TREEDUMP_FORMAT.md``, which is how producers write them;
+* a per-line *slow path* (:func:`tokenize_line`) for everything else: headers,
+  ITER/END, comments, keys in another order, unknown keys, tabs, bad lines.
+
+A well-formed log sends only its few header/ITER/END lines down the slow path.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from treediff.parse.moves import UCI_PATH_PATTERN
+
+try:  # The optional compiled fast path (treediff/parse/_ctok.c), built by `pip install`.
+    from treediff.parse import _ctok
+except ImportError:  # no C compiler at install time: the polars regex does the same job
+    _ctok = None
+if not hasattr(pa, "string_view"):  # pyarrow < 16 cannot wrap the C code's string views
+    _ctok = None
+
+#: Record keys in canonical order: MOVE keys and RESULT keys are both subsequences of it.
+ROW_KEYS = (
+    "path", "ply", "mn", "d", "nd", "act", "red", "a", "b", "nt", "see", "hist", "why",
+    "score", "bound", "ctx",
+)
+#: Keys whose value must be an integer.
+INT_KEYS = frozenset({"ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "score"})
+
+# Printable ASCII without space: an ASCII-only class keeps the regex engine off UTF-8 decoding,
+# which makes the fast path about a quarter cheaper.  Integers are validated after the cast.
+_VALUE = r"([!-~]+)"
+FAST_PATTERN = r"^(MOVE|RESULT)" + "".join(rf"(?: {k}={_VALUE})?" for k in ROW_KEYS) + r"\r?\n?$"
+FAST_FIELDS = ("tag", *ROW_KEYS)
+#: Column of the fast path's output after :data:`FAST_FIELDS`: what each ``path=`` looks like, so
+#: the parser runs no regex over paths that are already UCI (almost all of them in UCI dialects).
+PATH_SHAPE = "path_shape"
+#: Values of :data:`PATH_SHAPE` (UInt8): no path (or no match), UCI moves or ``0000`` joined by
+#: ``/`` (:data:`~treediff.parse.moves.UCI_PATH_PATTERN`), the root ``-``, anything else.
+PATH_NONE, PATH_UCI, PATH_ROOT, PATH_OTHER = 0, 1, 2, 3
+
+_INT_RE = re.compile(r"-?[0-9]+\Z")
+
+
+@dataclass
+class Token:
+    """One line read by the slow path."""
+
+    tag: str
+    fields: dict[str, str] = field(default_factory=dict)
+    extra: list[str] = field(default_factory=list)
+    #: Why the line is unusable (None if fine).
+    bad: str | None = None
+
+
+def tokenize_line(text: str) -> Token | None:
+    """Tokenize one decoded line; None for blank lines and ``#`` comments."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    fen = None
+    if stripped.startswith("TREEDUMP"):
+        # fen runs to the end of the line and may contain spaces.
+        m = re.search(r"(?:^|\s)fen=", stripped)
+        if m:
+            fen = stripped[m.end():].strip()
+            stripped = stripped[: m.start()]
+    parts = stripped.split()
+    tag, rest = parts[0], parts[1:]
+    token = Token(tag=tag)
+    for part in rest:
+        key, eq, value = part.partition("=")
+        if not eq or not key:
+            token.bad = f"malformed token {part[:30]!r}"
+            continue
+        if key in token.fields:
+            token.bad = f"key {key!r} given twice"
+            continue
+        token.fields[key] = value
+    if fen is not None:
+        token.fields["fen"] = fen
+    return token
+
+
+def split_lines(data: bytes) -> tuple[pa.LargeBinaryArray, int]:
+    """Split complete lines (each keeps its ``\\n``) out of ``data``.
+
+    Returns the lines and the number of bytes consumed; bytes after the last
+    newline are not consumed.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 10)
+    offsets = np.empty(len(newlines) + 1, dtype=np.int64)
+    offsets[0] = 0
+    offsets[1:] = newlines + 1
+    consumed = int(offsets[-1])
+    lines = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(newlines), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    return lines, consumed
+
+
+def decode_lines(lines: pa.LargeBinaryArray) -> tuple[pl.Series, np.ndarray]:
+    """Decode lines as UTF-8; lines that are not valid UTF-8 become "" and are flagged."""
+    series = pl.Series("l", lines)
+    try:
+        return series.cast(pl.String), np.zeros(len(series), dtype=bool)
+    except pl.exceptions.ComputeError:
+        pass
+    texts, bad = [], np.zeros(len(series), dtype=bool)
+    for i, raw in enumerate(lines.to_pylist()):
+        try:
+            texts.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            texts.append("")
+            bad[i] = True
+    return pl.Series("l", texts, dtype=pl.String), bad
+
+
+#: Lines per slice of the fast path; slices are matched in parallel by polars.
+FAST_SLICE_LINES = 50_000
+
+
+def fast_fields(text: pl.Series) -> pl.DataFrame:
+    """Apply the canonical-order regex: one string column per field, ``tag`` null where it did not match,
+    then :data:`PATH_SHAPE`."""
+    frame = pl.DataFrame({"l": text})
+    expr = pl.col("l").str.extract_groups(FAST_PATTERN).struct.unnest()
+    slices = [
+        frame.slice(start, FAST_SLICE_LINES).lazy().select(expr)
+        for start in range(0, max(frame.height, 1), FAST_SLICE_LINES)
+    ]
+    out = pl.concat(slices, parallel=True).collect()
+    out = out.rename(dict(zip(out.columns, FAST_FIELDS)))
+    path = pl.col("path")
+    shape = (
+        pl.when(path.is_null()).then(PATH_NONE)
+        .when(path == "-").then(PATH_ROOT)
+        .when(path.str.contains(UCI_PATH_PATTERN)).then(PATH_UCI)
+        .otherwise(PATH_OTHER)
+    )
+    return out.with_columns(shape.cast(pl.UInt8).alias(PATH_SHAPE))
+
+
+#: Largest chunk the compiled path takes: Arrow string views hold 32-bit offsets.
+_CTOK_MAX_BYTES = 2**31 - 1
+
+
+def ctok_available() -> bool:
+    """Whether :func:`tokenize_chunk` uses the compiled fast path.
+
+    Setting the environment variable ``TREEDIFF_TOKENIZER=regex`` forces the polars regex
+    (to compare the two, e.g. in ``benchmarks/bench_parse.py``).
+    """
+    return _ctok is not None and os.environ.get("TREEDIFF_TOKENIZER", "") != "regex"
+
+
+def fast_fields_c(lines: pa.LargeBinaryArray) -> pl.DataFrame | None:
+    """:func:`fast_fields` of ``lines`` by the compiled tokenizer, or None where it cannot run.
+
+    The same DataFrame as the regex (checked by tests/parsers/test_ctok.py) for about 0.14
+    CPU-µs per line instead of 0.9 (docs/PERFORMANCE.md): the C code matches each line's bytes against :data:`FAST_PATTERN` and writes Arrow
+    string views that point into the chunk's own buffer, which polars takes over without copying.
+    Lines that are not UTF-8 never match (the pattern is ASCII), as with the regex on their "".
+    """
+    if _ctok is None or lines.null_count:
+        return None
+    n = len(lines)
+    _, offsets_buf, data = lines.buffers()
+    if data is None:
+        data = pa.py_buffer(b"")
+    if data.size > _CTOK_MAX_BYTES:
+        return None
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=lines.offset * 8)
+    bitmap_bytes = (n + 7) // 8
+    # Zeroed by calloc: the C code writes only the non-null entries, and the pages of a key the
+    # chunk never uses are never touched.
+    views = np.zeros(len(FAST_FIELDS) * n * 16, dtype=np.uint8)
+    validity = np.zeros(len(FAST_FIELDS) * bitmap_bytes, dtype=np.uint8)
+    shapes = np.zeros(n, dtype=np.uint8)
+    null_counts = _ctok.fast_fields(data, offsets, views, validity, shapes)
+    views, validity = pa.py_buffer(views), pa.py_buffer(validity)
+    columns = [
+        pa.Array.from_buffers(
+            pa.string_view(),
+            n,
+            [validity.slice(f * bitmap_bytes, bitmap_bytes), views.slice(f * n * 16, n * 16), data],
+            null_count=null_counts[f],
+        )
+        for f in range(len(FAST_FIELDS))
+    ]
+    frame = pl.from_arrow(pa.Table.from_arrays(columns, names=list(FAST_FIELDS)))
+    return frame.with_columns(pl.Series(PATH_SHAPE, shapes, dtype=pl.UInt8))
+
+
+def is_int(value: str) -> bool:
+    return bool(_INT_RE.match(value))
+
+
+@dataclass
+class ChunkTokens:
+    """A chunk of lines, decoded and tokenized by the stateless fast path."""
+
+    #: Each line as text ("" where it is not UTF-8).
+    text: pl.Series
+    #: True for lines that are not valid UTF-8.
+    bad_utf8: np.ndarray
+    #: :func:`fast_fields` of ``text``.
+    fast: pl.DataFrame
+
+
+def tokenize_chunk(lines: pa.LargeBinaryArray) -> ChunkTokens:
+    """Everything about a chunk that needs no parser state (safe to run on another thread)."""
+    text, bad_utf8 = decode_lines(lines)
+    fast = fast_fields_c(lines) if ctok_available() else None
+    if fast is None:
+        fast = fast_fields(text)
+    return ChunkTokens(text=text, bad_utf8=bad_utf8, fast=fast)

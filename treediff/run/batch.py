@@ -1,0 +1,291 @@
+"""Every position × engine, on a pluggable executor: :func:`plan_batch` and :func:`run_batch`.
+
+An executor is anything with ``map_unordered(fn, tasks)`` yielding each
+task's :class:`~treediff.run.task.TaskResult` as it finishes, and
+``abort()`` to stop early.  The work itself is always
+:func:`~treediff.run.task.run_task`, which writes its own result into the
+dataset; an executor only decides where it runs.  Provided here:
+:class:`SerialExecutor` (``-j 1``, in this process) and
+:class:`LocalExecutor` (a pool of worker processes).  A cluster executor
+(e.g. Dask: ``client.map(run_task, tasks)`` + ``as_completed``) needs nothing
+more.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import multiprocessing
+import os
+import signal
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Protocol, Sequence
+
+from treediff import __version__
+from treediff.model.errors import InputError, TreediffError
+from treediff.store.layout import make_manifest, positions_digest, prepare_dataset, scan_done
+from treediff.run.engines import EngineSpec
+from treediff.run.positions import Position
+from treediff.run.search import Limits
+from treediff.run.task import Task, TaskResult, run_task
+
+TaskFn = Callable[[Task], TaskResult]
+
+
+class Executor(Protocol):
+    """Runs tasks somewhere and yields their results in completion order."""
+
+    def map_unordered(self, fn: TaskFn, tasks: Sequence[Task]) -> Iterator[TaskResult]: ...
+
+    def abort(self) -> None: ...
+
+
+class SerialExecutor:
+    """Runs tasks one after another in this process."""
+
+    def map_unordered(self, fn: TaskFn, tasks: Sequence[Task]) -> Iterator[TaskResult]:
+        for task in tasks:
+            yield fn(task)
+
+    def abort(self) -> None:
+        pass
+
+
+class _Terminated(BaseException):
+    """SIGTERM in a pool worker: unwinds the running task (engine killed, temp directory removed)."""
+
+
+def _terminate(signum, frame):  # pragma: no cover - runs in pool workers
+    raise _Terminated()
+
+
+def _worker_init() -> None:  # pragma: no cover - runs in pool workers
+    # Ctrl-C reaches the whole foreground group: the parent alone decides, and stops workers with SIGTERM.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminate)
+
+
+def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - runs in pool workers
+    try:
+        return fn(task)
+    except _Terminated:
+        # The task's cleanup has run; leave now instead of taking the next queued task.
+        os._exit(143)
+
+
+class LocalExecutor:
+    """A pool of ``jobs`` worker processes on this machine.
+
+    Workers are started by a fork server (spawn where there is none), never by
+    a plain fork: a forked child of a process whose thread pools (polars,
+    Arrow) are running can deadlock.  At most ``2 * jobs`` tasks are queued at
+    a time, so a 600k-task batch costs no memory up front.  One use.
+    """
+
+    def __init__(self, jobs: int):
+        self.jobs = max(1, jobs)
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        if ctx.get_start_method() == "forkserver":
+            # Imported once in the fork server (which runs no threads), so each worker starts warm.
+            ctx.set_forkserver_preload(["treediff.run.task", "treediff.parse.core"])
+        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(self.jobs, mp_context=ctx,
+                                                                     initializer=_worker_init)
+
+    def map_unordered(self, fn: TaskFn, tasks: Sequence[Task]) -> Iterator[TaskResult]:
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("LocalExecutor is single-use")
+        pending = iter(tasks)
+        running: set[Future] = set()
+        try:
+            for task in itertools.islice(pending, 2 * self.jobs):
+                running.add(pool.submit(_run_in_worker, fn, task))
+            while running:
+                # Never block without a timeout: Ctrl-C may land on another thread, and the handler only
+                # runs when this (main) thread executes Python code again.
+                finished, running = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    nxt = next(pending, None)
+                    if nxt is not None:
+                        running.add(pool.submit(_run_in_worker, fn, nxt))
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        raise TreediffError(
+                            "a batch worker process died (killed, or out of memory); every completed search is "
+                            "saved: rerun with --resume to continue") from None
+                    yield result
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            self.close()
+
+    def abort(self, grace: float = 5.0) -> None:
+        """Stop now: queued tasks are dropped; running ones are unwound by SIGTERM (engines killed).
+
+        A worker can be mid-start (the pool spawns them on demand) when this
+        runs, so the workers are looked up again until all are gone; one that
+        has not exited ``grace`` seconds after SIGTERM gets SIGKILL.
+        """
+        pool = self._pool
+        if pool is None:
+            return
+        # The pool's own table of workers (shutdown below drops the attribute, not the table).
+        processes = getattr(pool, "_processes", None) or {}
+        # No new workers or tasks from here on; pending tasks are cancelled.
+        pool.shutdown(wait=False, cancel_futures=True)
+        # ProcessPoolExecutor has no public way to stop running work before Python 3.14.
+        signalled: dict[int, float] = {}
+        deadline = time.monotonic() + grace
+        while True:
+            alive = [p for p in list(processes.values()) if p.is_alive()]
+            if not alive:
+                break
+            for process in alive:
+                if process.pid not in signalled:
+                    process.terminate()
+                    signalled[process.pid] = time.monotonic()
+                elif time.monotonic() > deadline:
+                    process.kill()
+            time.sleep(0.05)
+        pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
+
+    def close(self) -> None:
+        """Wait for the workers to exit."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> "LocalExecutor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is not None:
+            self.abort()
+        self.close()
+
+
+def make_executor(jobs: int) -> Executor:
+    return SerialExecutor() if jobs <= 1 else LocalExecutor(jobs)
+
+
+@dataclass
+class BatchPlan:
+    """The tasks still to run and what was found already done."""
+
+    dataset: Path
+    tasks: list[Task]
+    total: int              #: positions × engines
+    already_done: int       #: skipped by --resume (completed, plus failed unless retried)
+    engines: list[EngineSpec]
+    positions: list[Position]
+
+
+def plan_batch(positions: Sequence[Position], engines: Sequence[EngineSpec], depth: int, dataset: str | Path,
+               limits: Limits = Limits(), resume: bool = False, retry_failed: bool = False,
+               keep_logs: str = "all", keep_traces: bool = False, tmp_root: str | None = None,
+               source: str = "") -> BatchPlan:
+    """Prepare the dataset (manifest checked on resume) and list the tasks to run.
+
+    Task ``search`` numbers are ``position index * len(engines) + engine index``;
+    file keys are the zero-padded position index.
+    """
+    dataset = Path(dataset)
+    names = [e.name for e in engines]
+    if len(set(names)) != len(names):
+        dup = collections.Counter(names).most_common(1)[0][0]
+        raise InputError(f"engine {dup!r} given twice; name one of them with LABEL@{dup}")
+    digest = positions_digest([(p.id, p.fen, p.phase) for p in positions])
+    manifest = make_manifest(depth, [e.describe() for e in engines], len(positions), digest, source)
+    manifest["treediff"] = __version__
+    prepare_dataset(dataset, manifest, resume)
+    done = scan_done(dataset, names)
+    width = max(6, len(str(len(positions) - 1)))
+    tasks: list[Task] = []
+    skipped = 0
+    for p_index, position in enumerate(positions):
+        key = f"{p_index:0{width}d}"
+        for e_index, engine in enumerate(engines):
+            if resume and done.is_done(engine.name, key, retry_failed):
+                skipped += 1
+                continue
+            tasks.append(Task(key=key, search=p_index * len(engines) + e_index, engine=engine, position=position,
+                              depth=depth, dataset=str(dataset), limits=limits, keep_logs=keep_logs,
+                              keep_traces=keep_traces, tmp_root=tmp_root))
+    return BatchPlan(dataset, tasks, len(positions) * len(engines), skipped, list(engines), list(positions))
+
+
+@dataclass
+class EngineTally:
+    ok: int = 0
+    failed: int = 0
+    nodes: int = 0
+    by_failure: collections.Counter = field(default_factory=collections.Counter)
+    contaminated: int = 0    #: searches whose trace held more than one context (extra dropped by the parser)
+    warned: int = 0
+
+
+@dataclass
+class BatchSummary:
+    """The outcome of :func:`run_batch`."""
+
+    plan: BatchPlan
+    results: list[TaskResult] = field(default_factory=list)
+    per_engine: dict[str, EngineTally] = field(default_factory=dict)
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> int:
+        return sum(t.ok for t in self.per_engine.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(t.failed for t in self.per_engine.values())
+
+    @property
+    def not_run(self) -> int:
+        return len(self.plan.tasks) - len(self.results)
+
+    def failures(self) -> list[TaskResult]:
+        return [r for r in self.results if not r.ok]
+
+    def mean_overhead(self) -> float | None:
+        done = [r.overhead_seconds for r in self.results]
+        return sum(done) / len(done) if done else None
+
+
+def run_batch(plan: BatchPlan, executor: Executor, on_result: Callable[[TaskResult], None] | None = None,
+              task_fn: TaskFn = run_task) -> BatchSummary:
+    """Run the plan's tasks on ``executor``; a failure never stops the batch.
+
+    On KeyboardInterrupt the executor is aborted, the summary is marked
+    ``interrupted`` and returned (completed results are already on disk).
+    """
+    summary = BatchSummary(plan=plan, per_engine={e.name: EngineTally() for e in plan.engines})
+    t0 = time.perf_counter()
+    try:
+        for result in executor.map_unordered(task_fn, plan.tasks):
+            summary.results.append(result)
+            tally = summary.per_engine[result.engine]
+            if result.ok:
+                tally.ok += 1
+                tally.nodes += result.nodes or 0
+            else:
+                tally.failed += 1
+                tally.by_failure[result.failure or "unknown"] += 1
+            tally.contaminated += result.contexts > 1
+            tally.warned += bool(result.warnings)
+            if on_result is not None:
+                on_result(result)
+    except KeyboardInterrupt:
+        executor.abort()
+        summary.interrupted = True
+    summary.seconds = time.perf_counter() - t0
+    return summary

@@ -1,0 +1,342 @@
+"""One search by one engine, driven safely: :func:`run_search`.
+
+Protocol scripts:
+
+* UCI: ``uci`` → ``uciok``; ``setoption`` (Threads 1, Hash, the preset's, only
+  those the engine offers); ``isready`` → ``readyok``; ``ucinewgame``;
+  ``position fen``; ``isready`` → ``readyok``; ``go depth N``; wait for
+  ``bestmove``; ``quit``.
+* xboard: the preset's ``pre`` commands (Crafty: ``ponder off``); ``xboard``;
+  ``protover 2`` → ``feature ... done=1`` (2 s grace, as the protocol
+  allows); the preset's ``init`` (typhoon: ``easy``); ``post``, ``force``,
+  ``setboard``, ``sd N``, ``go``; wait for ``move``; ``quit``.
+
+Stdin is held open until the engine has answered.  The engine's own
+per-iteration node counts are read from ``info depth D ... nodes N`` (UCI) or
+thinking lines ``ply score time nodes pv`` (xboard).
+"""
+from __future__ import annotations
+
+import enum
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import chess
+
+from treediff.run.engines import EngineSpec, Protocol
+from treediff.run.process import EngineExited, EngineProcess, Tripped, WaitTimeout
+
+_UCI_INFO_DEPTH = re.compile(r"\bdepth\s+(\d+)")
+_UCI_INFO_NODES = re.compile(r"\bnodes\s+(\d+)")
+_UCI_INFO_SCORE = re.compile(r"\bscore\s+(cp|mate)\s+(-?\d+)")
+_UCI_OPTION = re.compile(r"^option\s+name\s+(.+?)\s+type\s")
+_XB_THINKING = re.compile(r"^\s*(\d+)[.&]?\s+(-?\d+)\s+(\d+)\s+(\d+)(?:\s|$)")
+_XB_MOVE = re.compile(r"^move\s+(\S+)")
+_XB_ERROR = re.compile(r"^(Error|Illegal|tellusererror)\b", re.IGNORECASE)
+#: Seconds an xboard engine has to finish its ``feature`` list (the protocol's own grace period).
+PROTOVER_GRACE = 2.0
+
+
+class Failure(str, enum.Enum):
+    """Why a run produced no usable result."""
+
+    TIMEOUT = "timeout"                #: the wall-clock limit passed
+    TRIPWIRE = "tripwire"              #: the trace (or output) grew past its limit
+    CRASH = "crash"                    #: the engine exited before answering
+    EXIT_CODE = "exit-code"            #: the engine answered but exited with a non-zero status
+    PROTOCOL = "protocol-error"        #: the engine rejected a command or answered nonsense
+    NO_TRACE = "no-trace"              #: a TREEDUMP engine wrote no trace file
+    ZERO_NODES = "zero-nodes"          #: the search counted no nodes
+    UNPARSEABLE = "unparseable-trace"  #: the trace could not be parsed
+    START = "start-failed"             #: the program could not be started
+    INTERNAL = "internal-error"        #: a bug in the runner (reported, never hidden)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Safety limits of one run.
+
+    ``timeout`` and ``quit_grace`` are seconds of wall-clock time;
+    ``max_trace_lines`` is the trip-wire on the trace file (and on the engine's
+    own output); ``linger`` holds the engine this many seconds after it has
+    answered, before ``quit`` (tests use it to give a pondering engine time).
+    """
+
+    timeout: float = 30.0
+    max_trace_lines: int = 2_000_000
+    quit_grace: float = 2.0
+    linger: float = 0.0
+    check_every: float = 0.05
+
+
+@dataclass
+class Timings:
+    """Seconds since the engine was started."""
+
+    ready: float = 0.0     #: handshake done (uciok/readyok, xboard features)
+    go: float = 0.0        #: the search command sent
+    answered: float = 0.0  #: bestmove / move received
+    exited: float = 0.0    #: the process was reaped
+
+
+@dataclass
+class SearchOutcome:
+    """What one run produced (not yet parsed)."""
+
+    ok: bool
+    failure: Failure | None = None
+    detail: str = ""
+    bestmove: str | None = None
+    iter_nodes: list[tuple[int, int]] = field(default_factory=list)
+    engine_score: int | None = None
+    trace_path: Path | None = None
+    trace_lines: int = 0
+    transcript: str = ""
+    returncode: int | None = None
+    timings: Timings = field(default_factory=Timings)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def engine_nodes(self) -> int | None:
+        return self.iter_nodes[-1][1] if self.iter_nodes else None
+
+    @property
+    def engine_depth(self) -> int | None:
+        return max(d for d, _ in self.iter_nodes) if self.iter_nodes else None
+
+
+class _TraceWatch:
+    """Counts the trace file's lines as it grows; trips past the limit."""
+
+    def __init__(self, path: Path | None, limit: int):
+        self.path, self.limit = path, limit
+        self.lines = 0
+        self.offset = 0
+        self._fh = None
+
+    def check(self) -> None:
+        if self.path is None:
+            return
+        if self._fh is None:
+            try:
+                self._fh = open(self.path, "rb")
+            except FileNotFoundError:
+                return
+        while True:
+            chunk = self._fh.read(1 << 22)
+            if not chunk:
+                break
+            self.offset += len(chunk)
+            self.lines += chunk.count(b"\n")
+            if self.lines > self.limit:
+                raise Tripped(f"trace trip-wire: more than {self.limit} trace lines")
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+class _IterNodes:
+    """Collects (depth, nodes) per iteration from the engine's own output; the last line per depth wins."""
+
+    def __init__(self, protocol: Protocol):
+        self.protocol = protocol
+        self.by_depth: dict[int, int] = {}
+        self.order: list[int] = []
+        self.score: int | None = None
+
+    def feed(self, line: str) -> None:
+        if self.protocol is Protocol.UCI:
+            if not line.startswith("info ") or " string " in line[:12]:
+                return
+            depth, nodes = _UCI_INFO_DEPTH.search(line), _UCI_INFO_NODES.search(line)
+            if not (depth and nodes):
+                return
+            d, n = int(depth.group(1)), int(nodes.group(1))
+            score = _UCI_INFO_SCORE.search(line)
+            if score:
+                self.score = int(score.group(2)) if score.group(1) == "cp" else None
+        else:
+            m = _XB_THINKING.match(line)
+            if not m:
+                return
+            d, n = int(m.group(1)), int(m.group(4))
+            self.score = int(m.group(2))
+        if d not in self.by_depth:
+            self.order.append(d)
+        self.by_depth[d] = n
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return [(d, self.by_depth[d]) for d in self.order]
+
+
+def _engine_env(spec: EngineSpec) -> dict[str, str]:
+    env = dict(os.environ)
+    # An inherited TREEDUMP path would make every engine write to one shared file.
+    env.pop("TREEDUMP", None)
+    env.update(dict(spec.env))
+    return env
+
+
+def _to_uci(move: str, fen: str) -> str:
+    """The engine's move in UCI (xboard engines may answer in SAN); unchanged when unreadable."""
+    board = chess.Board(fen)
+    for parse in (board.parse_uci, board.parse_san):
+        try:
+            return parse(move).uci()
+        except ValueError:
+            continue
+    return move
+
+
+def _uci_session(eng: EngineProcess, spec: EngineSpec, fen: str, depth: int, deadline: float,
+                 iters: _IterNodes, watch: _TraceWatch, out: SearchOutcome, limits: Limits) -> str:
+    offered: set[str] = set()
+
+    def note_option(line: str) -> None:
+        m = _UCI_OPTION.match(line)
+        if m:
+            offered.add(m.group(1).lower())
+
+    eng.send("uci")
+    eng.wait_for(lambda s: s.strip() == "uciok", deadline, on_line=note_option)
+    for name, value in spec.uci_options:
+        # An engine without a Threads option searches with one thread anyway.
+        if name.lower() in offered:
+            eng.send(f"setoption name {name} value {value}")
+    for command in spec.init:
+        eng.send(command)
+    eng.send("isready")
+    eng.wait_for(lambda s: s.strip() == "readyok", deadline)
+    out.timings.ready = eng.elapsed()
+    eng.send("ucinewgame")
+    eng.send(f"position fen {fen}")
+    eng.send("isready")
+    eng.wait_for(lambda s: s.strip() == "readyok", deadline)
+    eng.send(f"go depth {depth}")
+    out.timings.go = eng.elapsed()
+    line = eng.wait_for(lambda s: s.startswith("bestmove"), deadline, on_line=iters.feed)
+    parts = line.split()
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _xboard_session(eng: EngineProcess, spec: EngineSpec, fen: str, depth: int, deadline: float,
+                    iters: _IterNodes, watch: _TraceWatch, out: SearchOutcome, limits: Limits) -> str:
+    errors: list[str] = []
+
+    def on_line(line: str) -> None:
+        if _XB_ERROR.match(line):
+            errors.append(line)
+        iters.feed(line)
+
+    for command in spec.pre:
+        eng.send(command)
+    eng.send("xboard")
+    if spec.protover:
+        eng.send("protover 2")
+        try:
+            eng.wait_for(lambda s: s.startswith("feature") and re.search(r"\bdone=1\b", s) is not None,
+                         min(deadline, time.monotonic() + PROTOVER_GRACE), on_line=on_line)
+        except WaitTimeout:
+            if time.monotonic() >= deadline:
+                raise
+            out.warnings.append("no `feature done=1` within 2 s of protover 2; continuing as the protocol allows "
+                                "(set protover = false for this engine to skip the wait)")
+    for command in spec.init:
+        eng.send(command)
+    out.timings.ready = eng.elapsed()
+    for command in spec.xboard_commands(fen, depth):
+        eng.send(command)
+    out.timings.go = eng.elapsed()
+    line = eng.wait_for(lambda s: _XB_MOVE.match(s) is not None or bool(errors), deadline, on_line=on_line)
+    if errors:
+        raise _ProtocolError(f"engine answered {errors[0]!r}")
+    return _to_uci(_XB_MOVE.match(line).group(1), fen)  # type: ignore[union-attr]
+
+
+class _ProtocolError(Exception):
+    pass
+
+
+def run_search(spec: EngineSpec, fen: str, depth: int, workdir: str | Path, limits: Limits = Limits()) -> SearchOutcome:
+    """Run one fixed-depth search of ``fen`` (already validated) by ``spec`` in ``workdir``.
+
+    ``workdir`` must be a fresh, empty directory: the engine starts there and
+    writes its trace there.  Never raises for engine misbehaviour: the
+    outcome says what went wrong.  The engine's process group is always
+    killed and reaped before this returns.
+    """
+    workdir = Path(workdir)
+    out = SearchOutcome(ok=False)
+    trace_path = workdir / spec.trace_file if spec.trace_file else None
+    watch = _TraceWatch(trace_path, limits.max_trace_lines)
+    iters = _IterNodes(spec.protocol)
+    try:
+        eng = EngineProcess(spec.argv, cwd=str(workdir), env=_engine_env(spec),
+                            max_output_lines=limits.max_trace_lines)
+    except OSError as exc:
+        out.failure, out.detail = Failure.START, f"cannot start {spec.argv[0]}: {exc.strerror or exc}"
+        return out
+    deadline = eng.t0 + limits.timeout
+    # The trip-wire is watched during every wait, the handshake included.
+    eng.check, eng.check_every = watch.check, limits.check_every
+    try:
+        session = _uci_session if spec.protocol is Protocol.UCI else _xboard_session
+        out.bestmove = session(eng, spec, fen, depth, deadline, iters, watch, out, limits)
+        out.timings.answered = eng.elapsed()
+        if limits.linger > 0:
+            time.sleep(limits.linger)
+        try:
+            eng.send("quit")
+        except EngineExited:
+            pass  # it answered and left on its own: judged by its exit status below
+        eng.close_stdin()
+        # Keep watching the trace while the engine shuts down: it may still be writing.
+        grace_end = time.monotonic() + limits.quit_grace
+        code = None
+        while code is None and time.monotonic() < grace_end:
+            code = eng.wait_exit(min(limits.check_every, grace_end - time.monotonic()))
+            watch.check()
+        if code is None:
+            out.warnings.append(f"engine did not exit within {limits.quit_grace:g} s of quit; killed")
+        elif code != 0:
+            out.failure, out.detail = Failure.EXIT_CODE, f"engine exited with status {code} after answering"
+        out.returncode = code
+        out.ok = out.failure is None
+    except WaitTimeout:
+        out.failure, out.detail = Failure.TIMEOUT, f"no answer within {limits.timeout:g} s; engine killed"
+    except Tripped as exc:
+        out.failure, out.detail = Failure.TRIPWIRE, f"{exc}; engine killed"
+    except EngineExited as exc:
+        code = eng.wait_exit(1.0)
+        out.returncode = code
+        out.failure = Failure.CRASH
+        out.detail = f"{exc} (exit status {code})" if code is not None else str(exc)
+    except _ProtocolError as exc:
+        out.failure, out.detail = Failure.PROTOCOL, str(exc)
+    finally:
+        eng.close()
+        out.timings.exited = eng.elapsed()
+        try:
+            watch.check()
+        except Tripped as exc:
+            if out.failure is None:
+                out.ok, out.failure, out.detail = False, Failure.TRIPWIRE, str(exc)
+        watch.close()
+        out.trace_lines = watch.lines
+        out.transcript = eng.transcript.text()
+    out.iter_nodes = iters.pairs()
+    out.engine_score = iters.score
+    if trace_path is not None and trace_path.exists():
+        out.trace_path = trace_path
+    if out.ok and trace_path is not None and out.trace_path is None:
+        out.ok, out.failure, out.detail = False, Failure.NO_TRACE, f"no trace file {spec.trace_file} in the working directory"
+    if out.ok and out.bestmove in ("", "(none)", "0000"):
+        out.warnings.append(f"engine answered no move ({out.bestmove or 'empty'})")
+    if out.ok and out.engine_depth is not None and out.engine_depth < depth:
+        out.warnings.append(f"engine reported depth {out.engine_depth} < requested {depth}")
+    return out

@@ -1,0 +1,193 @@
+"""The batch dataset on disk: layout, schemas, manifest, and what is already done.
+
+Layout (hive partitioning by engine name; ``KEY`` is the position's 0-based
+index in the EPD file, zero-padded)::
+
+    DATASET/batch.json                              the manifest (depth, engines, positions digest)
+    DATASET/records/engine=NAME/KEY.parquet         records of one search (RECORDS_SCHEMA minus engine)
+    DATASET/searches/engine=NAME/KEY.parquet        its one searches row (+ runner columns)
+    DATASET/failures/engine=NAME/KEY.parquet        a failed search: reason and detail
+    DATASET/logs/engine=NAME/KEY.log                the engine's stdin/stdout transcript
+    DATASET/traces/engine=NAME/KEY.log.zst          the raw trace (with --keep-traces)
+
+The ``engine`` column is not stored inside the files: the partition
+directory carries it.  Every file is written atomically; a search's
+``searches`` file is written last and marks it complete.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pyarrow as pa
+
+from treediff.model.errors import InputError
+from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
+
+MANIFEST = "batch.json"
+MANIFEST_VERSION = 1
+
+#: Records as stored in the dataset: the normalized schema without the partition column.
+DATASET_RECORDS_SCHEMA = pa.schema([f for f in RECORDS_SCHEMA if f.name != "engine"])
+
+#: Columns the runner adds to each searches row.
+RUNNER_SEARCH_FIELDS = [
+    pa.field("dialect", pa.string()),          # TREEDUMP dialect of the trace; null for an engine without one
+    pa.field("protocol", pa.string()),         # uci or xboard
+    pa.field("requested_depth", pa.int16()),   # plies asked for (go depth / sd)
+    pa.field("iter_nodes", pa.string()),       # JSON [[depth, nodes], ...]: the engine's cumulative counter per iteration
+    pa.field("engine_nodes", pa.int64()),      # the engine's own final node count (last info/thinking line)
+    pa.field("engine_depth", pa.int16()),      # deepest iteration the engine reported (plies)
+    pa.field("bestmove", pa.string()),         # the engine's answer, UCI
+    pa.field("seconds", pa.float64()),         # wall-clock seconds from engine start to reaped
+    pa.field("task", pa.string()),             # KEY
+]
+DATASET_SEARCHES_SCHEMA = pa.schema([f for f in SEARCHES_SCHEMA if f.name != "engine"] + RUNNER_SEARCH_FIELDS)
+
+FAILURES_SCHEMA = pa.schema([
+    pa.field("task", pa.string()),
+    pa.field("search", pa.int32()),
+    pa.field("position", pa.string()),
+    pa.field("fen", pa.string()),
+    pa.field("phase", pa.string()),
+    pa.field("requested_depth", pa.int16()),
+    pa.field("failure", pa.string()),        # a treediff.run.search.Failure value
+    pa.field("detail", pa.string()),         # one line, human-readable
+    pa.field("seconds", pa.float64()),
+    pa.field("trace_lines", pa.int64()),
+    pa.field("returncode", pa.int32()),
+    pa.field("log", pa.string()),            # the transcript, relative to the dataset (null if not kept)
+])
+
+TABLES = ("records", "searches", "failures")
+
+
+def partition_dir(dataset: Path, table: str, engine: str) -> Path:
+    return dataset / table / f"engine={engine}"
+
+
+def result_path(dataset: Path, table: str, engine: str, key: str) -> Path:
+    return partition_dir(dataset, table, engine) / f"{key}.parquet"
+
+
+def log_path(dataset: Path, engine: str, key: str) -> Path:
+    return partition_dir(dataset, "logs", engine) / f"{key}.log"
+
+
+def trace_path(dataset: Path, engine: str, key: str) -> Path:
+    return partition_dir(dataset, "traces", engine) / f"{key}.log.zst"
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _keys(directory: Path) -> set[str]:
+    if not directory.is_dir():
+        return set()
+    return {p.name[: -len(".parquet")] for p in directory.iterdir()
+            if p.name.endswith(".parquet") and not p.name.startswith(".")}
+
+
+@dataclass
+class DoneState:
+    """Which (engine, key) results already exist."""
+
+    completed: dict[str, set[str]]
+    failed: dict[str, set[str]]
+
+    def is_done(self, engine: str, key: str, retry_failed: bool) -> bool:
+        if key in self.completed.get(engine, set()):
+            return True
+        return not retry_failed and key in self.failed.get(engine, set())
+
+
+def scan_done(dataset: Path, engines: Iterable[str]) -> DoneState:
+    """The completed and failed keys per engine; removes records files left without their searches file."""
+    completed, failed = {}, {}
+    for name in engines:
+        completed[name] = _keys(partition_dir(dataset, "searches", name))
+        failed[name] = _keys(partition_dir(dataset, "failures", name)) - completed[name]
+        # A crash between the records and the searches write leaves records alone; they are redone.
+        for key in _keys(partition_dir(dataset, "records", name)) - completed[name]:
+            result_path(dataset, "records", name, key).unlink(missing_ok=True)
+    return DoneState(completed, failed)
+
+
+def positions_digest(rows: Sequence[tuple[str, str, str | None]]) -> str:
+    """SHA-256 over (id, fen, phase) of every position, in order."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def make_manifest(depth: int, engines: list[dict], n_positions: int, digest: str, source: str) -> dict:
+    return {
+        "format": "treediff-batch",
+        "version": MANIFEST_VERSION,
+        "depth": depth,
+        "engines": engines,
+        "positions": {"count": n_positions, "sha256": digest, "source": source},
+    }
+
+
+def has_results(dataset: Path) -> bool:
+    return any((dataset / t).is_dir() and any((dataset / t).rglob("*.parquet")) for t in TABLES)
+
+
+def prepare_dataset(dataset: Path, manifest: dict, resume: bool) -> None:
+    """Create the dataset directory and its manifest, or check a resumed one matches.
+
+    Raises :class:`InputError` for a non-empty dataset without ``resume`` and
+    for a resumed dataset whose depth, engines or positions differ.
+    """
+    mpath = dataset / MANIFEST
+    if dataset.exists() and not dataset.is_dir():
+        raise InputError(f"{dataset}: exists and is not a directory")
+    if mpath.exists():
+        try:
+            old = json.loads(mpath.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{mpath}: unreadable manifest ({exc})") from None
+        if not resume:
+            raise InputError(f"{dataset}: already holds a batch; use --resume to continue it, or choose a new directory")
+        for key, what in (("depth", "depth"), ("positions", "positions (EPD content)")):
+            if old.get(key) != manifest[key]:
+                raise InputError(f"{dataset}: --resume with different {what} than the batch it holds "
+                                 f"({old.get(key)!r} vs {manifest[key]!r})")
+        # Search numbers derive from each engine's place in this list, so it must not change.
+        old_names = [e.get("name") for e in old.get("engines", [])]
+        new_names = [e["name"] for e in manifest["engines"]]
+        if old_names != new_names:
+            raise InputError(f"{dataset}: --resume needs the same engines in the same order as the batch it holds "
+                             f"({', '.join(old_names)}); got {', '.join(new_names)}")
+        for engine, prior in zip(manifest["engines"], old.get("engines", [])):
+            if prior != engine:
+                raise InputError(f"{dataset}: --resume with engine {engine['name']} configured differently "
+                                 "than in the batch it holds (see its batch.json)")
+    elif has_results(dataset) and not resume:
+        raise InputError(f"{dataset}: holds results but no {MANIFEST}; choose a new directory")
+    dataset.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(mpath, (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+def read_manifest(dataset: Path) -> dict | None:
+    try:
+        return json.loads((Path(dataset) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
