@@ -126,7 +126,7 @@ class _Legality:
     and SAN moves, whose shape already says a lot, are tested with what is
     left to test (e.g. a knight found by its attack pattern is pseudo-legal,
     so only the king's safety is checked).  Tested square by square against
-    ``board.is_legal`` (tests/parsers/test_moves.py).
+    ``board.is_legal`` (tests/parse/test_moves.py).
     """
 
     __slots__ = ("board", "moves", "uci_path", "_king", "_checkers", "_blockers")

@@ -168,7 +168,7 @@ def ctok_available() -> bool:
 def fast_fields_c(lines: pa.LargeBinaryArray) -> pl.DataFrame | None:
     """:func:`fast_fields` of ``lines`` by the compiled tokenizer, or None where it cannot run.
 
-    The same DataFrame as the regex (checked by tests/parsers/test_ctok.py) for about 0.14
+    The same DataFrame as the regex (checked by tests/parse/test_ctok.py) for about 0.14
     CPU-µs per line instead of 0.9 (docs/PERFORMANCE.md): the C code matches each line's bytes against :data:`FAST_PATTERN` and writes Arrow
     string views that point into the chunk's own buffer, which polars takes over without copying.
     Lines that are not UTF-8 never match (the pattern is ASCII), as with the regex on their "".
