@@ -3,28 +3,13 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-from pathlib import Path
 from typing import Sequence
 
 from treediff.render.data import render_csv, render_json
 from treediff.render.text import render_markdown, render_plain, render_rich
+from treediff.store.files import write_text_atomic
 
 FORMATS = ("table", "markdown", "csv", "json")
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: never a partial file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def render(sections: Sequence, fmt: str, extra_json: dict | None = None) -> str:

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from treediff.store.files import atomic_output
+
 
 def _pyplot():
     import matplotlib
@@ -25,10 +27,9 @@ def _pyplot():
 
 
 def _save(fig, path: Path) -> Path:
-    """Save atomically: a temporary PNG beside the target, then a rename."""
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
+    """Save atomically (a temporary PNG beside the target, then a rename)."""
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
     return path
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treediff.model.errors import InputError
-from treediff.store.files import write_table_atomic
+from treediff.store.files import atomic_output, write_bytes_atomic, write_table_atomic
 from treediff.model.positions import EpdPosition, PositionBook, material_phase
 from treediff.store.layout import (
     DATASET_RECORDS_SCHEMA,
@@ -31,7 +31,6 @@ from treediff.store.layout import (
     log_path,
     result_path,
     trace_path,
-    write_bytes_atomic,
 )
 from treediff.run.engines import EngineSpec
 from treediff.run.positions import Position
@@ -204,15 +203,8 @@ def analyze(spec: EngineSpec, position: Position, depth: int, outcome: SearchOut
 def _compress_file(src: Path, dest: Path) -> None:
     import zstandard
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with open(src, "rb") as fin, open(fd, "wb") as fout:
-            zstandard.ZstdCompressor(level=3).copy_stream(fin, fout)
-        Path(tmp).replace(dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_output(dest) as tmp, open(src, "rb") as fin, open(tmp, "wb") as fout:
+        zstandard.ZstdCompressor(level=3).copy_stream(fin, fout)
 
 
 def _write_failure(task: Task, analysis: Analysis, outcome: SearchOutcome | None, log_rel: str | None) -> None:
@@ -323,9 +315,8 @@ def run_one(spec: EngineSpec, position: Position, depth: int, out: Path, limits:
         out.parent.mkdir(parents=True, exist_ok=True)
         if spec.has_trace:
             if outcome.trace_path is not None:
-                tmp = out.with_name(f".{out.name}.tmp")
-                shutil.copyfile(outcome.trace_path, tmp)
-                tmp.replace(out)
+                with atomic_output(out) as tmp:
+                    shutil.copyfile(outcome.trace_path, tmp)
         else:
             write_bytes_atomic(out, outcome.transcript.encode("utf-8", "replace"))
         if transcript_out is not None:

@@ -1,30 +1,25 @@
 """Reading inputs and writing outputs.
 
 * :func:`open_log` opens a plain, gzip or zstd log (or ``-`` for stdin) as bytes.
-* :class:`AtomicParquetWriter` / :func:`write_table_atomic` never leave a
-  half-written file behind: they write a temporary file and rename it.
+* :func:`atomic_output` (:class:`AtomicOutput`) is the one atomic writer:
+  a temporary file beside the destination, fsynced and renamed over it, mode
+  as the umask says.  :func:`write_bytes_atomic`, :func:`write_text_atomic`,
+  :class:`AtomicParquetWriter` and :func:`write_table_atomic` are built on it.
 """
 from __future__ import annotations
 
 import gzip
 import io
 import os
+import secrets
 import sys
-import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Iterable, Sequence
+from typing import BinaryIO
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from treediff.model.errors import InputError
-
-if TYPE_CHECKING:
-    import pandas as pd
-from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA, searches_path_for
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -67,25 +62,131 @@ def input_size(path: str | os.PathLike) -> int | None:
         return None
 
 
-def _temp_beside(path: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    return Path(tmp)
+class AtomicOutput:
+    """A temporary file beside ``path`` that replaces ``path`` only on :meth:`commit`.
+
+    The one atomic writer: every output file of treediff goes through it.
+
+    * The temporary file is created in the destination's directory (so the
+      rename is atomic) with mode ``0o666`` filtered by the process umask, as
+      a plain ``open()`` would make it (not ``tempfile.mkstemp``'s ``0o600``).
+    * :meth:`commit` fsyncs the file, renames it over ``path`` and fsyncs the
+      directory, so after a crash the destination holds the old or the new
+      content, never a part.
+    * :meth:`abort` (and any exception inside ``with``, Ctrl-C included)
+      removes the temporary file; the destination is left as it was.
+
+    As a context manager it yields the temporary path; whatever writes it
+    (``open``, pyarrow, matplotlib, shutil) writes to that path by name::
+
+        with atomic_output(out) as tmp:
+            shutil.copyfile(src, tmp)
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = _create_temp_beside(self.path)
+        self._done = False
+
+    def commit(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            _fsync_path(self.tmp)
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(self.path.parent)
+
+    def abort(self) -> None:
+        self._done = True
+        self.tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> Path:
+        return self.tmp
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def atomic_output(path: str | os.PathLike) -> AtomicOutput:
+    """``with atomic_output(path) as tmp:`` write ``tmp``; it becomes ``path`` if the block succeeds.
+
+    See :class:`AtomicOutput`.
+    """
+    return AtomicOutput(path)
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :class:`AtomicOutput`)."""
+    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, UTF-8, newlines untranslated (see :class:`AtomicOutput`)."""
+    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+
+
+def _create_temp_beside(path: Path) -> Path:
+    """A new, empty file ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory; the kernel applies the umask."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"{path.parent}: could not create a temporary file for {path.name}")
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable; a no-op where directories cannot be opened (Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class AtomicParquetWriter:
     """A ``pyarrow.parquet.ParquetWriter`` whose file appears only when it is closed cleanly.
 
     Used as a context manager: on an exception (or Ctrl-C) the temporary file
-    is removed and the destination is left as it was.
+    is removed and the destination is left as it was.  Built on :class:`AtomicOutput`.
     """
 
     def __init__(self, path: str | os.PathLike, schema: pa.Schema, **kwargs):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = _temp_beside(self.path)
+        self._output = AtomicOutput(path)
+        self.path = self._output.path
         kwargs.setdefault("compression", "zstd")
-        self._writer = pq.ParquetWriter(self._tmp, schema, **kwargs)
+        try:
+            self._writer = pq.ParquetWriter(self._output.tmp, schema, **kwargs)
+        except BaseException:
+            self._output.abort()
+            raise
         self.rows = 0
 
     def write(self, table: pa.Table | pa.RecordBatch) -> None:
@@ -95,14 +196,18 @@ class AtomicParquetWriter:
         self.rows += table.num_rows
 
     def commit(self) -> None:
-        self._writer.close()
-        os.replace(self._tmp, self.path)
+        try:
+            self._writer.close()
+        except BaseException:
+            self._output.abort()
+            raise
+        self._output.commit()
 
     def abort(self) -> None:
         try:
             self._writer.close()
         finally:
-            self._tmp.unlink(missing_ok=True)
+            self._output.abort()
 
     def __enter__(self) -> "AtomicParquetWriter":
         return self
@@ -118,5 +223,3 @@ def write_table_atomic(table: pa.Table, path: str | os.PathLike) -> None:
     """Write one Parquet file atomically."""
     with AtomicParquetWriter(path, table.schema) as writer:
         writer.write(table)
-
-

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -28,6 +26,7 @@ import pyarrow as pa
 
 from treediff.model.errors import InputError
 from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
+from treediff.store.files import write_bytes_atomic
 
 MANIFEST = "batch.json"
 MANIFEST_VERSION = 1
@@ -81,18 +80,6 @@ def log_path(dataset: Path, engine: str, key: str) -> Path:
 
 def trace_path(dataset: Path, engine: str, key: str) -> Path:
     return partition_dir(dataset, "traces", engine) / f"{key}.log.zst"
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _keys(directory: Path) -> set[str]:
