@@ -28,8 +28,10 @@ from treediff.store.layout import (
     DATASET_RECORDS_SCHEMA,
     DATASET_SEARCHES_SCHEMA,
     FAILURES_SCHEMA,
+    failure_file,
     log_path,
-    result_path,
+    records_file,
+    searches_file,
     trace_path,
 )
 from treediff.run.engines import EngineSpec
@@ -218,7 +220,7 @@ def _write_failure(task: Task, analysis: Analysis, outcome: SearchOutcome | None
         "returncode": outcome.returncode if outcome else None, "log": log_rel,
     }
     write_table_atomic(pa.Table.from_pylist([row], schema=FAILURES_SCHEMA),
-                       result_path(Path(task.dataset), "failures", task.engine.name, task.key))
+                       failure_file(task.dataset, task.engine.name, task.key))
 
 
 def _write_success(task: Task, analysis: Analysis, source: str) -> None:
@@ -230,12 +232,12 @@ def _write_success(task: Task, analysis: Analysis, source: str) -> None:
     if analysis.records is not None:
         records = analysis.records.drop_columns(["engine"])
         records = _set(records, "search", pa.array(np.full(records.num_rows, task.search, dtype=np.int32)))
-        write_table_atomic(records.cast(DATASET_RECORDS_SCHEMA), result_path(dataset, "records", name, task.key))
+        write_table_atomic(records.cast(DATASET_RECORDS_SCHEMA), records_file(dataset, name, task.key))
     searches = pa.Table.from_pylist([{k: row.get(k) for k in DATASET_SEARCHES_SCHEMA.names}],
                                     schema=DATASET_SEARCHES_SCHEMA)
     # Written last: its presence marks the task complete (see --resume).
-    write_table_atomic(searches, result_path(dataset, "searches", name, task.key))
-    result_path(dataset, "failures", name, task.key).unlink(missing_ok=True)
+    write_table_atomic(searches, searches_file(dataset, name, task.key))
+    failure_file(dataset, name, task.key).unlink(missing_ok=True)
 
 
 def run_task(task: Task) -> TaskResult:

@@ -13,11 +13,26 @@ index in the EPD file, zero-padded)::
 The ``engine`` column is not stored inside the files: the partition
 directory carries it.  Every file is written atomically; a search's
 ``searches`` file is written last and marks it complete.
+
+This module is the one definition of that layout: writers and readers take
+every path from it, never spell ``"records"`` or ``engine=`` themselves.
+
+* Schemas: :data:`DATASET_RECORDS_SCHEMA`, :data:`DATASET_SEARCHES_SCHEMA`,
+  :data:`FAILURES_SCHEMA` (as stored), :data:`DATASET_RECORDS_READ_SCHEMA`
+  and :data:`ENGINE_PARTITION_SCHEMA` (as read back with the partition column).
+* Paths: :func:`manifest_path`, :func:`records_dir`, :func:`searches_dir`,
+  :func:`failures_dir`, :func:`table_dir`, :func:`partition_dir`,
+  :func:`records_file`, :func:`searches_file`, :func:`failure_file`,
+  :func:`result_path`, :func:`log_path`, :func:`trace_path`.
+* Reading: :func:`is_dataset_dir`, :func:`table_files`, :func:`engine_of`,
+  :func:`key_of`, :func:`read_manifest`.
+* Writing: :func:`prepare_dataset`, :func:`scan_done`, :func:`make_manifest`.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -63,23 +78,108 @@ FAILURES_SCHEMA = pa.schema([
     pa.field("log", pa.string()),            # the transcript, relative to the dataset (null if not kept)
 ])
 
-TABLES = ("records", "searches", "failures")
+#: The dataset's subdirectories.
+RECORDS, SEARCHES, FAILURES, LOGS, TRACES = "records", "searches", "failures", "logs", "traces"
+#: The subdirectories holding Parquet tables.
+TABLES = (RECORDS, SEARCHES, FAILURES)
+#: The hive partition: every file lives in ``TABLE/engine=NAME/``; the column is not stored in the files.
+PARTITION_COLUMN = "engine"
+#: The partition's schema, for ``pyarrow.dataset.partitioning(ENGINE_PARTITION_SCHEMA, flavor="hive")``.
+ENGINE_PARTITION_SCHEMA = pa.schema([pa.field(PARTITION_COLUMN, pa.string())])
+#: Records as read back with ``engine`` from the partition directory: the normalized schema with
+#: ``engine`` a plain string (the partition value; dictionary-encode it after reading if wanted).
+DATASET_RECORDS_READ_SCHEMA = RECORDS_SCHEMA.set(RECORDS_SCHEMA.get_field_index(PARTITION_COLUMN),
+                                                 pa.field(PARTITION_COLUMN, pa.string()))
 
 
-def partition_dir(dataset: Path, table: str, engine: str) -> Path:
-    return dataset / table / f"engine={engine}"
+# Paths.  Every function takes the dataset directory as a str or a path and returns a Path.
+
+def manifest_path(dataset: str | os.PathLike) -> Path:
+    """``DATASET/batch.json``."""
+    return Path(dataset) / MANIFEST
 
 
-def result_path(dataset: Path, table: str, engine: str, key: str) -> Path:
+def table_dir(dataset: str | os.PathLike, table: str) -> Path:
+    """``DATASET/TABLE``: one of :data:`TABLES`, or ``logs``/``traces``."""
+    return Path(dataset) / table
+
+
+def records_dir(dataset: str | os.PathLike) -> Path:
+    """``DATASET/records``: absent when no engine of the batch wrote a TREEDUMP trace."""
+    return table_dir(dataset, RECORDS)
+
+
+def searches_dir(dataset: str | os.PathLike) -> Path:
+    """``DATASET/searches``: one file per completed search."""
+    return table_dir(dataset, SEARCHES)
+
+
+def failures_dir(dataset: str | os.PathLike) -> Path:
+    """``DATASET/failures``: one file per failed search."""
+    return table_dir(dataset, FAILURES)
+
+
+def partition_dir(dataset: str | os.PathLike, table: str, engine: str) -> Path:
+    """``DATASET/TABLE/engine=ENGINE``."""
+    return table_dir(dataset, table) / f"{PARTITION_COLUMN}={engine}"
+
+
+def result_path(dataset: str | os.PathLike, table: str, engine: str, key: str) -> Path:
+    """``DATASET/TABLE/engine=ENGINE/KEY.parquet`` for a table of :data:`TABLES`."""
     return partition_dir(dataset, table, engine) / f"{key}.parquet"
 
 
-def log_path(dataset: Path, engine: str, key: str) -> Path:
-    return partition_dir(dataset, "logs", engine) / f"{key}.log"
+def records_file(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+    """The records of search ``key`` of ``engine`` (may not exist: an engine without TREEDUMP has none)."""
+    return result_path(dataset, RECORDS, engine, key)
 
 
-def trace_path(dataset: Path, engine: str, key: str) -> Path:
-    return partition_dir(dataset, "traces", engine) / f"{key}.log.zst"
+def searches_file(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+    """The searches row of search ``key`` of ``engine``; it exists once the search is complete."""
+    return result_path(dataset, SEARCHES, engine, key)
+
+
+def failure_file(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+    """The failure row of search ``key`` of ``engine``."""
+    return result_path(dataset, FAILURES, engine, key)
+
+
+def log_path(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+    """``DATASET/logs/engine=ENGINE/KEY.log``: the engine's stdin/stdout transcript."""
+    return partition_dir(dataset, LOGS, engine) / f"{key}.log"
+
+
+def trace_path(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+    """``DATASET/traces/engine=ENGINE/KEY.log.zst``: the raw trace (``--keep-traces``)."""
+    return partition_dir(dataset, TRACES, engine) / f"{key}.log.zst"
+
+
+def is_dataset_dir(path: str | os.PathLike) -> bool:
+    """True for a directory written by ``treediff batch``: ``searches/`` inside (``records/`` too unless
+    no engine wrote a trace).  ``-`` (stdin) is never one."""
+    return str(path) != "-" and Path(path).is_dir() and searches_dir(path).is_dir()
+
+
+def table_files(dataset: str | os.PathLike, table: str) -> list[Path]:
+    """Every ``.parquet`` file of ``table`` (all engines), sorted by path; temporary files are skipped."""
+    directory = table_dir(dataset, table)
+    if not directory.is_dir():
+        return []
+    return sorted(f for f in directory.glob(f"{PARTITION_COLUMN}=*/*.parquet") if not f.name.startswith("."))
+
+
+def engine_of(file: str | os.PathLike) -> str:
+    """The engine a dataset file belongs to, from its ``engine=NAME`` directory."""
+    parent = Path(file).parent.name
+    prefix = f"{PARTITION_COLUMN}="
+    if not parent.startswith(prefix):
+        raise ValueError(f"{file}: not inside an {prefix}NAME partition directory")
+    return parent[len(prefix):]
+
+
+def key_of(file: str | os.PathLike) -> str:
+    """The task key a dataset file belongs to (``KEY`` of ``KEY.parquet``, ``KEY.log``, ``KEY.log.zst``)."""
+    return Path(file).name.split(".", 1)[0]
 
 
 def _keys(directory: Path) -> set[str]:
@@ -106,11 +206,11 @@ def scan_done(dataset: Path, engines: Iterable[str]) -> DoneState:
     """The completed and failed keys per engine; removes records files left without their searches file."""
     completed, failed = {}, {}
     for name in engines:
-        completed[name] = _keys(partition_dir(dataset, "searches", name))
-        failed[name] = _keys(partition_dir(dataset, "failures", name)) - completed[name]
+        completed[name] = _keys(partition_dir(dataset, SEARCHES, name))
+        failed[name] = _keys(partition_dir(dataset, FAILURES, name)) - completed[name]
         # A crash between the records and the searches write leaves records alone; they are redone.
-        for key in _keys(partition_dir(dataset, "records", name)) - completed[name]:
-            result_path(dataset, "records", name, key).unlink(missing_ok=True)
+        for key in _keys(partition_dir(dataset, RECORDS, name)) - completed[name]:
+            records_file(dataset, name, key).unlink(missing_ok=True)
     return DoneState(completed, failed)
 
 
@@ -134,7 +234,7 @@ def make_manifest(depth: int, engines: list[dict], n_positions: int, digest: str
 
 
 def has_results(dataset: Path) -> bool:
-    return any((dataset / t).is_dir() and any((dataset / t).rglob("*.parquet")) for t in TABLES)
+    return any(table_dir(dataset, t).is_dir() and any(table_dir(dataset, t).rglob("*.parquet")) for t in TABLES)
 
 
 def prepare_dataset(dataset: Path, manifest: dict, resume: bool) -> None:
@@ -143,7 +243,7 @@ def prepare_dataset(dataset: Path, manifest: dict, resume: bool) -> None:
     Raises :class:`InputError` for a non-empty dataset without ``resume`` and
     for a resumed dataset whose depth, engines or positions differ.
     """
-    mpath = dataset / MANIFEST
+    mpath = manifest_path(dataset)
     if dataset.exists() and not dataset.is_dir():
         raise InputError(f"{dataset}: exists and is not a directory")
     if mpath.exists():
@@ -175,6 +275,6 @@ def prepare_dataset(dataset: Path, manifest: dict, resume: bool) -> None:
 
 def read_manifest(dataset: Path) -> dict | None:
     try:
-        return json.loads((Path(dataset) / MANIFEST).read_text())
+        return json.loads(manifest_path(dataset).read_text())
     except (OSError, ValueError):
         return None
