@@ -2,7 +2,7 @@
 import chess
 import pytest
 
-from treediff.parse.moves import PathResolver, _Legality
+from treediff.parse.moves import PathResolver, UnreadableMove, _Legality, normalize_typed_path
 
 FENS = [
     chess.STARTING_FEN,
@@ -99,3 +99,30 @@ def test_resolution_agrees_with_python_chess_parse_san_on_random_games():
             assert resolver.resolve(token) == expected, (board.fen(), token)
             coverage["foreign"] += 1
     assert all(n > 0 for n in coverage.values()), coverage
+
+
+@pytest.mark.parametrize("text, fen, expected", [
+    ("", None, ""), (" - ", None, ""), ("/", None, ""), ("(root)", chess.STARTING_FEN, ""),
+    (" e2e4 / e7e5 ", None, "e2e4/e7e5"),
+    ("e7e8Q/(null)/--/Z0/@@@@", None, "e7e8q/0000/0000/0000/0000"),
+    ("e2e4/e7e5", "4k3/P7/8/8/8/8/8/4K3 w - - 0 1", "e2e4/e7e5"),  # UCI-shaped only: read by shape, no board
+    ("Nf3/Nf6", chess.STARTING_FEN, "g1f3/g8f6"),
+    ("e2e4/0000/Nf3", chess.STARTING_FEN, "e2e4/0000/g1f3"),
+    ("e4/e5/Nf3/Nc6/Bb5/a6/O-O", chess.STARTING_FEN, "e2e4/e7e5/g1f3/b8c6/f1b5/a7a6/e1g1"),
+    ("a8", "4k3/P7/8/8/8/8/8/4K3 w - - 0 1", "a7a8q"),  # as SAN logs are read: a bare promotion is a queen
+])
+def test_typed_paths_are_read_as_the_parser_reads_paths(text, fen, expected):
+    assert normalize_typed_path(text, fen) == expected
+
+
+@pytest.mark.parametrize("text, fen, token, after, known", [
+    ("e2e4/Nf6", None, "Nf6", "e2e4", False),             # SAN without a position
+    ("Nf3", "not a fen", "Nf3", "", False),
+    ("e2e4/Nf3", chess.STARTING_FEN, "Nf3", "e2e4", True),  # Black to move
+    ("e2e5/Nf6", chess.STARTING_FEN, "e2e5", "", True),     # replayed: a UCI move must be legal too
+    ("e2e4//e7e5", chess.STARTING_FEN, "", "e2e4", True),
+])
+def test_unreadable_typed_paths_name_the_move_and_what_came_before(text, fen, token, after, known):
+    with pytest.raises(UnreadableMove) as caught:
+        normalize_typed_path(text, fen)
+    assert (caught.value.token, caught.value.after, caught.value.position_known) == (token, after, known)

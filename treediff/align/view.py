@@ -8,56 +8,29 @@
 """
 from __future__ import annotations
 
-import re
-
-import chess
 import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
-
-_UCI = re.compile(r"[a-h][1-8][a-h][1-8][qrbnQRBN]?\Z")
-_NULLS = {"0000", "(null)", "null", "--", "@@@@", "Z0"}
-_ROOT = {"", "-", "/", "(root)"}
+from treediff.parse.moves import UnreadableMove, normalize_typed_path
 
 
 def normalize_path(text: str, fen: str | None = None) -> str:
-    """The normalized UCI path key for a user-typed path.
+    """The normalized UCI path key for a user-typed path (``--under``).
 
-    Moves are separated by ``/``; coordinate moves are lower-cased, null
+    Read as the parser reads paths (:func:`~treediff.parse.moves.normalize_typed_path`):
+    moves separated by ``/``; coordinate moves are lower-cased, null
     spellings become ``0000``, and other tokens are read as SAN in ``fen``'s
     position when it is known.  ``-``, ``/`` or an empty string is the root.
     """
-    text = text.strip()
-    if text in _ROOT:
-        return ""
-    board = chess.Board(fen) if fen else None
-    out = []
-    for token in text.strip("/").split("/"):
-        token = token.strip()
-        if token in _NULLS:
-            out.append("0000")
-            if board is not None:
-                board.push(chess.Move.null())
-            continue
-        if _UCI.match(token):
-            move = token.lower()
-            out.append(move)
-            if board is not None:
-                try:
-                    board.push(chess.Move.from_uci(move))
-                except ValueError:
-                    board = None
-            continue
-        if board is None:
-            raise InputError(f"--under: cannot read move {token!r} (write moves as UCI, e.g. e2e4/e7e5)")
-        try:
-            move = board.parse_san(token)
-        except ValueError:
-            raise InputError(f"--under: {token!r} is not a legal move after {'/'.join(out) or 'the root'}") from None
-        out.append(move.uci())
-        board.push(move)
-    return "/".join(out)
+    try:
+        return normalize_typed_path(text, fen)
+    except UnreadableMove as exc:
+        if not exc.position_known:
+            raise InputError(
+                f"--under: cannot read move {exc.token!r} (write moves as UCI, e.g. e2e4/e7e5)"
+            ) from None
+        raise InputError(f"--under: {exc.token!r} is not a legal move after {exc.after or 'the root'}") from None
 
 
 def select_rows(

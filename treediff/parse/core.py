@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 from treediff.model.errors import InputError
 from treediff.store.files import AtomicParquetWriter, input_size, open_log, write_table_atomic
 from treediff.parse.dialects import DIALECTS, Dialect, Notation, get_dialect
-from treediff.parse.moves import UCI_PATH_PATTERN, NULL_UCI, PathResolver, normalize_coord_paths, resolve_paths
+from treediff.model.notation import NULL_UCI, UCI_PATH_PATTERN
+from treediff.parse.moves import PathResolver, normalize_coord_paths, resolve_paths
 from treediff.parse.san_worker import SanWorker, SanWorkerError
 from treediff.model.positions import (
     PositionBook,

@@ -15,20 +15,22 @@ from typing import TYPE_CHECKING
 
 import chess
 
+from treediff.model.notation import (
+    COMMON_NULL_SPELLINGS,
+    NULL_SPELLINGS,
+    NULL_UCI,
+    TYPED_ROOTS,
+    UCI_MOVE_RE,
+    coordinate_move,
+)
+
 if TYPE_CHECKING:
     import polars as pl
 
-NULL_UCI = "0000"
-NULL_SPELLINGS = frozenset({"0000", "(null)", "null", "--", "@@@@", "Z0"})
-
-_UCI_RE = re.compile(r"[a-h][1-8][a-h][1-8][qrbnQRBN]?\Z")
 _SAN_RE = re.compile(
     r"(?P<piece>[NBRQK])?(?P<ff>[a-h])?(?P<fr>[1-8])?x?(?P<to>[a-h][1-8])(?:=?(?P<promo>[NBRQnbrq]))?[+#!?]*\Z"
 )
 _CASTLE_RE = re.compile(r"(?:O-O(?P<long>-O)?|0-0(?P<long0>-0)?)[+#!?]*\Z")
-
-#: A path (already lower-cased, nulls as 0000) that is entirely UCI-shaped.
-UCI_PATH_PATTERN = r"^(?:(?:[a-h][1-8][a-h][1-8][qrbn]?|0000)(?:/(?:[a-h][1-8][a-h][1-8][qrbn]?|0000))*)?$"
 
 _PIECE_OF = {"N": chess.KNIGHT, "B": chess.BISHOP, "R": chess.ROOK, "Q": chess.QUEEN, "K": chess.KING}
 
@@ -37,10 +39,10 @@ def normalize_coord_paths(paths: "pl.Series", null_spellings: tuple[str, ...]) -
     """Lower-case coordinate paths and write null moves as ``0000``; the root ``-`` becomes ``""``.
 
     Only safe for paths whose elements are coordinate/UCI moves or nulls;
-    callers check the result against :data:`UCI_PATH_PATTERN`.
+    callers check the result against :data:`~treediff.model.notation.UCI_PATH_PATTERN`.
     """
     out = paths.str.to_lowercase()
-    for spelling in sorted(set(null_spellings) | {"(null)", "null", "--"}, key=len, reverse=True):
+    for spelling in sorted(set(null_spellings) | COMMON_NULL_SPELLINGS, key=len, reverse=True):
         if spelling == NULL_UCI:
             continue
         escaped = re.escape(spelling.lower())
@@ -64,7 +66,7 @@ def _parse_token(token: str) -> tuple:
     """
     if token in NULL_SPELLINGS:
         return (_NULL,)
-    if _UCI_RE.match(token):
+    if UCI_MOVE_RE.match(token):
         try:
             return (_UCI, chess.Move.from_uci(token.lower()))
         except ValueError:
@@ -396,3 +398,50 @@ class PathResolver:
 def resolve_paths(fen: str | None, paths: list[str]) -> list[str | None]:
     """UCI forms of ``paths`` of one search (None where a move does not resolve); for worker processes."""
     return PathResolver(fen).resolve_many(paths)
+
+
+class UnreadableMove(ValueError):
+    """A typed path has a move that cannot be read: ``token``, after the UCI path ``after``.
+
+    ``position_known``: whether the move was tried on a board (False: no FEN,
+    and the token is neither UCI-shaped nor a null spelling).
+    """
+
+    def __init__(self, token: str, after: str, position_known: bool):
+        super().__init__(token)
+        self.token, self.after, self.position_known = token, after, position_known
+
+
+def normalize_typed_path(text: str, fen: str | None = None) -> str:
+    """The normalized UCI path of a path typed by a user (``e2e4/e7e5``, ``e7e8Q``, nulls, SAN).
+
+    Moves are separated by ``/`` and may be padded with blanks.  UCI-shaped
+    moves and null spellings are read by their shape alone (as coordinate
+    dialects' paths are); if any other token is present, the whole path is
+    replayed from ``fen`` as SAN logs are (:class:`_Legality`), so every move
+    must then be legal.  The root spellings (:data:`~treediff.model.notation.TYPED_ROOTS`)
+    give ``""``.  Raises :class:`UnreadableMove` for the first move that cannot be read.
+    """
+    text = text.strip()
+    if text in TYPED_ROOTS:
+        return ""
+    tokens = [token.strip() for token in text.strip("/").split("/")]
+    coords = [coordinate_move(token) for token in tokens]
+    if None not in coords:
+        return "/".join(coords)  # type: ignore[arg-type]
+    board = None
+    if fen:
+        try:
+            board = chess.Board(fen)
+        except ValueError:
+            board = None
+    if board is None:
+        first = coords.index(None)
+        raise UnreadableMove(tokens[first], "/".join(coords[:first]), position_known=False)  # type: ignore[arg-type]
+    node = _Legality(board)
+    for token in tokens:
+        child = node.child(token)
+        if child is None:
+            raise UnreadableMove(token, node.uci_path, position_known=True)
+        node = child
+    return node.uci_path

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from treediff.parse.moves import UCI_PATH_PATTERN
+from treediff.model.notation import UCI_PATH_PATTERN
 
 try:  # The optional compiled fast path (treediff/parse/_ctok.c), built by `pip install`.
     from treediff.parse import _ctok
@@ -46,7 +46,7 @@ FAST_FIELDS = ("tag", *ROW_KEYS)
 #: the parser runs no regex over paths that are already UCI (almost all of them in UCI dialects).
 PATH_SHAPE = "path_shape"
 #: Values of :data:`PATH_SHAPE` (UInt8): no path (or no match), UCI moves or ``0000`` joined by
-#: ``/`` (:data:`~treediff.parse.moves.UCI_PATH_PATTERN`), the root ``-``, anything else.
+#: ``/`` (:data:`~treediff.model.notation.UCI_PATH_PATTERN`), the root ``-``, anything else.
 PATH_NONE, PATH_UCI, PATH_ROOT, PATH_OTHER = 0, 1, 2, 3
 
 _INT_RE = re.compile(r"-?[0-9]+\Z")
