@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from treediff.run.batch import LocalExecutor, SerialExecutor, plan_batch, run_batch  # noqa: E402
 from treediff.run.engines import parse_engine_arg, presets  # noqa: E402
-from treediff.run.positions import read_epd  # noqa: E402
+from treediff.model.positions import read_positions as read_epd  # noqa: E402
 from treediff.run.search import Limits  # noqa: E402
 
 

@@ -259,7 +259,7 @@ def _cli_batch_once(kind: str, depth: int) -> float:
 
 def bench_batch(depth: int, repeat: int) -> None:
     from treediff.run.engines import presets
-    from treediff.run.positions import read_epd
+    from treediff.model.positions import read_positions as read_epd
 
     positions, _ = read_epd(ROOT / "fixtures" / "positions20.epd")
     engines = [presets()["typhoon_py"]]

@@ -14,7 +14,7 @@ from treediff.cli import main
 from treediff.model.errors import TreediffError
 from treediff.run.batch import SerialExecutor, plan_batch, run_batch
 from treediff.run.engines import presets
-from treediff.run.positions import read_epd
+from treediff.model.positions import read_positions
 from treediff.run.search import Limits
 from treediff.run.task import run_task
 
@@ -91,7 +91,7 @@ def _die_always_on(position_id: str):
 
 
 def _plan(tmp_path: Path, dataset: Path, resume: bool = False):
-    positions, _ = read_epd(_small_epd(tmp_path, 4))
+    positions, _ = read_positions(_small_epd(tmp_path, 4))
     return plan_batch(positions, [presets()["typhoon_py"]], 2, dataset, Limits(timeout=20), resume=resume)
 
 
@@ -166,7 +166,7 @@ def test_ctrl_c_cancels_closes_the_cluster_and_kills_the_engines(tmp_path, press
     from dataclasses import replace
 
     from treediff.run.dask_executor import DaskExecutor
-    from treediff.run.positions import Position
+    from treediff.model.positions import Position
 
     fake = (sys.executable, str(ROOT / "fixtures" / "engines" / "fake_engine.py"))
     pid_dir = tmp_path / "pids"

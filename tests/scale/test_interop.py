@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scale_helpers import dataset_from_logs, fixture_logs
+from support.scale_helpers import dataset_from_logs, fixture_logs
 from treediff.parse.load import load
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "SCALING.md"

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from scale_helpers import dataset_from_logs, fixture_logs
+from support.scale_helpers import dataset_from_logs, fixture_logs
 from treediff.cli import main
 from treediff.parse.load import load
 from treediff.report.core import TABLES, build_report, columns_for
@@ -116,7 +116,7 @@ def test_compare_cli_out_of_core_equals_in_memory(batch_dataset):
 
 def test_load_position_reads_only_the_position_partitions(tmp_path, monkeypatch):
     """What ``diff`` on datasets needs: one position's files only, aligned exactly as the logs themselves."""
-    from scale_helpers import TRACES
+    from support.scale_helpers import TRACES
     from treediff.align import LOAD_COLUMNS, align
     from treediff.model.errors import InputError
     from treediff.report.partitioned import load_position

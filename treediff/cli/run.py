@@ -72,7 +72,7 @@ def run(engine_arg, cmd, fen, depth, output, transcript, timeout, max_trace_line
     the search failed (what the engine wrote is still saved).
     """
     from treediff.run.engines import check_executable, parse_engine_arg
-    from treediff.run.positions import Position, validate_fen
+    from treediff.model.positions import Position, validate_fen
     from treediff.run.search import Limits
     from treediff.run.task import run_one
 
@@ -148,7 +148,7 @@ def batch(epd, engine_args, depth, output, jobs, executor_name, scheduler, resum
 
     from treediff.run.batch import make_executor, plan_batch
     from treediff.run.engines import check_executable, parse_engine_arg
-    from treediff.run.positions import read_epd
+    from treediff.model.positions import read_positions as read_epd
     from treediff.run.search import Limits
 
     if retry_failed and not resume:

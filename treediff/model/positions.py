@@ -1,4 +1,18 @@
-"""Positions: ids, phase labels from EPD files, and the material phase rule."""
+"""Positions: the one :class:`Position` type, FEN validation, the one EPD reader, phase labels and rules.
+
+* :class:`Position`: id, normalised FEN, phase label, EPD line.
+* :func:`validate_fen`: a user-typed FEN, checked and re-serialised.
+* :func:`parse_epd_line` / :func:`read_positions`: the EPD reader (the
+  runner's input); :func:`read_epd` gives the same positions as a
+  :class:`PositionBook` looked up by id or FEN (the parser's ``--positions``).
+* :func:`normalize_phase` / :func:`epd_phase`: the phase-label rules;
+  :func:`material_phase`: the phase of an unlabelled position.
+
+Nothing the user typed is ever sent to an engine verbatim: every FEN is parsed
+with python-chess, checked, and re-serialised with :meth:`chess.Board.fen`, so
+a FEN cannot smuggle a newline or a second command into the protocol stream;
+control characters are refused outright.
+"""
 from __future__ import annotations
 
 import functools
@@ -73,39 +87,41 @@ def normalize_phase(label: str | None) -> str | None:
     return label if label in PHASES else None
 
 
+#: ``phase=LABEL`` (or ``phase: LABEL``) inside an EPD comment opcode.
 _PHASE_IN_COMMENT = re.compile(r"phase\s*[=:]\s*(\w+)", re.IGNORECASE)
+#: An unquoted ``phase LABEL;`` operand, which python-chess would read as a SAN move.
+_UNQUOTED_PHASE = re.compile(r"\bphase\s+([A-Za-z]+)\s*;")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-@dataclass
-class EpdPosition:
-    """One EPD line: its id, FEN and phase label (None if unlabelled)."""
+@dataclass(frozen=True)
+class Position:
+    """One position.
 
-    id: str | None
+    ``id`` is the EPD ``id`` opcode (else ``fen:`` + a hash of the FEN, see
+    :func:`fen_hash_id`); ``fen`` is python-chess's normalised six-field FEN;
+    ``phase`` is an explicit label (``opening``/``middlegame``/``endgame``) or
+    None; ``line`` is the 1-based EPD line it came from (0 for ``--fen``).
+    """
+
+    id: str
     fen: str
-    phase: str | None
-    line: int
+    phase: str | None = None
+    line: int = 0
 
 
-@dataclass
-class PositionBook:
-    """Positions from an EPD file, looked up by id or by FEN."""
+def epd_phase(operations: dict, where: str = "EPD") -> str | None:
+    """The phase label of an EPD line: an opcode ``phase``, or ``phase=...`` in a ``c0``..``c9`` comment.
 
-    positions: list[EpdPosition] = field(default_factory=list)
-    by_id: dict[str, EpdPosition] = field(default_factory=dict)
-    by_fen: dict[str, EpdPosition] = field(default_factory=dict)
-
-    def lookup(self, position_id: str | None, fen: str | None) -> EpdPosition | None:
-        if position_id and position_id in self.by_id:
-            return self.by_id[position_id]
-        if fen:
-            return self.by_fen.get(fen_key(fen))
-        return None
-
-
-def epd_phase(operations: dict) -> str | None:
-    """The phase label of an EPD line: an opcode ``phase``, or ``phase=...`` in a ``c0``..``c9`` comment."""
-    direct = normalize_phase(str(operations.get("phase", "")) or None)
-    if direct:
+    None when the line has no label (a comment that is no phase label is only
+    a comment); :class:`InputError` for a ``phase`` opcode that is not one of
+    :data:`PHASES` (aliases of :func:`normalize_phase` accepted).
+    """
+    raw = operations.get("phase")
+    if raw not in (None, ""):
+        direct = normalize_phase(str(raw))
+        if direct is None:
+            raise InputError(f"{where}: unknown phase label {raw!r} (expected one of {', '.join(PHASES)})")
         return direct
     for key in (f"c{i}" for i in range(10)):
         value = operations.get(key)
@@ -118,32 +134,150 @@ def epd_phase(operations: dict) -> str | None:
     return None
 
 
-def read_epd(path: str | Path) -> PositionBook:
-    """Read an EPD file (python-chess parses every line); raises InputError on a bad line."""
-    book = PositionBook()
+def _check_board(board: chess.Board, where: str) -> None:
+    status = board.status()
+    if status != chess.STATUS_VALID:
+        problems = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status]
+        raise InputError(f"{where}: not a legal position ({', '.join(problems) or 'invalid'})")
+    if not any(board.generate_legal_moves()):
+        raise InputError(f"{where}: the side to move has no legal move (mate or stalemate); nothing to search")
+
+
+def validate_fen(fen: str, where: str = "--fen") -> str:
+    """Return python-chess's normalised FEN of ``fen`` or raise :class:`InputError` with a one-line reason.
+
+    Rejects control characters (a newline could carry a second engine
+    command), anything python-chess cannot parse, illegal positions and
+    positions with no legal move.
+    """
+    if _CONTROL.search(fen):
+        raise InputError(f"{where}: FEN contains a newline or control character; refusing to send it to an engine")
+    text = fen.strip()
+    fields = text.split()
+    if not 4 <= len(fields) <= 6:
+        raise InputError(f"{where}: a FEN has 4 to 6 space-separated fields, got {len(fields)}: {text[:80]!r}")
+    if len(fields) == 4:
+        text += " 0 1"
+    elif len(fields) == 5:
+        text += " 1"
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such EPD file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text EPD file") from None
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
+        board = chess.Board(text)
+    except ValueError as exc:
+        raise InputError(f"{where}: invalid FEN {text[:80]!r}: {exc}") from None
+    _check_board(board, where)
+    return board.fen()
+
+
+def parse_epd_line(line: str, where: str, number: int = 0) -> Position | None:
+    """One EPD line as a :class:`Position`; None for blank lines and ``#`` comments.
+
+    Accepts four-field EPD (``hmvc``/``fmvn`` opcodes honoured) and full
+    six-field FENs followed by opcodes.  The id comes from the ``id`` opcode
+    (else ``fen:`` + a hash of the FEN); the phase from :func:`epd_phase`.
+    Raises :class:`InputError` naming ``where`` for a control character, a line
+    python-chess cannot parse, an illegal position or one with no legal move,
+    and an unknown phase label.
+    """
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return None
+    if _CONTROL.search(text):
+        raise InputError(f"{where}: contains a control character")
+    text = _UNQUOTED_PHASE.sub(r'phase "\1";', text)
+    fields = text.split()
+    candidates = [text]
+    # A full FEN (halfmove and fullmove counters) before the opcodes.
+    if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
+        candidates.insert(0, " ".join(fields[:4] + fields[6:]))
+    board: chess.Board | None = None
+    ops: dict = {}
+    error: Exception | None = None
+    for candidate in candidates:
         try:
-            board, ops = chess.Board.from_epd(line)
+            board, ops = chess.Board.from_epd(candidate)
+            break
         except ValueError as exc:
-            raise InputError(f"{path}:{lineno}: not a valid EPD line ({exc})") from None
-        pos_id = ops.get("id")
-        entry = EpdPosition(
-            id=str(pos_id) if pos_id is not None else None,
-            fen=board.fen(),
-            phase=epd_phase(ops),
-            line=lineno,
-        )
-        book.positions.append(entry)
-        if entry.id:
-            book.by_id[entry.id] = entry
-        book.by_fen.setdefault(fen_key(entry.fen), entry)
-    return book
+            error = error or exc
+    if board is None:
+        raise InputError(f"{where}: not a valid EPD record: {error}")
+    if candidate is not text:
+        board.halfmove_clock = int(fields[4])
+        board.fullmove_number = max(1, int(fields[5]))
+    _check_board(board, where)
+    fen = board.fen()
+    pos_id = ops.get("id")
+    pos_id = str(pos_id) if pos_id not in (None, "") else fen_hash_id(fen)
+    if _CONTROL.search(pos_id):
+        raise InputError(f"{where}: id contains a control character")
+    return Position(id=pos_id, fen=fen, phase=epd_phase(ops, where), line=number)
+
+
+def read_positions(path: str | Path, skip_bad: bool = False) -> tuple[list[Position], list[str]]:
+    """All positions of an EPD file, in file order, and the problems skipped: the one EPD reader.
+
+    Every line is validated (:func:`parse_epd_line`) before anything runs.  A
+    bad line or a duplicate id is an :class:`InputError` naming the line,
+    unless ``skip_bad`` (then it is skipped and reported in the returned list).
+    A file without any position is an :class:`InputError`.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not an EPD file") from None
+    positions: list[Position] = []
+    skipped: list[str] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        where = f"{p.name}:{number}"
+        try:
+            pos = parse_epd_line(line, where, number)
+            if pos is None:
+                continue
+            if pos.id in seen:
+                raise InputError(f"{where}: duplicate position id {pos.id!r} (first on line {seen[pos.id]})")
+        except InputError as exc:
+            if not skip_bad:
+                raise
+            skipped.append(str(exc))
+            continue
+        seen[pos.id] = number
+        positions.append(pos)
+    if not positions:
+        raise InputError(f"{path}: no positions")
+    return positions, skipped
+
+
+@dataclass
+class PositionBook:
+    """Positions looked up by id or by FEN (the first four fields; the first position wins)."""
+
+    positions: list[Position] = field(default_factory=list)
+    by_id: dict[str, Position] = field(default_factory=dict)
+    by_fen: dict[str, Position] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, positions: list[Position]) -> "PositionBook":
+        book = cls()
+        for position in positions:
+            book.positions.append(position)
+            book.by_id.setdefault(position.id, position)
+            book.by_fen.setdefault(fen_key(position.fen), position)
+        return book
+
+    def lookup(self, position_id: str | None, fen: str | None) -> Position | None:
+        if position_id and position_id in self.by_id:
+            return self.by_id[position_id]
+        if fen:
+            return self.by_fen.get(fen_key(fen))
+        return None
+
+
+def read_epd(path: str | Path) -> PositionBook:
+    """The positions of an EPD file (:func:`read_positions`) as a :class:`PositionBook`."""
+    positions, _ = read_positions(path)
+    return PositionBook.of(positions)

@@ -28,7 +28,7 @@ from treediff import __version__
 from treediff.model.errors import InputError, TreediffError
 from treediff.store.layout import make_manifest, positions_digest, prepare_dataset, scan_done
 from treediff.run.engines import EngineSpec
-from treediff.run.positions import Position
+from treediff.model.positions import Position
 from treediff.run.search import Limits
 from treediff.run.task import Task, TaskResult, run_task
 

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from treediff.model.errors import InputError
 from treediff.store.files import atomic_output, write_bytes_atomic, write_table_atomic
-from treediff.model.positions import EpdPosition, PositionBook, material_phase
+from treediff.model.positions import Position, PositionBook, material_phase
 from treediff.store.layout import (
     DATASET_RECORDS_SCHEMA,
     DATASET_SEARCHES_SCHEMA,
@@ -35,7 +35,6 @@ from treediff.store.layout import (
     trace_path,
 )
 from treediff.run.engines import EngineSpec
-from treediff.run.positions import Position
 from treediff.run.process import abandoned
 from treediff.run.search import Failure, Limits, SearchOutcome, run_search
 from treediff.model.schema import DICT_STR
@@ -141,10 +140,9 @@ def _analyze_trace(spec: EngineSpec, position: Position, depth: int, outcome: Se
 
     assert outcome.trace_path is not None
     phase, phase_source = _phase(position)
-    book = PositionBook()
-    entry = EpdPosition(id=position.id, fen=position.fen, phase=phase, line=position.line)
-    book.positions.append(entry)
-    book.by_id[position.id] = entry
+    # Looked up by id only: the trace's own header FEN is not matched against the task's.
+    entry = Position(id=position.id, fen=position.fen, phase=phase, line=position.line)
+    book = PositionBook(positions=[entry], by_id={entry.id: entry})
     try:
         parsed = parse_logs([outcome.trace_path], engine=spec.dialect or "auto", positions=book)
     except InputError as exc:

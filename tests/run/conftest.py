@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from runner_helpers import children_of
+from support.runner_helpers import children_of
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from runner_helpers import ROOT, START, TACTIC
+from support.runner_helpers import ROOT, START, TACTIC
 from treediff.model.errors import InputError
 from treediff.run.engines import Protocol, load_config, parse_engine_arg, presets
-from treediff.run.positions import parse_epd_line, read_epd, validate_fen
+from treediff.model.positions import Position, epd_phase, parse_epd_line, read_epd, read_positions, validate_fen
 
 
 @pytest.mark.parametrize("bad, why", [
@@ -28,7 +28,7 @@ def test_fen_is_normalised():
 
 
 def test_positions20_fixture():
-    positions, skipped = read_epd(ROOT / "fixtures" / "positions20.epd")
+    positions, skipped = read_positions(ROOT / "fixtures" / "positions20.epd")
     assert not skipped and len(positions) == 20
     phases = [p.phase for p in positions]
     # The fixture's own promise: 7 opening, 7 middlegame, 6 endgame, all labelled.
@@ -49,17 +49,41 @@ def test_epd_errors(tmp_path):
     epd = tmp_path / "p.epd"
     epd.write_text(f'{START} id "a";\n{START} id "a";\n')
     with pytest.raises(InputError, match=r"p.epd:2: duplicate position id 'a'"):
-        read_epd(epd)
+        read_positions(epd)
     epd.write_text(f'{START} id "a";\nnot a position\n8/8/8/8/8/8/8/8 w - - id "b";\n')
     with pytest.raises(InputError, match=r"p.epd:2"):
-        read_epd(epd)
-    positions, skipped = read_epd(epd, skip_bad=True)
+        read_positions(epd)
+    positions, skipped = read_positions(epd, skip_bad=True)
     assert [p.id for p in positions] == ["a"] and len(skipped) == 2
     epd.write_text(f'{START} id "a"; c0 "phase=late";\n')
-    positions, _ = read_epd(epd)
+    positions, _ = read_positions(epd)
     assert positions[0].phase is None  # a comment that is no phase label is only a comment
     epd.write_text(f'{START} id "a"; phase "late";\n')
     with pytest.raises(InputError, match="unknown phase label"):
+        read_positions(epd)
+
+
+def test_phase_labels():
+    assert epd_phase({"phase": "Middle"}) == "middlegame"
+    assert epd_phase({"c3": "phase: END"}) == "endgame" and epd_phase({"c0": "opening"}) == "opening"
+    assert epd_phase({"c0": "phase=late", "id": "x"}) is None
+    with pytest.raises(InputError, match="f:1: unknown phase label 'late'"):
+        epd_phase({"phase": "late"}, "f:1")
+
+
+def test_one_reader_for_the_runner_and_the_parser(tmp_path):
+    """read_epd (the parser's --positions) is read_positions as a book: same Position objects, same checks."""
+    epd = tmp_path / "p.epd"
+    epd.write_text(f'{START} id "s"; phase opening;\n{TACTIC}\n')
+    positions, _ = read_positions(epd)
+    book = read_epd(epd)
+    assert book.positions == positions and all(isinstance(p, Position) for p in positions)
+    assert book.by_id["s"].phase == "opening" and book.lookup(None, TACTIC).id.startswith("fen:")
+    epd.write_text(f'{START} id "s";\n{START} id "s";\n')
+    with pytest.raises(InputError, match="duplicate position id"):
+        read_epd(epd)
+    epd.write_text(f'{START} id "a\x01b";\n')
+    with pytest.raises(InputError, match="control character"):
         read_epd(epd)
 
 

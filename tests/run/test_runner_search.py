@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from runner_helpers import START, TACTIC, fake_spec, pid_alive
+from support.runner_helpers import START, TACTIC, fake_spec, pid_alive
 from treediff.run.search import Failure, Limits, run_search
 from treediff.run.task import analyze
-from treediff.run.positions import Position
+from treediff.model.positions import Position
 
 FAST = Limits(timeout=5.0, quit_grace=1.0)
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import pytest
 
-from runner_helpers import START, TACTIC, stockfish_or_skip, typhoon_py_or_skip
+from support.runner_helpers import START, TACTIC, stockfish_or_skip, typhoon_py_or_skip
 from treediff.run.engines import presets
-from treediff.run.positions import Position
+from treediff.model.positions import Position
 from treediff.run.search import Limits, run_search
 from treediff.run.task import analyze
 

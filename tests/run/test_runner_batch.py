@@ -10,10 +10,10 @@ import pandas as pd
 import pyarrow.dataset as pads
 import pytest
 
-from runner_helpers import START, TACTIC, fake_spec, pid_alive
+from support.runner_helpers import START, TACTIC, fake_spec, pid_alive
 from treediff.model.errors import InputError
 from treediff.run.batch import LocalExecutor, SerialExecutor, plan_batch, run_batch
-from treediff.run.positions import Position
+from treediff.model.positions import Position
 from treediff.run.search import Limits
 from treediff.run.task import run_task
 

@@ -6,7 +6,7 @@ import json
 import pyarrow.dataset as pads
 from click.testing import CliRunner
 
-from runner_helpers import ROOT, START, TACTIC, fake_cmd, stockfish_or_skip
+from support.runner_helpers import ROOT, START, TACTIC, fake_cmd, stockfish_or_skip
 from treediff.cli import main
 
 
@@ -110,7 +110,7 @@ def test_batch_ctrl_c_from_a_terminal(tmp_path):
     import sys
     import time
 
-    from runner_helpers import pid_alive
+    from support.runner_helpers import pid_alive
 
     epd = tmp_path / "p.epd"
     epd.write_text("".join(f'{START} id "s{i}";\n' for i in range(4)))

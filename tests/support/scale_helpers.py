@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 from treediff.store.files import write_table_atomic
 from treediff.parse.core import parse_logs
-from treediff.store.layout import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA, result_path
+from treediff.store.layout import DATASET_RECORDS_SCHEMA, DATASET_SEARCHES_SCHEMA, records_file, searches_file
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "fixtures" / "traces"
@@ -29,11 +29,11 @@ def dataset_from_logs(logs: list[Path], dataset: Path) -> Path:
             i = records.schema.get_field_index("search")
             records = records.set_column(i, records.schema.field(i),
                                          pa.array(np.full(records.num_rows, number, dtype=np.int32)))
-            write_table_atomic(records.cast(DATASET_RECORDS_SCHEMA), result_path(dataset, "records", engine, key))
+            write_table_atomic(records.cast(DATASET_RECORDS_SCHEMA), records_file(dataset, engine, key))
             row = {**row, "search": number, "task": key}
             searches = pa.Table.from_pylist([{k: row.get(k) for k in DATASET_SEARCHES_SCHEMA.names}],
                                             schema=DATASET_SEARCHES_SCHEMA)
-            write_table_atomic(searches, result_path(dataset, "searches", engine, key))
+            write_table_atomic(searches, searches_file(dataset, engine, key))
             number += 1
     return dataset
 
