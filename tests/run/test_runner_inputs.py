@@ -5,6 +5,7 @@ import pytest
 
 from support.runner_helpers import ROOT, START, TACTIC
 from treediff.model.errors import InputError
+from treediff.parse.dialects import DIALECTS
 from treediff.run.engines import Protocol, load_config, parse_engine_arg, presets
 from treediff.model.positions import Position, epd_phase, parse_epd_line, read_epd, read_positions, validate_fen
 
@@ -98,6 +99,8 @@ def test_presets_state_their_incantations():
         spec = known[name]
         assert spec.dialect == profile and spec.trace_file == "treedump.log"
         assert spec.argv[-2:] == ("--profile", profile)
+    # Every dialect a preset names is one the parser registry knows.
+    assert {s.dialect for s in known.values() if s.dialect} <= set(DIALECTS)
 
 
 def test_engine_args():
@@ -151,6 +154,7 @@ protover = false
         ('[engines.x]\nprotocol = "uci"\ndialect = "typhoon"\n', "both"),
         ('[engines.x]\nprotocol = "uci"\ndialect = "typhoon"\ntrace_file = "../x"\n', "inside"),
         ('[engines.x]\nprotocol = "telnet"\n', "not uci or xboard"),
+        ('[engines.x]\nprotocol = "uci"\ndialect = "fruit"\ntrace_file = "t"\n', f"not one of {', '.join(DIALECTS)}"),
         ("[engines.x\n", "not a valid TOML"),
     ]:
         bad.write_text(text)

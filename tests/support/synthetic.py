@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from treediff.parse.dialects import DIALECTS
+
 _SQUARES = [f + r for r in "12345678" for f in "abcdefgh"]
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -74,11 +76,11 @@ STOCKFISH_LIKE = Profile(
     "stockfish", 3, 3, 0.5, 0.4, 0.05, 3, 0.5, ("FP-QUIET", "SEE-QUIET", "HIST-PRUNE"), 0.05, 3, 3, 0xB2
 )
 
-_KIND = {
-    "FULL": "SEARCH", "LMR": "REDUCE", "LMR-RESEARCH": "RESEARCH", "NMP": "NULL_PROBE",
-    "LMP": "PRUNE", "FP-QUIET": "PRUNE", "SEE-QUIET": "PRUNE", "HIST-PRUNE": "PRUNE",
-}
 _ACTS = ["FULL", "LMR", "LMR-RESEARCH", "NMP", "LMP", "FP-QUIET", "SEE-QUIET", "HIST-PRUNE"]
+#: The kind of each act, as the dialects of the two profiles define it (they agree on the acts they share).
+_KIND = {act: kind.value for name in (TYPHOON_LIKE.engine, STOCKFISH_LIKE.engine)
+         for act, kind in DIALECTS[name].acts.items() if act in _ACTS}
+assert set(_KIND) == set(_ACTS), "every synthetic act must be one of the profiles' dialects"
 
 
 def synthetic_tree(profile: Profile, root_depth: int, seed: int = 1, position: str = "synthetic") -> pd.DataFrame:

@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from treediff.model.errors import InputError
+from treediff.parse.dialects import DIALECTS
 
 #: The UCI options set when the engine offers them: one search thread, a small fixed hash (MB).
 DEFAULT_UCI_OPTIONS: tuple[tuple[str, str], ...] = (("Threads", "1"), ("Hash", "16"))
 #: xboard commands sent after the handshake, before the position; ``{fen}`` and ``{depth}`` are filled in.
 DEFAULT_XBOARD_SEARCH: tuple[str, ...] = ("post", "force", "setboard {fen}", "sd {depth}", "go")
 _NAME = re.compile(r"^[A-Za-z0-9_.+:-]+$")
-_DIALECTS = ("typhoon", "stockfish", "crafty")
+#: typhoon_py's profiles; each writes the TREEDUMP dialect of the same name (see :func:`_typhoon_py`).
+_TYPHOON_PY_PROFILES = ("typhoon", "stockfish", "crafty")
 
 
 class Protocol(str, enum.Enum):
@@ -142,7 +144,7 @@ def presets() -> dict[str, EngineSpec]:
         "xboard": EngineSpec(name="xboard", argv=(), protocol=Protocol.XBOARD,
                              description="any xboard engine; its thinking-line node counts (=ARGV or --cmd)"),
     }
-    for profile in _DIALECTS:
+    for profile in _TYPHOON_PY_PROFILES:
         spec = _typhoon_py(profile)
         table[spec.name] = spec
     return table
@@ -182,8 +184,8 @@ def _spec_from_table(name: str, table: Mapping[str, Any], known: Mapping[str, En
             raise InputError(f"{where}.protocol: {table['protocol']!r} is not uci or xboard") from None
     if "dialect" in table:
         dialect = table["dialect"] or None
-        if dialect is not None and dialect not in _DIALECTS:
-            raise InputError(f"{where}.dialect: {dialect!r} is not one of {', '.join(_DIALECTS)} (or \"\" for none)")
+        if dialect is not None and dialect not in DIALECTS:
+            raise InputError(f"{where}.dialect: {dialect!r} is not one of {', '.join(DIALECTS)} (or \"\" for none)")
         changes["dialect"] = dialect
     if "trace_file" in table:
         trace = table["trace_file"] or None
