@@ -256,10 +256,6 @@ class BatchSummary:
     def failures(self) -> list[TaskResult]:
         return [r for r in self.results if not r.ok]
 
-    def mean_overhead(self) -> float | None:
-        done = [r.overhead_seconds for r in self.results]
-        return sum(done) / len(done) if done else None
-
 
 def run_batch(plan: BatchPlan, executor: Executor, on_result: Callable[[TaskResult], None] | None = None,
               task_fn: TaskFn = run_task) -> BatchSummary:

@@ -87,11 +87,6 @@ class TaskResult:
         """The runner's own time: the task minus the engine's lifetime (parsing included)."""
         return max(0.0, self.total_seconds - self.engine_seconds)
 
-    @property
-    def driving_seconds(self) -> float:
-        """The runner's time without parsing: working directory, process handling, writes."""
-        return max(0.0, self.overhead_seconds - self.parse_seconds)
-
 
 @dataclass
 class Analysis:
