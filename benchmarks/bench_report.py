@@ -274,28 +274,29 @@ def run_cli(path: Path, out: Path) -> None:
 
 def treediff_frames(path: Path) -> dict[str, pd.DataFrame]:
     """The report's tables as DataFrames (for the agreement check; not timed)."""
-    from treediff.parse.load import load
-    from treediff.report.core import TABLES, build_report, columns_for
+    from treediff.parse.source import open_source
+    from treediff.report.core import TABLES, build_report
 
-    loaded = load([str(path)], columns=columns_for(TABLES, ("engine",)))
-    report = build_report(loaded.records, loaded.searches, TABLES, ("engine",))
+    report = build_report(open_source(path), TABLES, ("engine",))
     return {s.name: s.frame for s in report.sections}
 
 
 def breakdown(path: Path) -> dict[str, float]:
-    """Seconds spent loading (treediff.store.files.load), computing each table, and rendering, in one run."""
-    from treediff.parse.load import load
+    """Seconds spent loading (one batch held in memory), computing each table, and rendering, in one run."""
+    from treediff.parse.source import open_source
     from treediff.render.output import render
     from treediff.report.core import TABLES, build_report, columns_for
+    from treediff.store.source import FrameSource
 
     out = {}
     t0 = time.perf_counter()
-    loaded = load([str(path)], columns=columns_for(TABLES, ("engine",)))
+    source = open_source(path)
+    loaded = FrameSource(source.records(columns_for(TABLES)), source.searches)
     out["load"] = time.perf_counter() - t0
     sections = []
     for table in TABLES:
         t0 = time.perf_counter()
-        sections += build_report(loaded.records, loaded.searches, (table,), ("engine",)).sections
+        sections += build_report(loaded, (table,), ("engine",)).sections
         out[table] = time.perf_counter() - t0
     t0 = time.perf_counter()
     render(sections, "table")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from treediff.align import align, kind_confusion, top_divergences
-from treediff.parse.load import load
+from treediff.parse.source import open_source
 
 TRACES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "traces"
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not (TRACES / "typhoon_start.log").exists(), rea
 
 @pytest.fixture(scope="module")
 def start():
-    return load([str(TRACES / "typhoon_start.log")]).records, load([str(TRACES / "stockfish_start.log")]).records
+    return open_source(TRACES / "typhoon_start.log").records(), open_source(TRACES / "stockfish_start.log").records()
 
 
 def _results_below(records, iteration: int, path: str) -> int:

@@ -18,7 +18,7 @@ from tracebuild import concat, read_fixture  # noqa: E402
 from treediff.render.data import render_csv, render_json  # noqa: E402
 from treediff.render.formatting import format_cell, precision  # noqa: E402
 from treediff.render.text import human_view, render_markdown, render_plain  # noqa: E402
-from treediff.report.core import build_report  # noqa: E402
+from treediff.report.core import report_frames  # noqa: E402
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 
@@ -26,7 +26,7 @@ FIX = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 @pytest.fixture(scope="module", params=[("engine",), ("engine", "phase"), ("engine", "iter")], ids=str)
 def report(request):
     pairs = [read_fixture(FIX / f"report_{e}.log") for e in ("typhoon", "stockfish", "crafty")]
-    return build_report(*concat(*pairs), by=request.param)
+    return report_frames(*concat(*pairs), by=request.param)
 
 
 def _markdown_tables(text: str) -> dict[str, list[list[str]]]:

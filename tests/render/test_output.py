@@ -15,13 +15,14 @@ from tracebuild import read_fixture  # noqa: E402
 from treediff.render.output import render, write_text_atomic  # noqa: E402
 from treediff.render.text import render_rich  # noqa: E402
 from treediff.report.compare import Side, compare  # noqa: E402
-from treediff.report.core import build_report  # noqa: E402
+from treediff.store.source import FrameSource  # noqa: E402
+from treediff.report.core import report_frames  # noqa: E402
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 
 
 def test_rich_tables_show_titles_and_numbers():
-    rep = build_report(*read_fixture(FIX / "report_typhoon.log"), tables=["acts", "lmr"])
+    rep = report_frames(*read_fixture(FIX / "report_typhoon.log"), tables=["acts", "lmr"])
     console = Console(record=True, width=200, color_system=None)
     render_rich(rep.sections, console)
     text = console.export_text()
@@ -47,7 +48,7 @@ def test_write_text_atomic_keeps_old_file_on_failure(tmp_path, monkeypatch):
 
 def _sides():
     sf, cr = read_fixture(FIX / "report_stockfish.log"), read_fixture(FIX / "report_crafty.log")
-    return Side("stockfish", *sf), Side("crafty", *cr)
+    return Side("stockfish", FrameSource(*sf)), Side("crafty", FrameSource(*cr))
 
 
 def test_divergence_hook_is_rendered_when_filled():
@@ -69,7 +70,7 @@ def test_compare_plain_text_one_screen():
 
 
 def test_rich_never_cuts_cells_on_a_narrow_terminal():
-    rep = build_report(*read_fixture(FIX / "report_stockfish.log"), tables=["lmr", "ebf"])
+    rep = report_frames(*read_fixture(FIX / "report_stockfish.log"), tables=["lmr", "ebf"])
     console = Console(record=True, width=60, color_system=None)
     render_rich(rep.sections, console)
     text = console.export_text()

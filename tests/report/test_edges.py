@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from tracebuild import concat, read_trace
-from treediff.report.core import TABLES, build_report
+from treediff.report.core import TABLES, report_frames
 
 EMPTY_SEARCH = """\
 TREEDUMP engine=stockfish v=1 id=z fen=8/8/8/8/8/8/8/K6k w - - 0 1
@@ -26,7 +26,7 @@ END nodes=1
 
 def test_zero_node_search_next_to_a_normal_one(stockfish):
     records, searches = concat(stockfish, read_trace(EMPTY_SEARCH))
-    rep = build_report(records, searches)
+    rep = report_frames(records, searches)
     nodes = rep["nodes"].iloc[0]
     assert (nodes["searches"], nodes["nodes"]) == (3, 14)
     assert nodes["mean_nodes"] == pytest.approx(14 / 3)
@@ -34,20 +34,20 @@ def test_zero_node_search_next_to_a_normal_one(stockfish):
     assert ebf["depth_min"] == 0 and math.isnan(ebf["ebf"])
     # the 0-node search has no depth: it does not enter the geometric mean
     assert ebf["ebf_geo"] == pytest.approx(math.exp((math.log(10) / 3 + math.log(4) / 2) / 2))
-    by_pos = build_report(records, searches, tables=["ebf", "nodes"], by="position")
+    by_pos = report_frames(records, searches, tables=["ebf", "nodes"], by="position")
     z = by_pos["ebf"][by_pos["ebf"]["position"] == "z"].iloc[0]
     assert z["mean_nodes"] == 0 and math.isnan(z["ebf"])
 
 
 def test_missing_phase_groups_as_null(stockfish):
     records, searches = concat(stockfish, read_trace(NO_PHASE))
-    lmr = build_report(records, searches, tables=["lmr"], by="phase")["lmr"]
+    lmr = report_frames(records, searches, tables=["lmr"], by="phase")["lmr"]
     assert list(lmr["phase"].astype(object)[:2]) == ["opening", "endgame"] and pd.isna(lmr["phase"].iloc[2])
     assert lmr["moves"].tolist() == [32, 10, 2]
 
 
 def test_no_prunes_gives_an_empty_scope_and_zero_skips():
-    rep = build_report(*read_trace(NO_PHASE), tables=["scope", "skips"])
+    rep = report_frames(*read_trace(NO_PHASE), tables=["scope", "skips"])
     assert rep["scope"].empty and "pct_continued" in rep["scope"].columns
     skips = rep["skips"]
     assert list(skips["act"]) == ["(all)"] and skips["count"].iloc[0] == 0 and skips["pct_of_moves"].iloc[0] == 0
@@ -56,7 +56,7 @@ def test_no_prunes_gives_an_empty_scope_and_zero_skips():
 @pytest.mark.parametrize("by", ["engine", "phase", "position", "iter", "phase,iter", "position,iter",
                                 "phase,position,iter"])
 def test_every_grouping_adds_up(three, by):
-    rep = build_report(*three, tables=TABLES, by=by)
+    rep = report_frames(*three, tables=TABLES, by=by)
     acts = rep["acts"]
     totals = acts.groupby(acts["engine"].astype(object))["count"].sum().to_dict()
     assert totals == {"typhoon": 28, "stockfish": 42, "crafty": 32}
@@ -81,7 +81,7 @@ def test_engine_only_input_without_records():
     })
     records = pd.DataFrame({c: pd.Series([], dtype="object") for c in ("engine", "search", "tag")})
     records["search"] = records["search"].astype("int32")
-    rep = build_report(records, searches, tables=["ebf", "nodes", "acts"])
+    rep = report_frames(records, searches, tables=["ebf", "nodes", "acts"])
     ebf = rep["ebf"].iloc[0]
     assert (ebf["mean_nodes"], ebf["depth_min"]) == (2500, 3)
     assert ebf["ebf"] == pytest.approx(2500 ** (1 / 3))
@@ -100,7 +100,7 @@ def test_by_source_separates_two_runs_of_one_engine(typhoon, stockfish):
     other_r["kind"] = other_r["kind"].astype(object)
     other_r.loc[last_lmp, ["act", "kind"]] = ["FULL", "SEARCH"]
     both = concat((records, searches), (other_r, other_s), stockfish)
-    rep = build_report(*both, tables=["acts", "nodes"], by="source")
+    rep = report_frames(*both, tables=["acts", "nodes"], by="source")
     acts = rep["acts"]
     lmp = acts[acts["act"] == "LMP"]
     assert list(lmp["count"]) == [10, 9]

@@ -16,8 +16,8 @@ chess = pytest.importorskip("chess")
 engine = pytest.importorskip("typhoon_py.engine")
 pytest.importorskip("treediff.parse.core")
 
-from treediff.parse.load import load  # noqa: E402
-from treediff.report.core import TABLES, build_report, columns_for  # noqa: E402
+from treediff.parse.source import open_source  # noqa: E402
+from treediff.report.core import build_report  # noqa: E402
 
 FEN = "2q1r1k1/1ppb4/r2p1Pp1/p4n1p/2P1n3/5NPP/PP3Q1K/2BRRB2 w - - 0 1"
 
@@ -28,8 +28,7 @@ def traced_report(tmp_path, profile: str, prune_scope: str = "move", depth: int 
                                 trace=buf, position_id="ecm", phase="middlegame")
     log = tmp_path / f"{profile}-{prune_scope}.log"
     log.write_text(buf.getvalue())
-    loaded = load([log], columns=columns_for(TABLES, ("engine",)))
-    return outcome, build_report(loaded.records, loaded.searches)
+    return outcome, build_report(open_source(log))
 
 
 @pytest.mark.parametrize("profile", ["typhoon", "stockfish", "crafty"])

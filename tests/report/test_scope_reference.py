@@ -15,7 +15,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treediff.report.core import build_report
+from treediff.report.core import report_frames
 
 PRUNES = ("LMP", "FP-QUIET")
 
@@ -114,6 +114,6 @@ def reference_scope(records: pd.DataFrame) -> dict:
 @given(st.lists(st.lists(node_script(4), min_size=1, max_size=3), min_size=1, max_size=3))
 def test_scope_matches_path_based_reference(searches_scripts):
     records, searches = build(searches_scripts)
-    scope = build_report(records, searches, tables=["scope"])["scope"]
+    scope = report_frames(records, searches, tables=["scope"])["scope"]
     ours = {r.act: (r.nodes, r.continued) for r in scope.itertuples() if r.act != "(all)"}
     assert ours == reference_scope(records)

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from treediff.report.core import build_report
+from treediff.report.core import report_frames
 
 
 def one(frame: pd.DataFrame, **match) -> pd.Series:
@@ -60,7 +60,7 @@ def approx(x):
 # ---------------------------------------------------------------- acts, kinds
 
 def test_acts_typhoon(typhoon):
-    acts = build_report(*typhoon, tables=["acts"])["acts"]
+    acts = report_frames(*typhoon, tables=["acts"])["acts"]
     assert list(acts["act"]) == ["FULL", "LMP", "LMR", "EXT", "NMP", "NULLBAILOUT"]
     assert list(acts["count"]) == [11, 10, 4, 1, 1, 1]
     assert list(acts["kind"]) == ["SEARCH", "PRUNE", "REDUCE", "EXTEND", "NULL_PROBE", "NODE_CUT"]
@@ -72,7 +72,7 @@ def test_acts_minimal_stockfish(fixtures_dir):
     """The lead's fixture: 9 MOVE lines (FULL 4; FP-QUIET, LMR, LMR-RESEARCH, NMP, SEE-QUIET 1 each)."""
     from tracebuild import read_fixture
 
-    rep = build_report(*read_fixture(fixtures_dir / "minimal_stockfish.log"), tables=["acts", "nodes"])
+    rep = report_frames(*read_fixture(fixtures_dir / "minimal_stockfish.log"), tables=["acts", "nodes"])
     acts = rep["acts"]
     assert dict(zip(acts["act"], acts["count"])) == {"FULL": 4, "FP-QUIET": 1, "LMR": 1, "LMR-RESEARCH": 1,
                                                      "NMP": 1, "SEE-QUIET": 1}
@@ -80,7 +80,7 @@ def test_acts_minimal_stockfish(fixtures_dir):
 
 
 def test_acts_and_kinds_three_engines_side_by_side(three):
-    rep = build_report(*three, tables=["acts"])
+    rep = report_frames(*three, tables=["acts"])
     acts, kinds = rep["acts"], rep["kinds"]
     assert list(dict.fromkeys(acts["engine"])) == ["typhoon", "stockfish", "crafty"]
     sf = acts[acts["engine"] == "stockfish"]
@@ -97,12 +97,12 @@ def test_acts_and_kinds_three_engines_side_by_side(three):
 
 
 def test_acts_by_phase_and_iter(stockfish, typhoon):
-    acts = build_report(*stockfish, tables=["acts"], by="phase")["acts"]
+    acts = report_frames(*stockfish, tables=["acts"], by="phase")["acts"]
     assert one(acts, phase="endgame", act="FULL")["count"] == 5
     assert one(acts, phase="endgame", act="FULL")["pct_of_moves"] == approx(100 * 5 / 10)
     assert one(acts, phase="opening", act="FP-QUIET")["count"] == 8
     assert list(dict.fromkeys(acts["phase"])) == ["opening", "endgame"]
-    by_iter = build_report(*typhoon, tables=["acts"], by="iter")["acts"]
+    by_iter = report_frames(*typhoon, tables=["acts"], by="iter")["acts"]
     assert one(by_iter, iter=1, act="LMP")["count"] == 2
     assert one(by_iter, iter=1, act="LMP")["pct_of_moves"] == approx(50.0)
     assert one(by_iter, iter=3, act="LMP")["count"] == 6
@@ -112,7 +112,7 @@ def test_acts_by_phase_and_iter(stockfish, typhoon):
 # ---------------------------------------------------------------- lmr
 
 def test_lmr_typhoon_quarter_plies(typhoon):
-    rep = build_report(*typhoon, tables=["lmr"])
+    rep = report_frames(*typhoon, tables=["lmr"])
     row = one(rep["lmr"], engine="typhoon")
     assert (row["moves"], row["real_moves"], row["lmr"]) == (28, 26, 4)
     assert row["admission_pct"] == approx(100 * 4 / 28)
@@ -130,7 +130,7 @@ def test_lmr_typhoon_quarter_plies(typhoon):
 
 
 def test_lmr_stockfish_and_crafty(three):
-    rep = build_report(*three, tables=["lmr"])
+    rep = report_frames(*three, tables=["lmr"])
     sf = one(rep["lmr"], engine="stockfish")
     assert (sf["moves"], sf["real_moves"], sf["lmr"], sf["research"]) == (42, 41, 6, 2)
     assert sf["admission_pct"] == approx(100 * 6 / 42)
@@ -148,7 +148,7 @@ def test_lmr_stockfish_and_crafty(three):
 
 
 def test_lmr_by_phase(stockfish):
-    lmr = build_report(*stockfish, tables=["lmr"], by="phase")["lmr"]
+    lmr = report_frames(*stockfish, tables=["lmr"], by="phase")["lmr"]
     # p2 (endgame) has no LMR: admission 0 of 10 moves, magnitude undefined.
     end = one(lmr, phase="endgame")
     assert (end["moves"], end["lmr"], end["admission_pct"]) == (10, 0, 0.0)
@@ -159,7 +159,7 @@ def test_lmr_by_phase(stockfish):
 # ---------------------------------------------------------------- ebf
 
 def test_ebf_typhoon(typhoon):
-    rep = build_report(*typhoon, tables=["ebf"])
+    rep = report_frames(*typhoon, tables=["ebf"])
     row = one(rep["ebf"], engine="typhoon")
     assert (row["searches"], row["mean_nodes"], row["depth_min"], row["depth_max"]) == (1, 10, 3, 3)
     assert row["ebf"] == approx(10 ** (1 / 3))
@@ -179,18 +179,18 @@ def test_ebf_typhoon(typhoon):
 
 
 def test_ebf_mixed_depths_and_by_position(stockfish):
-    row = one(build_report(*stockfish, tables=["ebf"])["ebf"], engine="stockfish")
+    row = one(report_frames(*stockfish, tables=["ebf"])["ebf"], engine="stockfish")
     assert (row["searches"], row["mean_nodes"], row["depth_min"], row["depth_max"]) == (2, 7, 2, 3)
     assert math.isnan(row["ebf"])  # depths differ: the user's formula needs one depth
     assert row["ebf_geo"] == approx(math.exp((math.log(10) / 3 + math.log(4) / 2) / 2))
     assert row["ebf_iter"] == approx(math.sqrt(6))  # only p1 has iterations D and D-2
     assert row["ebf_fanout"] == approx(5 / 2)  # D_min 2: summed n(ply 1) / n(ply 0) = (3 + 2) / (1 + 1)
-    by_pos = build_report(*stockfish, tables=["ebf"], by="position")
+    by_pos = report_frames(*stockfish, tables=["ebf"], by="position")
     p1, p2 = one(by_pos["ebf"], position="p1"), one(by_pos["ebf"], position="p2")
     assert p1["ebf"] == approx(10 ** (1 / 3)) and p2["ebf"] == approx(2.0)
     assert p1["ebf_fanout"] == approx(math.sqrt(2)) and p2["ebf_fanout"] == approx(2.0)
     assert math.isnan(p2["ebf_iter"])
-    it = build_report(*stockfish, tables=["ebf"])["ebf_iter"]
+    it = report_frames(*stockfish, tables=["ebf"])["ebf_iter"]
     assert list(it["searches"]) == [2, 2, 1] and list(it["mean_nodes"]) == [1, 3, 6]
 
 
@@ -203,7 +203,7 @@ def test_ebf_without_iter_markers_uses_root_result_depth(typhoon):
     s["max_iter"] = 0
     s["iterations"] = 0
     s["result_nodes"] = 7
-    row = one(build_report(last, s, tables=["ebf"])["ebf"], engine="typhoon")
+    row = one(report_frames(last, s, tables=["ebf"])["ebf"], engine="typhoon")
     assert row["depth_min"] == 3  # root RESULT d=192 ticks = 3 plies
     assert row["ebf"] == approx(7 ** (1 / 3))
     assert math.isnan(row["ebf_iter"])
@@ -220,7 +220,7 @@ def test_ebf_engine_node_source_uses_iter_nodes(typhoon):
     eng["end_nodes"] = 700
     both = pd.concat([searches.assign(iter_nodes=None), eng.assign(iter_nodes="[[1, 20], [2, 60], [3, 200], [4, 700]]")],
                      ignore_index=True)
-    rep = build_report(records, both, tables=["ebf", "nodes"])
+    rep = report_frames(records, both, tables=["ebf", "nodes"])
     row = one(rep["ebf"], engine="ethereal")
     assert row["node_source"] == "engine"
     assert (row["mean_nodes"], row["depth_min"]) == (700, 4)
@@ -236,7 +236,7 @@ def test_ebf_engine_node_source_uses_iter_nodes(typhoon):
 # ---------------------------------------------------------------- skips, scope, nodes
 
 def test_skips(three):
-    skips = build_report(*three, tables=["skips"])["skips"]
+    skips = report_frames(*three, tables=["skips"])["skips"]
     sf = skips[skips["engine"] == "stockfish"]
     assert list(sf["act"]) == ["(all)", "FP-QUIET", "HIST-PRUNE", "SEE-QUIET"]
     assert list(sf["count"]) == [16, 10, 3, 3]
@@ -247,7 +247,7 @@ def test_skips(three):
 
 
 def test_scope(three):
-    scope = build_report(*three, tables=["scope"])["scope"]
+    scope = report_frames(*three, tables=["scope"])["scope"]
     ty = one(scope, engine="typhoon", act="LMP")
     assert (ty["prunes"], ty["nodes"], ty["continued"]) == (10, 7, 3)
     assert ty["pct_continued"] == approx(300 / 7)
@@ -264,22 +264,22 @@ def test_scope(three):
 def test_scope_independent_of_record_order(typhoon):
     records, searches = typhoon
     shuffled = records.sample(frac=1.0, random_state=7)
-    a = build_report(records, searches, tables=["scope"])["scope"]
-    b = build_report(shuffled, searches, tables=["scope"])["scope"]
+    a = report_frames(records, searches, tables=["scope"])["scope"]
+    b = report_frames(shuffled, searches, tables=["scope"])["scope"]
     pd.testing.assert_frame_equal(a, b)
 
 
 def test_nodes(three):
-    nodes = build_report(*three, tables=["nodes"])["nodes"]
+    nodes = report_frames(*three, tables=["nodes"])["nodes"]
     assert list(nodes["engine"]) == ["typhoon", "stockfish", "crafty"]
     assert list(nodes["searches"]) == [1, 2, 2]
     assert list(nodes["nodes"]) == [10, 14, 13]
     assert list(nodes["end_nodes"]) == [10, 14, 13]  # the END records' own counts
     assert nodes["ratio"].tolist() == [approx(1.0), approx(7 / 10), approx(6.5 / 10)]
-    by_pos = build_report(*three, tables=["nodes"], by="position")["nodes"]
+    by_pos = report_frames(*three, tables=["nodes"], by="position")["nodes"]
     assert one(by_pos, engine="crafty", position="p2")["ratio"] == approx(3 / 4)  # stockfish first for p2
     assert one(by_pos, engine="stockfish", position="p1")["ratio"] == approx(1.0)
-    by_iter = build_report(*three, tables=["nodes"], by="iter")["nodes"]
+    by_iter = report_frames(*three, tables=["nodes"], by="iter")["nodes"]
     assert one(by_iter, engine="stockfish", iter=2)["nodes"] == 6  # 3 + 3
     assert one(by_iter, engine="stockfish", iter=3)["mean_nodes"] == 6
 
@@ -288,6 +288,6 @@ def test_bad_by_and_table_are_clear_errors(typhoon):
     from treediff.model.errors import InputError
 
     with pytest.raises(InputError, match="--by"):
-        build_report(*typhoon, by="colour")
+        report_frames(*typhoon, by="colour")
     with pytest.raises(InputError, match="--table"):
-        build_report(*typhoon, tables=["acts", "speed"])
+        report_frames(*typhoon, tables=["acts", "speed"])

@@ -100,12 +100,13 @@ def test_failures_rows(batch_dataset):
 
 
 def test_loader_reads_dataset(batch_dataset):
-    from treediff.parse.load import load
+    from treediff.parse.source import open_source
 
     dataset, _ = batch_dataset
-    loaded = load([dataset])
-    assert len(loaded.searches) == 6 and len(loaded.records) == 3 * 21
-    assert set(loaded.records["engine"].astype(str)) == {"sf"}
+    source = open_source(dataset)
+    records = source.records()
+    assert len(source.searches) == 6 and len(records) == 3 * 21
+    assert set(records["engine"].astype(str)) == {"sf"}
 
 
 def test_resume_skips_done(batch_dataset, tmp_path):

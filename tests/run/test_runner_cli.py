@@ -88,17 +88,17 @@ def test_batch_bad_epd(tmp_path):
 
 
 def test_batch_positions20_with_typhoon_py(tmp_path, no_leftovers):
-    """The user's basic experiment, small: 20 positions × typhoon_py at depth 1, loaded back by treediff.store.files."""
-    from treediff.parse.load import load
+    """The user's basic experiment, small: 20 positions × typhoon_py at depth 1, opened again as a Source."""
+    from treediff.parse.source import open_source
 
     ds = tmp_path / "ds"
     res = _invoke(["batch", str(ROOT / "fixtures" / "positions20.epd"), "--engine", "typhoon_py",
                    "--depth", "1", "-o", str(ds), "-j", "2", "--logs", "failed"])
     assert res.exit_code == 0, res.output
-    loaded = load([ds])
-    assert len(loaded.searches) == 20 and set(loaded.searches["engine"]) == {"typhoon_py"}
-    assert sorted(loaded.searches["phase"].value_counts().tolist()) == [6, 7, 7]
-    assert (loaded.searches["result_nodes"] > 0).all()
+    searches = open_source(ds).searches
+    assert len(searches) == 20 and set(searches["engine"]) == {"typhoon_py"}
+    assert sorted(searches["phase"].value_counts().tolist()) == [6, 7, 7]
+    assert (searches["result_nodes"] > 0).all()
     assert not (ds / "logs").exists()
 
 

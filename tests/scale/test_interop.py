@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from support.scale_helpers import dataset_from_logs, fixture_logs
-from treediff.parse.load import load
+from treediff.parse.source import open_source
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "SCALING.md"
 
@@ -18,7 +18,7 @@ def dataset(tmp_path_factory) -> Path:
 
 
 def _move_counts_by_treediff(ds: Path) -> dict[tuple[str, str], int]:
-    rec = load([ds], columns=["tag", "act"]).records
+    rec = open_source(ds).records(["tag", "act"])
     moves = rec[rec["tag"] == "MOVE"]
     return {(str(e), str(a)): int(n) for (e, a), n in moves.groupby(["engine", "act"], observed=True).size().items()}
 
@@ -47,4 +47,4 @@ def test_duckdb_reads_the_dataset(dataset):
     assert {(e, a): n for e, a, n in rows} == _move_counts_by_treediff(dataset)
     nodes = duckdb.sql(f"SELECT sum(result_nodes) FROM read_parquet('{dataset / 'searches' / '*' / '*.parquet'}', "
                        "hive_partitioning = true)").fetchall()[0][0]
-    assert nodes == int(load([dataset], columns=["tag"]).searches["result_nodes"].sum())
+    assert nodes == int(open_source(dataset).searches["result_nodes"].sum())

@@ -1,4 +1,4 @@
-"""Out-of-core reports: per partition and combined == loaded whole, on fixture traces and on a real batch."""
+"""Out-of-core reports: batch by batch and combined == all records in one batch, on fixture traces and a real batch."""
 from __future__ import annotations
 
 import json
@@ -13,10 +13,9 @@ from click.testing import CliRunner
 
 from support.scale_helpers import dataset_from_logs, fixture_logs
 from treediff.cli import main
-from treediff.parse.load import load
-from treediff.report.core import TABLES, build_report, columns_for
-from treediff.report.lmr import weighted_quantiles
-from treediff.report.partitioned import DatasetSource, build_report_partitioned
+from treediff.parse.source import open_source, open_sources
+from treediff.report.core import TABLES, build_report, columns_for, report_frames
+from treediff.report.tables.lmr import weighted_quantiles
 
 ROOT = Path(__file__).resolve().parents[2]
 EPD = ROOT / "fixtures" / "positions20.epd"
@@ -46,9 +45,9 @@ def batch_dataset(tmp_path_factory) -> Path:
 
 
 def _assert_same(inputs: list[Path], by: str, target: int) -> None:
-    loaded = load(inputs, columns=columns_for(TABLES, by.split(",")))
-    expected = build_report(loaded.records, loaded.searches, TABLES, by)
-    got = build_report_partitioned(DatasetSource.open(inputs), TABLES, by, target=target)
+    source = open_sources(inputs)
+    expected = report_frames(source.records(columns_for(TABLES)), source.searches, TABLES, by)
+    got = build_report(source, TABLES, by, target=target)
     assert got.names == expected.names
     for name in expected.names:
         pd.testing.assert_frame_equal(got[name], expected[name], check_exact=True, obj=f"{name} by {by}")
@@ -64,7 +63,7 @@ def test_fixture_traces_partitioned_equals_in_memory(fixture_dataset, by):
 @pytest.mark.parametrize("by", ["engine", "engine,phase", "engine,phase,iter", "engine,position"])
 def test_batch_partitioned_equals_in_memory(batch_dataset, fixture_dataset, by):
     _assert_same([batch_dataset], by, 1000)
-    _assert_same([batch_dataset, fixture_dataset], by, 1)  # several datasets: search numbers as load() makes them
+    _assert_same([batch_dataset, fixture_dataset], by, 1)  # several datasets: search numbers unique across them
 
 
 def test_reads_whole_searches_and_only_the_needed_columns(fixture_dataset, monkeypatch):
@@ -76,8 +75,8 @@ def test_reads_whole_searches_and_only_the_needed_columns(fixture_dataset, monke
         return real(path, columns=columns, **kw)
 
     monkeypatch.setattr(pq, "read_table", spy)
-    source = DatasetSource.open([fixture_dataset])
-    build_report_partitioned(source, ("acts",), "engine", target=1)
+    source = open_source(fixture_dataset)
+    build_report(source, ("acts",), "engine", target=1)
     assert len(calls) == len(source.searches) == 15          # one file (search) per read
     assert {c for _, cols in calls for c in cols} == {"tag", "act", "kind", "iter"}
 
@@ -114,30 +113,29 @@ def test_compare_cli_out_of_core_equals_in_memory(batch_dataset):
     assert "divergences" in names and "divergence_kinds" in names
 
 
-def test_load_position_reads_only_the_position_partitions(tmp_path, monkeypatch):
+def test_position_selection_reads_only_the_position_partitions(tmp_path, monkeypatch):
     """What ``diff`` on datasets needs: one position's files only, aligned exactly as the logs themselves."""
     from support.scale_helpers import TRACES
     from treediff.align import LOAD_COLUMNS, align
-    from treediff.model.errors import InputError
-    from treediff.report.partitioned import load_position
 
     side_a = dataset_from_logs([TRACES / "typhoon_start.log", TRACES / "typhoon_tactical-f6f7.log"], tmp_path / "a")
     side_b = dataset_from_logs([TRACES / "stockfish_start.log", TRACES / "stockfish_tactical-f6f7.log"], tmp_path / "b")
-    log_a = load([TRACES / "typhoon_start.log"], columns=list(LOAD_COLUMNS))
-    log_b = load([TRACES / "stockfish_start.log"], columns=list(LOAD_COLUMNS))
-    expected = align(log_a.records, log_b.records)
+    log_a = open_source(TRACES / "typhoon_start.log").records(LOAD_COLUMNS)
+    log_b = open_source(TRACES / "stockfish_start.log").records(LOAD_COLUMNS)
+    expected = align(log_a, log_b)
     files = []
     real = pq.read_table
     monkeypatch.setattr(pq, "read_table", lambda p, **kw: files.append(Path(p).name) or real(p, **kw))
-    la = load_position(side_a, LOAD_COLUMNS, "start", side_b, "A")
+    la = open_source(side_a).select_position("start").records(LOAD_COLUMNS)
     assert files == ["000000.parquet"]                      # the start search only, not the tactical one
-    lb = load_position(side_b, LOAD_COLUMNS, "start", side_a, "B")
-    got = align(la.records, lb.records, position="start")
+    lb = open_source(side_b).select_position("start").records(LOAD_COLUMNS)
+    got = align(la, lb, position="start")
     pd.testing.assert_frame_equal(got.rows, expected.rows)
-    with pytest.raises(InputError, match="share 2 positions; choose one with --position"):
-        load_position(side_a, LOAD_COLUMNS, None, side_b, "A")
-    with pytest.raises(InputError, match="no search of position nowhere"):
-        load_position(side_a, LOAD_COLUMNS, "nowhere", side_b, "A")
+    monkeypatch.undo()
+    ambiguous = CliRunner().invoke(main, ["diff", str(side_a), str(side_b)])
+    assert ambiguous.exit_code == 2 and "share 2 positions; choose one with --position" in ambiguous.output
+    missing = CliRunner().invoke(main, ["diff", str(side_a), str(side_b), "--position", "nowhere"])
+    assert missing.exit_code == 2 and "no search of position nowhere" in missing.output
 
 
 def test_dataset_of_engines_without_treedump_has_no_records_dir(tmp_path):

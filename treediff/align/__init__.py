@@ -1,8 +1,8 @@
 """Align two engines' search trees of the same position, move path by move path.
 
->>> from treediff.store.files import load
->>> from treediff.align import align, kind_confusion, top_divergences
->>> al = align(load(["a.parquet"]).records, load(["b.parquet"]).records)
+>>> from treediff.parse.source import open_source
+>>> from treediff.align import LOAD_COLUMNS, align, kind_confusion, top_divergences
+>>> al = align(open_source("a.parquet").records(LOAD_COLUMNS), open_source("b.parquet").records(LOAD_COLUMNS))
 >>> al.rows            # one row per path, depth-first, with status and subtree node counts
 >>> kind_confusion(al) # A's kind x B's kind on shared paths
 >>> top_divergences(al, n=10)
@@ -10,12 +10,9 @@
 See docs/ALIGN.md.
 """
 from treediff.align.api import Alignment, align
-from treediff.align.core import NEEDED_COLUMNS, SEQ_SEPARATOR, STATUS_VALUES, Status, align_trees
+from treediff.align.core import LOAD_COLUMNS, NEEDED_COLUMNS, SEQ_SEPARATOR, STATUS_VALUES, Status, align_trees
 from treediff.align.select import SideChoice
-from treediff.align.summaries import kind_confusion, top_divergences
-
-#: Records columns ``treediff diff`` loads.
-LOAD_COLUMNS = ("position", "fen", "iter", "ply", *NEEDED_COLUMNS)
+from treediff.align.summaries import divergences, kind_confusion, top_divergences
 
 __all__ = [
     "Alignment",
@@ -26,6 +23,7 @@ __all__ = [
     "Status",
     "align",
     "align_trees",
+    "divergences",
     "kind_confusion",
     "top_divergences",
 ]

@@ -51,6 +51,8 @@ STATUS_VALUES = [s.value for s in Status]
 #: Columns the aligner needs from the records table.
 NEEDED_COLUMNS = ("tag", "seq", "path", "mn", "act", "kind", "depth", "new_depth", "reduction")
 
+#: Records columns the aligner's callers read (``treediff diff``, compare's divergences).
+LOAD_COLUMNS = ("position", "fen", "iter", "ply", *NEEDED_COLUMNS)
 _PATH_DTYPE = pa.large_string()
 # The big transient Arrow buffers (hash tables, parent strings) go to the
 # system allocator, which hands them back when freed; Arrow's default pool

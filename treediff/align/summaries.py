@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 
 from treediff.align.api import Alignment
+from treediff.align.core import LOAD_COLUMNS
 from treediff.model.schema import KIND_VALUES
+from treediff.store.source import Source
 
 #: The label for a shared path one side reached without a MOVE decision (the root, RESULT-only paths).
 NO_DECISION = "(none)"
@@ -134,28 +136,29 @@ def top_divergences(alignment: Alignment, n: int = 10, within: np.ndarray | None
     return top[columns].reset_index(drop=True)
 
 
-def divergences_by_position(
-    records_a: pd.DataFrame,
-    records_b: pd.DataFrame,
-    positions: list[str],
-    n: int = 10,
-) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def shared_positions(source_a: Source, source_b: Source) -> list[str]:
+    """Position ids both sources searched, sorted."""
+    return sorted(set(source_a.searches["position"].astype(str)) & set(source_b.searches["position"].astype(str)))
+
+
+def divergences(source_a: Source, source_b: Source, n: int = 10
+                ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Align A and B position by position; the ``n`` costliest divergences overall and the summed kind table.
 
-    Each position is aligned at its default iteration (the deepest both
-    completed).  Returns (top divergences with a ``position`` column first,
-    kind × kind counts summed over positions, notes about positions that could
-    not be aligned).
+    Only one position's records are read at a time.  Each position is
+    aligned at its default iteration (the deepest both completed).  Returns
+    (top divergences with a ``position`` column first, kind × kind counts
+    summed over positions, notes about positions that could not be aligned).
+    Positions are taken in sorted order; the top list keeps that order among
+    equal costs.
     """
     from treediff.align.api import align
     from treediff.model.errors import InputError
 
     tops, tables, notes = [], [], []
-    pos_a = records_a["position"].astype(str).to_numpy() if "position" in records_a.columns else None
-    pos_b = records_b["position"].astype(str).to_numpy() if "position" in records_b.columns else None
-    for position in positions:
-        ra = records_a[pos_a == position] if pos_a is not None else records_a
-        rb = records_b[pos_b == position] if pos_b is not None else records_b
+    for position in shared_positions(source_a, source_b):
+        ra = source_a.select_position(position).records(LOAD_COLUMNS)
+        rb = source_b.select_position(position).records(LOAD_COLUMNS)
         try:
             alignment = align(ra, rb)
         except InputError as exc:

@@ -15,39 +15,54 @@ DEFAULT_CONTEXT = 3
 TOP_N = 10
 
 
-def _load(path: str, label: str, position: str | None = None, other: str | None = None):
-    """One side's records; from a dataset directory only the files of the position being aligned are read."""
-    from treediff.align import LOAD_COLUMNS
+def _side(path: str, label: str, engine: str | None):
+    """One side as a Source, restricted to ``engine`` when given (nothing is read yet)."""
     from treediff.cli.common import echo_warnings
-    from treediff.store.dataset import is_dataset_dir
-    from treediff.parse.load import load
+    from treediff.parse.source import open_source
 
-    if is_dataset_dir(path):
-        from treediff.report.partitioned import load_position
+    source = open_source(path)
+    echo_warnings(source.warnings)
+    if engine is not None:
+        names = source.searches["engine"].astype(str)
+        if not (names == engine).any():
+            held = ", ".join(dict.fromkeys(names))
+            raise InputError(f"{label} holds no engine {engine!r}; it has: {held}")
+        source = source.select((names == engine).to_numpy())
+    return source
 
-        loaded = load_position(path, list(LOAD_COLUMNS), position, other, label)
-    else:
-        loaded = load([path], columns=list(LOAD_COLUMNS))
-        echo_warnings(loaded.warnings)
-    if len(loaded.records) == 0:
-        searches = loaded.searches
+
+def _read_side(source, path: str, label: str, position: str | None):
+    """The side's records (``LOAD_COLUMNS``): only the searches of ``position`` when one is chosen."""
+    from treediff.align import LOAD_COLUMNS
+
+    if position is not None:
+        if not len(source.rows_of_position(position)):
+            held = list(dict.fromkeys(source.searches["position"].astype(str)))
+            raise InputError(f"{label} has no records for position {position} ({path} has no search of position "
+                             f"{position}; it has: {', '.join(held[:10])}{' ...' if len(held) > 10 else ''})")
+        source = source.select_position(position)
+    records = source.records(LOAD_COLUMNS)
+    if len(records) == 0:
+        searches = source.searches
+        if position is not None and len(searches):
+            raise InputError(f"{label} searched position {position} but recorded no MOVE/RESULT (a 0-node search?)")
         what = f"{len(searches)} search(es), all without MOVE/RESULT records" if len(searches) else "no search"
         raise InputError(f"{label} ({path}) has {what} (a 0-node search?)")
-    return loaded
+    return records
 
 
-def _only_engine(loaded, engine: str | None, label: str):
-    """The records and searches of one engine of a side (all of them when ``engine`` is None)."""
-    if engine is None:
-        return loaded
-    from treediff.store.dataset import Loaded
+def _shared_position(source_a, source_b) -> str | None:
+    """The one position both sides share when either holds several (else None: the aligner decides)."""
+    from treediff.align.summaries import shared_positions
 
-    names = loaded.searches["engine"].astype(str)
-    if not (names == engine).any():
-        held = ", ".join(dict.fromkeys(names))
-        raise InputError(f"{label} holds no engine {engine!r}; it has: {held}")
-    records = loaded.records[loaded.records["engine"].astype(str) == engine]
-    return Loaded(records=records, searches=loaded.searches[names == engine])
+    mine = set(source_a.searches["position"].astype(str))
+    theirs = set(source_b.searches["position"].astype(str))
+    if len(mine) <= 1 and len(theirs) <= 1:
+        return None
+    shared = shared_positions(source_a, source_b)
+    if len(shared) > 1:
+        raise InputError(f"A and B share {len(shared)} positions; choose one with --position: {', '.join(shared)}")
+    return shared[0] if shared else None
 
 
 def _echo_lines(lines, chunk: int = 8192) -> None:
@@ -60,14 +75,6 @@ def _echo_lines(lines, chunk: int = 8192) -> None:
             batch.clear()
     if batch:
         click.echo("\n".join(batch))
-
-
-def _check_recorded(label: str, loaded, position: str) -> None:
-    """A clear message for a position that was searched but left no records (a 0-node search)."""
-    searched = set(loaded.searches["position"].dropna().astype(str)) if "position" in loaded.searches else set()
-    recorded = set(loaded.records["position"].dropna().astype(str)) if "position" in loaded.records else set()
-    if position in searched and position not in recorded:
-        raise InputError(f"{label} searched position {position} but recorded no MOVE/RESULT (a 0-node search?)")
 
 
 @click.command("diff")
@@ -101,17 +108,16 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
     from treediff.render import diffview as render
     from treediff.align.view import fold, normalize_path, select_rows
 
-    loaded_a, loaded_b = _load(a, "A", position, b), _load(b, "B", position, a)
-    loaded_a, loaded_b = _only_engine(loaded_a, engine_a, "A"), _only_engine(loaded_b, engine_b, "B")
-    if position is not None:
-        for label, loaded in (("A", loaded_a), ("B", loaded_b)):
-            _check_recorded(label, loaded, position)
-    alignment = align(loaded_a.records, loaded_b.records, iter=iteration, position=position)
+    source_a, source_b = _side(a, "A", engine_a), _side(b, "B", engine_b)
+    chosen = position if position is not None else _shared_position(source_a, source_b)
+    records_a = _read_side(source_a, a, "A", chosen)
+    records_b = _read_side(source_b, b, "B", chosen)
+    alignment = align(records_a, records_b, iter=iteration, position=position)
     under_path = None
     if under is not None:
         fen = None
-        if "fen" in loaded_a.records.columns and len(loaded_a.records):
-            match = loaded_a.records[loaded_a.records["search"] == alignment.a.search]
+        if "fen" in records_a.columns and len(records_a):
+            match = records_a[records_a["search"] == alignment.a.search]
             fen = str(match["fen"].iloc[0]) if len(match) and match["fen"].notna().iloc[0] else None
         under_path = normalize_path(under, fen)
     rows = select_rows(alignment.rows, under=under_path, max_ply=max_ply, only_diff=only_diff)

@@ -8,7 +8,6 @@ import click
 
 from treediff.model.errors import InputError
 from treediff.cli.common import echo_warnings
-from treediff.parse.load import read_input
 from treediff.parse.dialects import DIALECTS
 from treediff.parse.core import parse_to_parquet, total_input_bytes
 
@@ -81,9 +80,13 @@ INFO_COLUMNS = ["engine", "position", "phase", "iterations", "records", "result_
 
 def info_rows(path: str, engine: str) -> list[dict]:
     """One dict per search of ``path`` (a log, parsed Parquet or dataset), with the info columns."""
-    _, searches = read_input(path, columns=["engine", "search"], engine=engine)
+    from treediff.parse.source import open_source
+
+    # Integer columns with nulls come back from pandas as floats: convert_dtypes makes them Int64 again.
+    searches = open_source(path, engine=engine).searches.convert_dtypes()
+    searches = searches.astype(object).where(searches.notna(), None)
     rows = []
-    for row in searches.to_pylist():
+    for row in searches.to_dict("records"):
         warnings = row.get("warnings") or ""
         rows.append({
             "engine": row["engine"],

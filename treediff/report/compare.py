@@ -28,29 +28,23 @@ import pandas as pd
 
 from treediff.model.errors import InputError
 from treediff.report.core import Section, build_report
+from treediff.store.source import Source
 
 
 @dataclass
 class Side:
-    """One side of a comparison: its label and its loaded tables (one engine).
-
-    ``source``: a :class:`treediff.report.partitioned.DatasetSource` whose
-    records are read partition by partition instead of ``records`` (None).
-    """
+    """One side of a comparison: its label and its source (one engine)."""
 
     label: str
-    records: pd.DataFrame | None
-    searches: pd.DataFrame
-    source: object | None = None
+    source: Source
+
+    @property
+    def searches(self) -> pd.DataFrame:
+        return self.source.searches
 
 
 def _report(side: Side, tables, by):
-    """The side's report, in memory or partition by partition."""
-    if side.source is not None:
-        from treediff.report.partitioned import build_report_partitioned
-
-        return build_report_partitioned(side.source.with_searches(side.searches), tables, by)
-    return build_report(side.records, side.searches, tables, by)
+    return build_report(side.source, tables, by)
 
 
 @dataclass
@@ -96,21 +90,17 @@ class Comparison:
         return notes
 
 
-def select_engine(records: pd.DataFrame, searches: pd.DataFrame, engine: str | None, side: str
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Keep one engine of a side; error when the side holds several and none was chosen."""
-    engines = list(dict.fromkeys(searches["engine"].astype("object")))
+def select_engine(source: Source, engine: str | None, side: str) -> Source:
+    """Keep one engine of a side; error when the side holds several and none was chosen (nothing is read)."""
+    engines = list(dict.fromkeys(source.searches["engine"].astype("object")))
     if engine is None:
         if len(engines) > 1:
             raise InputError(f"{side} holds several engines ({', '.join(map(str, engines))}); "
                              f"choose one with --engine-{side.lower()}")
-        return records, searches
+        return source
     if engine not in engines:
         raise InputError(f"{side} has no searches of engine {engine!r} (it has {', '.join(map(str, engines))})")
-    keep = searches["engine"].astype("object") == engine
-    ids = set(searches.loc[keep, "search"].astype(int))
-    return (records[records["search"].astype(int).isin(ids)].reset_index(drop=True),
-            searches[keep].reset_index(drop=True))
+    return source.select((source.searches["engine"].astype("object") == engine).to_numpy())
 
 
 def _position_ids(searches: pd.DataFrame) -> pd.Series:
@@ -122,7 +112,7 @@ def _with_position_ids(side: Side) -> Side:
     """The side with every search's position set (its id, else its FEN)."""
     searches = side.searches.copy()
     searches["position"] = pd.array(_position_ids(searches), dtype="string")
-    return Side(side.label, side.records, searches, side.source)
+    return Side(side.label, side.source.with_searches(searches))
 
 
 @dataclass
@@ -246,35 +236,10 @@ def compare(a: Side, b: Side, allow_different_positions: bool = False) -> Compar
     )
 
 
-def compare_loaded(loaded_a, loaded_b, label_a: str = "A", label_b: str = "B", engine_a: str | None = None,
-                   engine_b: str | None = None, allow_different_positions: bool = False) -> Comparison:
-    """:func:`compare` for two :class:`treediff.store.files.Loaded` inputs, choosing one engine per side."""
-    ra, sa = select_engine(loaded_a.records, loaded_a.searches, engine_a, "A")
-    rb, sb = select_engine(loaded_b.records, loaded_b.searches, engine_b, "B")
-    return compare(Side(label_a, ra, sa), Side(label_b, rb, sb), allow_different_positions)
-
-
-def _engines_of(searches: pd.DataFrame) -> list:
-    return list(dict.fromkeys(searches["engine"].astype("object")))
-
-
-def select_source_engine(source, engine: str | None, side: str):
-    """:func:`select_engine` for a :class:`~treediff.report.partitioned.DatasetSource` (nothing is read)."""
-    engines = _engines_of(source.searches)
-    if engine is None:
-        if len(engines) > 1:
-            raise InputError(f"{side} holds several engines ({', '.join(map(str, engines))}); "
-                             f"choose one with --engine-{side.lower()}")
-        return source
-    if engine not in engines:
-        raise InputError(f"{side} has no searches of engine {engine!r} (it has {', '.join(map(str, engines))})")
-    return source.select((source.searches["engine"].astype("object") == engine).to_numpy())
-
-
-def compare_sources(source_a, source_b, label_a: str = "A", label_b: str = "B", engine_a: str | None = None,
-                    engine_b: str | None = None, allow_different_positions: bool = False) -> Comparison:
-    """:func:`compare` for two datasets read partition by partition (same numbers as :func:`compare_loaded`)."""
-    sa = select_source_engine(source_a, engine_a, "A")
-    sb = select_source_engine(source_b, engine_b, "B")
-    return compare(Side(label_a, None, sa.searches, sa), Side(label_b, None, sb.searches, sb),
-                   allow_different_positions)
+def compare_sources(source_a: Source, source_b: Source, label_a: str = "A", label_b: str = "B",
+                    engine_a: str | None = None, engine_b: str | None = None,
+                    allow_different_positions: bool = False) -> Comparison:
+    """:func:`compare` of two inputs, choosing one engine per side."""
+    sa = select_engine(source_a, engine_a, "A")
+    sb = select_engine(source_b, engine_b, "B")
+    return compare(Side(label_a, sa), Side(label_b, sb), allow_different_positions)

@@ -24,18 +24,26 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from treediff.report.context import Context
+from typing import Sequence
+
 from treediff.report.grouping import key_frame
+from treediff.report.table import Batch, Grouping, Section, concat
+
+TITLES = {
+    "lmr": "LMR admission, magnitude (plies) and re-search rate",
+    "lmr_hist": "LMR reductions, quarter-ply histogram",
+}
 
 
 @dataclass
 class LmrStats:
     """Mergeable per-group LMR figures: counts, and the reductions (plies) of LMR records that carry one.
 
-    ``red_weight`` is None when ``red_group``/``red`` list every record
-    (in-memory), else the number of records with that (group, value): value
-    counts merged from partitions (exact: reductions are few distinct values,
-    multiples of a quarter ply in practice).
+    ``red_weight`` is None when ``red_group``/``red`` list every record (one
+    batch's cells), else the number of records with that (group, value):
+    value counts merged from batches (exact: reductions are few distinct
+    values, multiples of a quarter ply in practice).  The frames are built
+    from merged stats only.
     """
 
     moves: np.ndarray
@@ -47,31 +55,54 @@ class LmrStats:
     red_weight: np.ndarray | None = None
 
 
-def _reductions(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Group, reduction (plies) of LMR records with a reduction; and the LMR mask."""
-    lmr = ctx.is_move & ctx.kind_mask("REDUCE")
-    red_all = np.asarray(ctx.records["reduction"], dtype=np.float64)
+def lmr_stats(batch: Batch) -> LmrStats:
+    """The :class:`LmrStats` of a batch's records, per (srow, iter) cell (one record per reduction)."""
+    n = batch.record_groups.n
+    rg = batch.record_groups.record_group
+    move = batch.is_move
+    null = np.asarray(batch.records["null_move"].fillna(False), dtype=bool)
+    lmr = move & batch.kind_mask("REDUCE")
+    red_all = np.asarray(batch.records["reduction"], dtype=np.float64)
     has = lmr & ~np.isnan(red_all)
-    return ctx.record_groups.record_group[has], red_all[has], lmr
-
-
-def lmr_stats(ctx: Context) -> LmrStats:
-    """The :class:`LmrStats` of ``ctx``'s records (cached; a partitioned report pre-fills the cache)."""
-    if "lmr_stats" in ctx._cache:
-        return ctx._cache["lmr_stats"]
-    n = ctx.record_groups.n
-    rg = ctx.record_groups.record_group
-    move = ctx.is_move
-    null = np.asarray(ctx.records["null_move"].fillna(False), dtype=bool)
-    g_red, red, lmr = _reductions(ctx)
-    research = move & ctx.kind_mask("RESEARCH")
+    research = move & batch.kind_mask("RESEARCH")
 
     def count(mask: np.ndarray) -> np.ndarray:
         return np.bincount(rg[mask], minlength=n).astype(np.int64)
 
-    stats = LmrStats(count(move), count(move & ~null), count(lmr), count(research), g_red, red)
-    ctx._cache["lmr_stats"] = stats
-    return stats
+    return LmrStats(count(move), count(move & ~null), count(lmr), count(research), rg[has], red_all[has])
+
+
+@dataclass
+class LmrPartial:
+    """One batch's LMR figures per (srow, iter) cell: counts, and reductions as value counts."""
+
+    counts: pd.DataFrame  #: srow, iter, moves, real, lmr, research
+    red: pd.DataFrame     #: srow, iter, red (plies), count
+
+
+def lmr_partial(batch: Batch) -> LmrPartial:
+    st = lmr_stats(batch)
+    cells = np.arange(batch.n_cells)
+    counts = batch.cell_frame(cells, moves=st.moves, real=st.real_moves, lmr=st.lmr, research=st.research)
+    if len(st.red):
+        vc = pd.DataFrame({"g": st.red_group, "red": st.red}).groupby(["g", "red"], sort=False).size()
+        g = vc.index.get_level_values(0).to_numpy()
+        red = batch.cell_frame(g, red=vc.index.get_level_values(1).to_numpy(dtype=np.float64),
+                               count=vc.to_numpy(dtype=np.int64))
+    else:
+        red = batch.cell_frame(np.zeros(0, dtype=np.int64), red=np.zeros(0), count=np.zeros(0, dtype=np.int64))
+    return LmrPartial(counts, red)
+
+
+def merge_lmr(partials: Sequence[LmrPartial], grouping: Grouping) -> LmrStats:
+    """Per-group :class:`LmrStats` (reductions as value counts) from every batch's partial."""
+    counts = concat([p.counts for p in partials], ["srow", "iter", "moves", "real", "lmr", "research"])
+    red = concat([p.red for p in partials], ["srow", "iter", "red", "count"])
+    return LmrStats(
+        moves=grouping.total(counts, "moves"), real_moves=grouping.total(counts, "real"),
+        lmr=grouping.total(counts, "lmr"), research=grouping.total(counts, "research"),
+        red_group=grouping.group_of(red).astype(np.int64), red=red["red"].to_numpy(dtype=np.float64),
+        red_weight=red["count"].to_numpy(dtype=np.int64))
 
 
 def weighted_quantiles(group: np.ndarray, values: np.ndarray, weights: np.ndarray, n: int,
@@ -104,19 +135,14 @@ def weighted_quantiles(group: np.ndarray, values: np.ndarray, weights: np.ndarra
     return out
 
 
-def lmr_table(ctx: Context) -> pd.DataFrame:
+def lmr_frame(groups: pd.DataFrame, st: LmrStats) -> pd.DataFrame:
     """Admission (both denominators), magnitude and re-search rate per group; see the module docstring."""
-    n = ctx.record_groups.n
-    st = lmr_stats(ctx)
+    n = len(groups)
     g_red, red = st.red_group, st.red
     weight = st.red_weight
     moves, real, n_lmr, n_res = st.moves, st.real_moves, st.lmr, st.research
-    if weight is None:
-        n_red = np.bincount(g_red, minlength=n).astype(np.int64)
-        sums = np.bincount(g_red, weights=red, minlength=n)
-    else:
-        n_red = np.bincount(g_red, weights=weight, minlength=n).astype(np.int64)
-        sums = np.bincount(g_red, weights=red * weight, minlength=n)
+    n_red = np.bincount(g_red, weights=weight, minlength=n).astype(np.int64)
+    sums = np.bincount(g_red, weights=red * weight, minlength=n)
     with np.errstate(invalid="ignore", divide="ignore"):
         frame = pd.DataFrame(
             {
@@ -133,41 +159,51 @@ def lmr_table(ctx: Context) -> pd.DataFrame:
                 "research_pct": 100.0 * n_res / np.where(n_lmr > 0, n_lmr, np.nan),
             }
         )
-    if len(red) and weight is None:
-        q = pd.DataFrame({"g": g_red, "r": red}).groupby("g")["r"].quantile([0.5, 0.9]).unstack()
-        frame.loc[q.index, "median_red"] = q[0.5].to_numpy()
-        frame.loc[q.index, "p90_red"] = q[0.9].to_numpy()
-    elif len(red):
+    if len(red):
         q = weighted_quantiles(g_red, red, weight, n, (0.5, 0.9))
         frame["median_red"], frame["p90_red"] = q[:, 0], q[:, 1]
-    return pd.concat([ctx.record_groups.groups.reset_index(drop=True), frame], axis=1)
+    return pd.concat([groups.reset_index(drop=True), frame], axis=1)
 
 
-def lmr_hist_table(ctx: Context) -> pd.DataFrame:
+def lmr_hist_frame(groups: pd.DataFrame, st: LmrStats) -> pd.DataFrame:
     """LMR decisions per reduction in quarter plies (rounded to the nearest quarter)."""
-    st = lmr_stats(ctx)
     g_red, red = st.red_group, st.red
     weight = st.red_weight
-    n = ctx.record_groups.n
+    n = len(groups)
     if len(red) == 0:
-        cols = {k: [] for k in ctx.record_groups.groups.columns}
+        cols = {k: [] for k in groups.columns}
         return pd.DataFrame({**cols, "reduction_plies": [], "count": [], "pct_of_lmr": []})
     quarters = np.rint(red * 4).astype(np.int64)
     lo = int(quarters.min())
     width = int(quarters.max()) - lo + 1
-    if weight is None:
-        flat = np.bincount(g_red * width + (quarters - lo), minlength=n * width)
-        per_group = np.bincount(g_red, minlength=n)
-    else:
-        flat = np.bincount(g_red * width + (quarters - lo), weights=weight, minlength=n * width).astype(np.int64)
-        per_group = np.bincount(g_red, weights=weight, minlength=n).astype(np.int64)
+    flat = np.bincount(g_red * width + (quarters - lo), weights=weight, minlength=n * width).astype(np.int64)
+    per_group = np.bincount(g_red, weights=weight, minlength=n).astype(np.int64)
     cells = np.flatnonzero(flat)
-    groups = cells // width
+    group_of_cell = cells // width
     body = pd.DataFrame(
         {
             "reduction_plies": (cells % width + lo) / 4.0,
             "count": flat[cells].astype(np.int64),
-            "pct_of_lmr": 100.0 * flat[cells] / per_group[groups],
+            "pct_of_lmr": 100.0 * flat[cells] / per_group[group_of_cell],
         }
     )
-    return pd.concat([key_frame(ctx.record_groups.groups, groups), body], axis=1)
+    return pd.concat([key_frame(groups, group_of_cell), body], axis=1)
+
+
+class LmrTable:
+    """``--table lmr``: the ``lmr`` and ``lmr_hist`` sections."""
+
+    name = "lmr"
+    columns = ("tag", "kind", "null_move", "reduction")
+
+    def partial(self, batch: Batch) -> LmrPartial:
+        return lmr_partial(batch)
+
+    def finish(self, partials: Sequence[LmrPartial], grouping: Grouping) -> list[Section]:
+        st = merge_lmr(partials, grouping)
+        keys = tuple(grouping.keys)
+        return [Section("lmr", TITLES["lmr"], lmr_frame(grouping.groups, st), keys),
+                Section("lmr_hist", TITLES["lmr_hist"], lmr_hist_frame(grouping.groups, st), keys)]
+
+
+LMR = LmrTable()

@@ -29,14 +29,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from treediff.report.acts import ALL_ROW
-from treediff.report.context import Context
+from typing import Sequence
+
 from treediff.report.grouping import key_frame
+from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
+from treediff.report.tables.acts import ALL_ROW
+
+TITLE = "Prune scope: % of nodes still deciding moves after the prune"
 
 _COLUMNS = ["act", "prunes", "nodes", "continued", "pct_continued"]
 
 
-def _order(ctx: Context) -> np.ndarray | None:
+def _order(ctx: Batch) -> np.ndarray | None:
     """Permutation putting records in (search, seq) order, or None when they already are."""
     seq = np.asarray(ctx.records["seq"], dtype=np.int64)
     if len(seq) < 2:
@@ -45,12 +49,6 @@ def _order(ctx: Context) -> np.ndarray | None:
     if np.all(key[1:] >= key[:-1]):
         return None
     return np.argsort(key, kind="stable")
-
-
-def scope_table(ctx: Context) -> pd.DataFrame:
-    """Share of node visits that go on deciding moves after a PRUNE act fired (see the module docstring)."""
-    counts = ctx._cache["scope_counts"] if "scope_counts" in ctx._cache else scope_counts(ctx)
-    return finish_scope(ctx.record_groups.groups, counts)
 
 
 def finish_scope(groups: pd.DataFrame, counts: pd.DataFrame | None) -> pd.DataFrame:
@@ -64,7 +62,7 @@ def finish_scope(groups: pd.DataFrame, counts: pd.DataFrame | None) -> pd.DataFr
     return pd.concat([keys, body[_COLUMNS].reset_index(drop=True)], axis=1)
 
 
-def scope_counts(ctx: Context) -> pd.DataFrame | None:
+def scope_counts(ctx: Batch) -> pd.DataFrame | None:
     """Per record group and PRUNE act (``_all`` 1), and per group for any PRUNE act (``_all`` 0, act ``(all)``):
     ``prunes``, ``nodes`` and ``continued``; None when there is no PRUNE decision.
 
@@ -137,3 +135,39 @@ def scope_counts(ctx: Context) -> pd.DataFrame | None:
             "continued": cont[cells].astype(np.int64),
         }))
     return pd.concat(frames, ignore_index=True)
+
+
+_PARTIAL_COLUMNS = ["srow", "iter", "_all", "act", "prunes", "nodes", "continued"]
+
+
+class ScopeTable:
+    """``--table scope``: share of node visits that go on deciding moves after a PRUNE act fired."""
+
+    name = "scope"
+    columns = ("tag", "act", "kind", "ply", "seq", "iter")
+
+    def partial(self, batch: Batch) -> pd.DataFrame | None:
+        sc = scope_counts(batch)
+        if sc is None or not len(sc):
+            return None
+        return batch.cell_frame(sc["_group"].to_numpy(), _all=sc["_all"].to_numpy(), act=sc["act"].to_numpy(),
+                                prunes=sc["prunes"].to_numpy(), nodes=sc["nodes"].to_numpy(),
+                                continued=sc["continued"].to_numpy())
+
+    def finish(self, partials: Sequence[pd.DataFrame | None], grouping: Grouping) -> list[Section]:
+        sc = concat(partials, _PARTIAL_COLUMNS)
+        counts = None
+        if len(sc):
+            sc = pd.DataFrame({"_group": grouping.group_of(sc), "_all": sc["_all"].to_numpy(),
+                               "act": sc["act"].to_numpy(object), "prunes": sc["prunes"].to_numpy(),
+                               "nodes": sc["nodes"].to_numpy(), "continued": sc["continued"].to_numpy()})
+            sc = sc.groupby(["_group", "_all", "act"], sort=True, dropna=False, as_index=False)[
+                ["prunes", "nodes", "continued"]].sum()
+            sc["act"] = none_for_nan(sc["act"].to_numpy())
+            for c in ("_group", "_all", "prunes", "nodes", "continued"):
+                sc[c] = sc[c].astype(np.int64)
+            counts = sc
+        return [Section("scope", TITLE, finish_scope(grouping.groups, counts), tuple(grouping.keys))]
+
+
+SCOPE = ScopeTable()

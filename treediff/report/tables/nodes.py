@@ -16,8 +16,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from treediff.report.context import Context
-from treediff.report.ebf import SearchNodes, search_nodes
+from typing import Sequence
+
+from treediff.report.table import Batch, Grouping, Section
+from treediff.report.tables.ebf import MergedResults, ResultPartial, merge_results, result_partial
+
+TITLE = "Nodes (RESULT records) and ratio to the first engine"
 
 
 def _ratio_to_first_engine(frame: pd.DataFrame, others: list[str]) -> np.ndarray:
@@ -28,9 +32,9 @@ def _ratio_to_first_engine(frame: pd.DataFrame, others: list[str]) -> np.ndarray
     return (frame["mean_nodes"] / first).to_numpy()
 
 
-def nodes_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
+def nodes_table(ctx: Grouping, merged: MergedResults) -> pd.DataFrame:
     """Nodes per group and the ratio to the first engine; see the module docstring."""
-    sn = sn or search_nodes(ctx)
+    sn = merged.nodes
     sg = ctx.search_groups
     n_g = len(sg.groups)
     g = sg.search_group
@@ -78,3 +82,19 @@ def nodes_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
     others = [k for k in ctx.keys if k not in ("engine", "source")]
     frame["ratio"] = _ratio_to_first_engine(frame, others)
     return frame
+
+
+class NodesTable:
+    """``--table nodes``."""
+
+    name = "nodes"
+    columns = ("tag", "iter", "ply", "depth")
+
+    def partial(self, batch: Batch) -> ResultPartial:
+        return result_partial(batch)
+
+    def finish(self, partials: Sequence[ResultPartial], grouping: Grouping) -> list[Section]:
+        return [Section("nodes", TITLE, nodes_table(grouping, merge_results(partials, grouping)), tuple(grouping.keys))]
+
+
+NODES = NodesTable()

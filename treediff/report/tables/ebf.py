@@ -46,9 +46,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from typing import Sequence
+
 from treediff.model.errors import InputError
-from treediff.report.context import Context
 from treediff.report.grouping import key_frame
+from treediff.report.table import Batch, Grouping, Section, concat
+
+TITLES = {
+    "ebf": "Effective branching factor",
+    "ebf_iter": "EBF per iteration: sqrt(N(d)/N(d-2))",
+    "ebf_ply": "Final-iteration nodes per ply and fanout",
+}
 
 
 @dataclass
@@ -92,34 +100,65 @@ class ResultCounts:
     srow: np.ndarray
     iters: np.ndarray
     count: np.ndarray | None          #: records per row; None when each row is one record
-    root_depth: np.ndarray | None = None
+    root_depth: np.ndarray
 
 
-def result_counts(ctx: Context) -> ResultCounts:
-    """The RESULT records of ``ctx`` as :class:`ResultCounts` (one row per record)."""
-    res = ctx.is_result
-    return ResultCounts(ctx.srow[res], ctx.iters[res], None)
+@dataclass
+class ResultPartial:
+    """One batch's RESULT records per (srow, iter, ply), and each search row's deepest root RESULT ``d``."""
+
+    results: pd.DataFrame  #: srow, iter, ply, count
+    root: pd.DataFrame     #: srow, depth (plies)
 
 
-def root_depths(ctx: Context) -> np.ndarray:
-    """Per search row: the deepest ``d`` of its root RESULT records (plies), NaN when it has none."""
-    out = np.full(len(ctx.searches), np.nan)
-    root = ctx.is_result & (ctx.plies == 0)
+def result_partial(batch: Batch) -> ResultPartial:
+    """RESULT counts of a batch per (srow, iter, ply) cell, and the deepest root RESULT ``d`` per search."""
+    res = batch.is_result
+    rg = batch.record_groups.record_group
+    plies = batch.plies[res]
+    width = int(plies.max()) + 1 if len(plies) else 1
+    flat = np.bincount(rg[res] * width + plies, minlength=batch.n_cells * width)
+    cells = np.flatnonzero(flat)
+    results = batch.cell_frame(cells // width, ply=cells % width, count=flat[cells].astype(np.int64))
+    root = res & (batch.plies == 0)
     if root.any():
-        deepest = pd.Series(np.asarray(ctx.records["depth"], dtype=np.float64)[root]).groupby(ctx.srow[root]).max()
-        out[deepest.index.to_numpy()] = deepest.to_numpy()
-    return out
+        depth = np.asarray(batch.records["depth"], dtype=np.float64)[root]
+        deepest = pd.Series(depth).groupby(batch.srow[root]).max()
+        roots = pd.DataFrame({"srow": deepest.index.to_numpy(), "depth": deepest.to_numpy()})
+    else:
+        roots = pd.DataFrame({"srow": np.zeros(0, dtype=np.int64), "depth": np.zeros(0)})
+    return ResultPartial(results, roots)
 
 
-def search_nodes(ctx: Context, counts: ResultCounts | None = None) -> SearchNodes:
+@dataclass
+class MergedResults:
+    """Every batch's RESULT partials merged: per-search node data and the per-group final-iteration ply grid."""
+
+    nodes: SearchNodes
+    grid: np.ndarray
+
+
+def merge_results(partials: Sequence[ResultPartial], grouping: Grouping) -> MergedResults:
+    res = concat([p.results for p in partials], ["srow", "iter", "ply", "count"])
+    root = concat([p.root for p in partials], ["srow", "depth"])
+    searches = grouping.searches
+    root_depth = np.full(len(searches), np.nan)
+    root_depth[root["srow"].to_numpy(dtype=np.int64)] = root["depth"].to_numpy(dtype=np.float64)
+    srow = res["srow"].to_numpy(dtype=np.int64)
+    iters = res["iter"].to_numpy(dtype=np.int64)
+    count = res["count"].to_numpy(dtype=np.float64)
+    sn = search_nodes(searches, ResultCounts(srow, iters, count, root_depth))
+    sg = grouping.search_groups
+    grid = ply_grid(len(sg.groups), sg.search_group, sn, srow, iters, res["ply"].to_numpy(dtype=np.int64), count)
+    return MergedResults(sn, grid)
+
+
+def search_nodes(searches: pd.DataFrame, counts: ResultCounts) -> SearchNodes:
     """Node count, depth and per-iteration counts of every search (see the module docstring).
 
-    ``counts``: the RESULT records as merged counts (a partitioned report);
-    by default taken from ``ctx.records``.
+    ``counts``: the RESULT records as counts per (search row, iteration), merged over batches.
     """
-    if counts is None:
-        counts = result_counts(ctx)
-    s = ctx.searches
+    s = searches
     n_s = len(s)
     source = (s["node_source"].astype("object").where(s["node_source"].notna(), "result").to_numpy()
               if "node_source" in s.columns else np.full(n_s, "result", dtype=object))
@@ -148,8 +187,7 @@ def search_nodes(ctx: Context, counts: ResultCounts | None = None) -> SearchNode
     depth = np.maximum(max_iter, final_iter)
     no_iter = depth == 0
     if no_iter.any() and len(srow_res):
-        fill = counts.root_depth if counts.root_depth is not None else root_depths(ctx)
-        fill = np.nan_to_num(fill, nan=0.0)
+        fill = np.nan_to_num(counts.root_depth, nan=0.0)
         depth = np.where(no_iter, np.rint(fill).astype(np.int64), depth)
     for row, counts_ in engine_iters.items():
         if depth[row] == 0 and counts_:
@@ -190,22 +228,9 @@ def ply_grid(n_groups: int, search_group: np.ndarray, sn: SearchNodes, srow: np.
     return grid.astype(np.int64)
 
 
-def _ply_grid(ctx: Context, sn: SearchNodes) -> np.ndarray:
-    """:func:`ply_grid` of ``ctx``'s records, cached (a partitioned report pre-fills the cache)."""
-    cached = ctx._cache.get("ply_grid")
-    if cached is not None and cached[0] is sn:
-        return cached[1]
-    res = ctx.is_result
-    grid = ply_grid(len(ctx.search_groups.groups), ctx.search_groups.search_group, sn, ctx.srow[res],
-                    ctx.iters[res], ctx.plies[res])
-    ctx._cache["ply_grid"] = (sn, grid)
-    return grid
-
-
-def ebf_ply_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
+def ebf_ply_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
     """RESULT nodes per ply in each search's final iteration, summed per group, and the fanout to the next ply."""
-    sn = sn or search_nodes(ctx)
-    grid = _ply_grid(ctx, sn)
+    grid = merged.grid
     width = grid.shape[1]
     fanout = np.full(grid.shape, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -214,13 +239,13 @@ def ebf_ply_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
     groups, plies = cells // width, cells % width
     body = pd.DataFrame({"ply": plies, "nodes": grid.ravel()[cells].astype(np.int64),
                          "fanout": fanout.ravel()[cells]})
-    return pd.concat([key_frame(ctx.search_groups.groups, groups), body], axis=1)
+    return pd.concat([key_frame(grouping.search_groups.groups, groups), body], axis=1)
 
 
-def ebf_iter_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
+def ebf_iter_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
     """Per group and iteration d: mean N(d) and sqrt(ΣN(d)/ΣN(d−2)) over searches having both."""
-    sn = sn or search_nodes(ctx)
-    sg = ctx.search_groups
+    sn = merged.nodes
+    sg = grouping.search_groups
     n_g = len(sg.groups)
     n = sn.per_iter
     width = n.shape[1]
@@ -250,10 +275,10 @@ def ebf_iter_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
     return pd.concat([key_frame(sg.groups, keep // width), body], axis=1)
 
 
-def ebf_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
+def ebf_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
     """One row per group: mean nodes, depth, and the four EBF estimators (see the module docstring)."""
-    sn = sn or search_nodes(ctx)
-    sg = ctx.search_groups
+    sn = merged.nodes
+    sg = grouping.search_groups
     n_g = len(sg.groups)
     g = sg.search_group
     nodes, depth = sn.nodes, sn.depth
@@ -287,7 +312,7 @@ def ebf_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
         den = np.bincount(g[use], weights=n_d2[use], minlength=n_g)
         ebf_iter = np.where(den > 0, np.sqrt(num / np.where(den > 0, den, 1)), np.nan)
         # Fanout estimator over plies 0 .. D_min - 2 of the summed final-iteration ply profile.
-        grid = _ply_grid(ctx, sn)
+        grid = merged.grid
         tre = sn.source != "engine"
         d_res = np.full(n_g, np.iinfo(np.int64).max)
         np.minimum.at(d_res, g[tre], depth[tre])
@@ -301,3 +326,22 @@ def ebf_table(ctx: Context, sn: SearchNodes | None = None) -> pd.DataFrame:
                         "mean_nodes": mean_nodes, "depth_min": dmin, "depth_max": dmax, "ebf": ebf,
                         "ebf_geo": ebf_geo, "ebf_iter": ebf_iter, "ebf_fanout": fan})
     return pd.concat([sg.groups.reset_index(drop=True), out], axis=1)
+
+
+class EbfTable:
+    """``--table ebf``: the ``ebf``, ``ebf_iter`` and ``ebf_ply`` sections (search-level keys only)."""
+
+    name = "ebf"
+    columns = ("tag", "iter", "ply", "depth")
+
+    def partial(self, batch: Batch) -> ResultPartial:
+        return result_partial(batch)
+
+    def finish(self, partials: Sequence[ResultPartial], grouping: Grouping) -> list[Section]:
+        merged = merge_results(partials, grouping)
+        keys = tuple(k for k in grouping.keys if k != "iter")
+        return [Section(name, TITLES[name], make(grouping, merged), keys)
+                for name, make in (("ebf", ebf_table), ("ebf_iter", ebf_iter_table), ("ebf_ply", ebf_ply_table))]
+
+
+EBF = EbfTable()

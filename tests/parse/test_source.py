@@ -1,0 +1,77 @@
+"""open_source / open_sources: any mix of inputs as one Source, unique search numbers, categoricals kept."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from treediff.model.errors import InputError
+from treediff.parse.source import open_source, open_sources
+from treediff.parse.core import parse_to_parquet
+
+HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
+
+
+def test_mixed_inputs_get_unique_search_numbers(tmp_path):
+    parquet = tmp_path / "t.parquet"
+    parse_to_parquet([HAND / "minimal_typhoon.log"], parquet)
+    source = open_sources([HAND / "minimal_stockfish.log", parquet, HAND / "minimal_crafty.log"])
+    assert source.searches["search"].tolist() == [0, 1, 2]
+    assert source.searches["engine"].tolist() == ["stockfish", "typhoon", "crafty"]
+    records = source.records()
+    per_search = records.groupby("search", observed=True).size().to_dict()
+    # Hand counts of the three fixtures: 13, 11 and 15 MOVE+RESULT records.
+    assert per_search == {0: 13, 1: 11, 2: 15}
+    assert isinstance(records["act"].dtype, pd.CategoricalDtype)
+    assert set(records["engine"].cat.categories) == {"stockfish", "typhoon", "crafty"}
+    # One batch per input held in memory, each of whole searches, numbered as the searches table.
+    assert [sorted(set(b["search"])) for b in source.batches(["act"])] == [[0], [1], [2]]
+
+
+def test_selection_reads_only_the_chosen_searches(tmp_path):
+    parquet = tmp_path / "t.parquet"
+    parse_to_parquet([HAND / "minimal_typhoon.log"], parquet)
+    source = open_sources([HAND / "minimal_stockfish.log", parquet, HAND / "minimal_crafty.log"])
+    chosen = source.select((source.searches["engine"] != "typhoon").to_numpy())
+    assert chosen.searches["search"].tolist() == [0, 2]
+    assert chosen.records(["act"]).groupby("search", observed=True).size().to_dict() == {0: 13, 2: 15}
+    assert len(source.select_position("nope").records(["act"])) == 0
+
+
+def test_columns_are_limited_but_keys_kept():
+    records = open_source(HAND / "minimal_stockfish.log").records(["act"])
+    assert list(records.columns) == ["engine", "search", "act"]
+
+
+def test_parquet_without_its_searches_table_is_a_clear_error(tmp_path):
+    parquet = tmp_path / "t.parquet"
+    parse_to_parquet([HAND / "minimal_typhoon.log"], parquet)
+    (tmp_path / "t.searches.parquet").unlink()
+    with pytest.raises(InputError, match="searches table"):
+        open_source(parquet)
+
+
+def test_missing_input_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        open_source(tmp_path / "nope.log")
+
+
+def test_parse_warnings_reach_the_loader_and_the_commands(tmp_path):
+    """Reports on a log must not hide what parsing it warned about (here a 0-node search)."""
+    from click.testing import CliRunner
+
+    from treediff.cli import main
+
+    log = tmp_path / "zero.log"
+    log.write_text("TREEDUMP engine=stockfish v=1 id=p fen=8/8/8/8/8/8/8/K6k w - - 0 1\nITER d=1\nEND nodes=0\n")
+    assert any("0-node search" in w for w in open_source(log).warnings)
+    for args in (["report", str(log), "--table", "nodes"],
+                 ["compare", str(log), str(HAND / "minimal_stockfish.log"), "--allow-different-positions"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert "warning:" in result.output and "0-node search" in result.output
+
+
+def test_parquet_inputs_carry_no_parse_warnings(tmp_path):
+    parquet = tmp_path / "t.parquet"
+    parse_to_parquet([HAND / "minimal_crafty.log"], parquet)  # warns about its two illegal moves
+    assert open_source(parquet).warnings == []

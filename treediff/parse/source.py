@@ -1,0 +1,47 @@
+"""``open_source(path)``: any input (a log, a ``treediff parse`` Parquet pair, a dataset) as one Source.
+
+The store layer defines :class:`~treediff.store.source.Source` and the kinds
+that are already tables; a log needs the parser, so opening one lives here,
+one layer up.  Every consumer (report, compare, diff, info) opens its inputs
+through :func:`open_source` / :func:`open_sources` and never asks which kind
+an input is.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from treediff.model.errors import InputError
+from treediff.store.dataset import is_parquet_file
+from treediff.store.source import ArrowSource, CombinedSource, DatasetSource, Source, parquet_source
+
+__all__ = ["Source", "open_source", "open_sources"]
+
+
+def _open_one(path: str | os.PathLike, **parse_options) -> Source:
+    p = Path(path)
+    if str(path) != "-" and p.is_dir():
+        return DatasetSource.open(p)
+    if str(path) != "-" and not p.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if str(path) != "-" and is_parquet_file(p):
+        return parquet_source(p)
+    from treediff.parse.core import parse_logs
+
+    result = parse_logs([str(path)], **parse_options)
+    return ArrowSource.from_tables(result.records, result.searches, result.warnings)
+
+
+def open_source(path: str | os.PathLike, **parse_options) -> Source:
+    """One input as a :class:`Source`, ``search`` numbered 0, 1, ... in searches-table order of ids.
+
+    ``parse_options`` go to :func:`treediff.parse.core.parse_logs` when the input is a log
+    (``engine``, ``positions``, ``strict``, ...); Parquet files and datasets ignore them.
+    """
+    return open_sources([path], **parse_options)
+
+
+def open_sources(paths: Iterable[str | os.PathLike], **parse_options) -> Source:
+    """Several inputs as one :class:`Source`; ``search`` renumbered to stay unique across them."""
+    return CombinedSource.of([_open_one(p, **parse_options) for p in paths])

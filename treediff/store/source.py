@@ -1,0 +1,367 @@
+"""One :class:`Source` for every input kind: the searches table, records in batches, selection.
+
+A consumer (a report table, compare, the aligner) asks a source three things
+and never which kind of input it is:
+
+* :attr:`Source.searches`: one row per search (pandas; small), ``search``
+  numbers unique within the source;
+* :meth:`Source.batches`: the records of whole searches, a batch at a time,
+  only the columns asked for (``engine`` and ``search`` always included);
+  an input held in memory is simply one batch;
+* :meth:`Source.select`: the same source restricted to some searches rows
+  (an engine, a position), nothing read.
+
+The kinds here need nothing above the store layer: :class:`FrameSource`
+(DataFrames already in memory), :class:`ArrowSource` (Arrow tables, e.g. a
+parsed log), :class:`ParquetSource` (a ``treediff parse`` pair),
+:class:`DatasetSource` (a ``treediff batch`` directory, read a few searches'
+files at a time) and :class:`CombinedSource` (several inputs, ``search``
+renumbered to stay unique).  Logs are parsed by the parse layer, whose
+:func:`treediff.parse.source.open_source` opens any path.
+"""
+from __future__ import annotations
+
+import abc
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from treediff.model.errors import InputError
+from treediff.model.schema import searches_path_for
+from treediff.store.dataset import concat_keeping_categories, finish_searches, read_dataset_searches
+from treediff.store.layout import is_dataset_dir, records_file
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Records per batch a :class:`DatasetSource` aims at (whole searches; a bigger search is one batch alone).
+BATCH_RECORDS = 1_000_000
+#: Records columns every batch carries, whatever was asked.
+ALWAYS = ("engine", "search")
+
+
+def _wanted(columns: Sequence[str] | None) -> list[str] | None:
+    return None if columns is None else list(dict.fromkeys([*ALWAYS, *columns]))
+
+
+class Source(abc.ABC):
+    """An input (or several) as a searches table and batches of records; see the module docstring."""
+
+    #: What opening the input warned about (a log's parse warnings); empty for stored tables.
+    warnings: list[str]
+
+    @property
+    @abc.abstractmethod
+    def searches(self) -> pd.DataFrame:
+        """One row per search; ``search`` unique within the source."""
+
+    @abc.abstractmethod
+    def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
+        """Records of whole searches (never split across batches), about ``target`` records a batch.
+
+        Only ``columns`` (plus ``engine`` and ``search``) are read; None reads every column.
+        """
+
+    @abc.abstractmethod
+    def select(self, keep: np.ndarray) -> Source:
+        """The source restricted to the searches rows where ``keep`` is true (same ``search`` numbers)."""
+
+    @abc.abstractmethod
+    def with_searches(self, searches: pd.DataFrame) -> Source:
+        """The same rows (order and ``search`` numbers) with other column values, e.g. filled positions."""
+
+    def records(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """Every batch as one DataFrame (for consumers that need a search's records whole, as the aligner)."""
+        frames = list(self.batches(columns, target=np.iinfo(np.int64).max))
+        if not frames:
+            return _empty_records(columns)
+        return concat_keeping_categories(frames)
+
+    def rows_of_position(self, position: str) -> np.ndarray:
+        """Searches rows of one position id."""
+        return np.flatnonzero(self.searches["position"].astype("object").to_numpy() == position)
+
+    def select_position(self, position: str) -> Source:
+        keep = np.zeros(len(self.searches), dtype=bool)
+        keep[self.rows_of_position(position)] = True
+        return self.select(keep)
+
+
+def _empty_records(columns: Sequence[str] | None) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame({c: [] for c in (_wanted(columns) or list(ALWAYS))})
+
+
+def _rows(keep: np.ndarray, n: int) -> np.ndarray:
+    keep = np.asarray(keep, dtype=bool)
+    if len(keep) != n:
+        raise ValueError(f"select needs one flag per searches row ({len(keep)} for {n})")
+    return np.flatnonzero(keep)
+
+
+class _KeptIds:
+    """The search ids a selection kept, and filtering by them (Arrow or pandas)."""
+
+    def __init__(self, ids: np.ndarray | None):
+        self.ids = ids
+
+    def arrow(self, table: pa.Table) -> pa.Table:
+        if self.ids is None:
+            return table
+        return table.filter(pc.is_in(table.column("search"), value_set=pa.array(self.ids, type=pa.int32())))
+
+    def frame(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if self.ids is None:
+            return frame
+        return frame[frame["search"].astype(np.int64).isin(self.ids)].reset_index(drop=True)
+
+
+class ArrowSource(Source):
+    """Records held as (or read on demand into) one Arrow table: a parsed log or a Parquet pair; one batch.
+
+    ``read_records(columns)`` returns the records table with those columns
+    (None: all); it is called once per :meth:`batches` call.
+    """
+
+    def __init__(self, read_records: Callable[[list[str] | None], pa.Table], searches: pd.DataFrame,
+                 warnings: list[str] | None = None, kept: _KeptIds | None = None):
+        self._read = read_records
+        self._searches = searches.reset_index(drop=True)
+        self.warnings = list(warnings or [])
+        self._kept = kept or _KeptIds(None)
+
+    @property
+    def searches(self) -> pd.DataFrame:
+        return self._searches
+
+    def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
+        table = self._kept.arrow(self._read(_wanted(columns)))
+        yield table.to_pandas()
+
+    def select(self, keep: np.ndarray) -> Source:
+        rows = _rows(keep, len(self._searches))
+        ids = self._searches["search"].to_numpy(dtype=np.int64)[rows]
+        return ArrowSource(self._read, self._searches.iloc[rows], self.warnings, _KeptIds(ids))
+
+    def with_searches(self, searches: pd.DataFrame) -> Source:
+        _same_rows(searches, self._searches)
+        return ArrowSource(self._read, searches, self.warnings, self._kept)
+
+    @classmethod
+    def from_tables(cls, records: pa.Table, searches: pa.Table, warnings: list[str] | None = None) -> ArrowSource:
+        """A source over Arrow tables in memory (the records and searches tables of a parse)."""
+
+        def read(columns: list[str] | None) -> pa.Table:
+            if columns is None:
+                return records
+            return records.select([c for c in columns if c in records.column_names])
+
+        return cls(read, searches.to_pandas(), warnings)
+
+
+class FrameSource(Source):
+    """Records and searches already held as pandas DataFrames (the Python API's own frames); one batch."""
+
+    def __init__(self, records: pd.DataFrame, searches: pd.DataFrame, kept: _KeptIds | None = None):
+        self._records = records
+        self._searches = searches.reset_index(drop=True)
+        self._kept = kept or _KeptIds(None)
+        self.warnings = []
+
+    @property
+    def searches(self) -> pd.DataFrame:
+        return self._searches
+
+    def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
+        records = self._kept.frame(self._records)
+        wanted = _wanted(columns)
+        if wanted is not None:
+            records = records[[c for c in wanted if c in records.columns]]
+        yield records
+
+    def select(self, keep: np.ndarray) -> Source:
+        rows = _rows(keep, len(self._searches))
+        ids = self._searches["search"].to_numpy(dtype=np.int64)[rows]
+        return FrameSource(self._records, self._searches.iloc[rows], _KeptIds(ids))
+
+    def with_searches(self, searches: pd.DataFrame) -> Source:
+        _same_rows(searches, self._searches)
+        return FrameSource(self._records, searches, self._kept)
+
+
+def _same_rows(new: pd.DataFrame, old: pd.DataFrame) -> None:
+    if len(new) != len(old):
+        raise ValueError("with_searches needs the same rows")
+
+
+def parquet_source(path: str | Path) -> ArrowSource:
+    """A ``treediff parse`` output: ``X.parquet`` (records, read column by column on demand) and
+    ``X.searches.parquet`` (read whole)."""
+    path = Path(path)
+    spath = Path(searches_path_for(str(path)))
+    if not spath.exists():
+        raise InputError(f"{path}: its searches table {spath.name} is missing (write both with `treediff parse`)")
+    searches = pq.read_table(spath).to_pandas()
+
+    def read(columns: list[str] | None) -> pa.Table:
+        return pq.read_table(path, columns=columns)
+
+    return ArrowSource(read, searches)
+
+
+class DatasetSource(Source):
+    """A ``treediff batch`` dataset directory: the searches (read whole) and, per row, its records file.
+
+    ``files[i]`` is the records file of searches row ``i`` (None when the
+    search has none, e.g. an engine without TREEDUMP).  Batches read a few
+    files at a time, whole searches, the next one prefetched on a thread
+    (Parquet decoding releases the GIL), so memory is bounded by the largest
+    batch, not by the dataset.
+    """
+
+    def __init__(self, searches: pd.DataFrame, files: list[str | None]):
+        self._searches = searches.reset_index(drop=True)
+        self.files = list(files)
+        self.warnings = []
+
+    @classmethod
+    def open(cls, path: str | Path) -> DatasetSource:
+        p = Path(path)
+        if not is_dataset_dir(p):
+            raise InputError(f"{path}: not a treediff dataset (expected records/ and searches/ inside)")
+        srch = read_dataset_searches(p).to_pandas()
+        if len(srch) and "task" not in srch.columns:
+            raise InputError(f"{path}: its searches table has no task column (not written by treediff batch)")
+        files: list[str | None] = []
+        for engine, task in zip(srch["engine"].astype("object"), srch["task"].astype("object") if len(srch) else []):
+            f = records_file(p, str(engine), str(task))
+            files.append(str(f) if f.exists() else None)
+        return cls(finish_searches([srch]), files)
+
+    @property
+    def searches(self) -> pd.DataFrame:
+        return self._searches
+
+    def select(self, keep: np.ndarray) -> Source:
+        rows = _rows(keep, len(self._searches))
+        return DatasetSource(self._searches.iloc[rows], [self.files[i] for i in rows])
+
+    def with_searches(self, searches: pd.DataFrame) -> Source:
+        _same_rows(searches, self._searches)
+        return DatasetSource(searches, self.files)
+
+    def chunks(self, target: int = BATCH_RECORDS) -> list[list[int]]:
+        """Searches rows grouped into reads of about ``target`` records (a search is never split)."""
+        sizes = (self._searches["records"].fillna(0).to_numpy(dtype=np.int64) if "records" in self._searches.columns
+                 else np.ones(len(self._searches), dtype=np.int64))
+        out: list[list[int]] = []
+        current: list[int] = []
+        total = 0
+        for row in range(len(self._searches)):
+            if self.files[row] is None:
+                continue
+            if current and total + sizes[row] > target:
+                out.append(current)
+                current, total = [], 0
+            current.append(row)
+            total += int(sizes[row])
+        if current:
+            out.append(current)
+        return out
+
+    def read(self, rows: Sequence[int], columns: Sequence[str] | None) -> pd.DataFrame:
+        """Records of the given searches rows, ``engine`` (categorical) first and ``search`` from the searches rows."""
+        wanted = None if columns is None else [c for c in columns if c not in ALWAYS]
+        search_ids = self._searches["search"].to_numpy(dtype=np.int64)
+        engines = self._searches["engine"].astype("object").to_numpy()
+        tables = []
+        for row in rows:
+            if self.files[row] is None:
+                continue
+            table = pq.read_table(self.files[row], columns=wanted)
+            table = table.append_column("search", pa.array(np.full(table.num_rows, search_ids[row], dtype=np.int32)))
+            table = table.append_column("engine", pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(table.num_rows, dtype=np.int32)), pa.array([str(engines[row])])))
+            tables.append(table)
+        if not tables:
+            return _empty_records(columns)
+        frame = pa.concat_tables(tables, promote_options="default").to_pandas()
+        return frame[["engine", *[c for c in frame.columns if c != "engine"]]]
+
+    def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
+        chunks = self.chunks(target)
+        if not chunks:
+            return
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(self.read, chunks[0], columns)
+            for nxt in chunks[1:]:
+                current = pending.result()
+                pending = pool.submit(self.read, nxt, columns)
+                yield current
+            yield pending.result()
+
+
+class CombinedSource(Source):
+    """Several sources as one: searches concatenated, ``search`` renumbered to offset + rank per input.
+
+    Input i's search ids (sorted) become ``offset_i, offset_i + 1, ...`` in
+    its searches rows and in every batch of its records, so numbers stay
+    unique across inputs and dense from 0.
+    """
+
+    def __init__(self, parts: list[tuple[Source, np.ndarray, int]], searches: pd.DataFrame):
+        self._parts = parts          # (source, its original ids sorted, offset)
+        self._searches = searches.reset_index(drop=True)
+        self.warnings = [w for source, _, _ in parts for w in source.warnings]
+
+    @classmethod
+    def of(cls, sources: Sequence[Source]) -> CombinedSource:
+        if not sources:
+            raise InputError("no input given")
+        parts, frames, offset = [], [], 0
+        for source in sources:
+            srch = source.searches.copy()
+            ids = np.unique(srch["search"].to_numpy(dtype=np.int64))
+            if len(srch):
+                srch["search"] = (np.searchsorted(ids, srch["search"].to_numpy(dtype=np.int64)) + offset).astype("int32")
+            parts.append((source, ids, offset))
+            frames.append(srch)
+            offset += len(ids)
+        return cls(parts, finish_searches(frames))
+
+    @property
+    def searches(self) -> pd.DataFrame:
+        return self._searches
+
+    def _part_rows(self) -> list[np.ndarray]:
+        sizes = [len(source.searches) for source, _, _ in self._parts]
+        bounds = np.cumsum([0, *sizes])
+        return [np.arange(bounds[i], bounds[i + 1]) for i in range(len(sizes))]
+
+    def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
+        for source, ids, offset in self._parts:
+            for batch in source.batches(columns, target):
+                if len(batch):
+                    batch["search"] = (np.searchsorted(ids, batch["search"].to_numpy(dtype=np.int64))
+                                       + offset).astype("int32")
+                yield batch
+
+    def select(self, keep: np.ndarray) -> Source:
+        keep = np.asarray(keep, dtype=bool)
+        rows = _rows(keep, len(self._searches))
+        parts = [(source.select(keep[r]), ids, offset) for (source, ids, offset), r in zip(self._parts, self._part_rows())]
+        out = CombinedSource.__new__(CombinedSource)
+        out._parts, out._searches, out.warnings = parts, self._searches.iloc[rows].reset_index(drop=True), self.warnings
+        return out
+
+    def with_searches(self, searches: pd.DataFrame) -> Source:
+        _same_rows(searches, self._searches)
+        out = CombinedSource.__new__(CombinedSource)
+        out._parts, out._searches, out.warnings = self._parts, searches.reset_index(drop=True), self.warnings
+        return out
