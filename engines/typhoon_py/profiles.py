@@ -33,11 +33,16 @@ class Profile:
 
     ``unit`` is the dialect's depth ticks per ply; the engine's internal
     depth (ticks of 1/64 ply) is divided by ``ONE_PLY // unit`` on output.
+    Moves are written in UCI notation, or as SAN when ``san``; ``upper_promotion``
+    writes a UCI promotion piece in upper case (``e7e8Q``).  The mechanisms of
+    each profile are in ``typhoon_py.mechanisms``.
     """
 
     name: str
     unit: int
     null_move: str
+    san: bool = False
+    upper_promotion: bool = False
 
     @property
     def divisor(self) -> int:
@@ -45,18 +50,18 @@ class Profile:
 
     def move_text(self, board: chess.Board, move: chess.Move) -> str:
         """``move`` in this dialect's notation; ``board`` is the position before it."""
-        if self.name == "crafty":
+        if self.san:
             return board.san(move)
         text = move.uci()
-        if self.name == "typhoon" and move.promotion:
+        if self.upper_promotion and move.promotion:
             return text[:4] + text[4].upper()
         return text
 
 
 PROFILES: dict[str, Profile] = {
-    "typhoon": Profile("typhoon", 64, "(null)"),
+    "typhoon": Profile("typhoon", 64, "(null)", upper_promotion=True),
     "stockfish": Profile("stockfish", 1, "0000"),
-    "crafty": Profile("crafty", 1, "null"),
+    "crafty": Profile("crafty", 1, "null", san=True),
 }
 
 

@@ -1,4 +1,11 @@
-"""The search: iterative deepening, PVS alpha-beta, TT, quiescence, and each profile's mechanisms.
+"""The generic search: iterative deepening, PVS alpha-beta, TT, quiescence.
+
+Everything an emulated engine does differently -- null-move R, ProbCut,
+forward pruning, reductions, re-searches -- is asked of the profile's
+mechanisms object (``typhoon_py.mechanisms``); this module has no rule of
+its own for any one profile.  Common to all: move ordering, the TT,
+repetition and 50-move draws, the check extension, the null-move probe's
+conditions, ``--prune-scope`` and quiescence.
 
 Depths are ticks of 1/64 ply internally (``ONE_PLY = 64``); scores are
 centipawns from the side to move's view; mate scores are ``MATE - ply``.
@@ -11,7 +18,6 @@ every finished non-quiescence node is counted in ``nodes`` and written as a
 """
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional, TextIO
@@ -27,43 +33,32 @@ from typhoon_py.evaluation import (
     blend,
     full_evaluation,
 )
-from typhoon_py.profiles import ONE_PLY, QUARTER_PLY, LmrPolicy, Profile, PruneScope
+from typhoon_py.mechanisms import Node, make_mechanisms
+from typhoon_py.profiles import ONE_PLY, LmrPolicy, Profile, PruneScope
+from typhoon_py.scores import (
+    HISTORY_MAX,
+    INF,
+    MATE,
+    MATE_BOUND,
+    MAX_PLY,
+    ORDER_CAPTURE,
+    ORDER_COUNTER,
+    ORDER_KILLER,
+    ORDER_TT,
+)
 
-INF = 32000
-MATE = 31000
-MATE_BOUND = MATE - 1000
+__all__ = ["INF", "MATE", "MATE_BOUND", "MAX_PLY", "SearchAborted", "SearchConfig", "SearchOutcome",
+           "Searcher"]
+
 EXACT, LOWER, UPPER = 0, 1, 2
 _BOUND_TEXT = ("exact", "lower", "upper")
-MAX_PLY = 64
 
-PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = 1, 2, 3, 4, 5, 6
+PAWN, ROOK, QUEEN, KING = chess.PAWN, chess.ROOK, chess.QUEEN, chess.KING
 _BB_SQUARES = chess.BB_SQUARES
 _NULL = chess.Move.null()
 
-#: Crafty-style LMP move-count limits ``3 + (d + 0.5) ** 1.9`` for d < 16 plies.
-_CRAFTY_LMP = [3 + int((d + 0.5) ** 1.9) for d in range(16)]
-#: Crafty-style futility margins (centipawns) by remaining depth in plies, d < 7.
-_CRAFTY_FP_MARGIN = (0, 100, 150, 200, 250, 300, 400)
-#: typhoon-style LMP: leftover moves beyond this place are skipped, by plies.
-_TYPHOON_LMP = (0, 4, 6, 9, 13, 18, 24)
 #: Decisions that ``--prune-scope node`` turns from ``continue`` into ``break``.
 _SCOPE_ACTS = frozenset({"LMP", "FP-QUIET", "FP-CAP"})
-#: Stockfish-style history pruning: quiets with history below ``-scale * depth`` (plies).
-_HIST_PRUNE_SCALE = 24
-
-
-def _crafty_lmr(depth_plies: int, move_number: int) -> int:
-    """Crafty's LMR table: ``log(1.8 d) log(m) / 2`` plies, leaving at least one ply."""
-    r = int(math.log(1.8 * depth_plies) * math.log(move_number) / 2.0)
-    return max(0, min(r, depth_plies - 2))
-
-
-_SF_LOG = [0.0] + [math.log(i) for i in range(1, 256)]
-
-
-def _stockfish_lmr(depth_plies: int, move_number: int) -> int:
-    """Stockfish-like ``log(d) log(m)`` reduction in whole plies (before adjustments)."""
-    return int(0.5 + 0.46 * _SF_LOG[min(depth_plies, 255)] * _SF_LOG[min(move_number, 255)])
 
 
 class _NodeSan:
@@ -185,13 +180,12 @@ class Searcher:
         self.config = config
         prof = config.profile
         self.prof = prof
-        self.is_typhoon = prof.name == "typhoon"
-        self.is_stockfish = prof.name == "stockfish"
-        self.is_crafty = prof.name == "crafty"
-        self.see_history = config.lmr_policy == LmrPolicy.SEE_HISTORY
+        self.san = prof.san
         self.node_scope = config.prune_scope == PruneScope.NODE
         self.div = prof.divisor
         self.out = trace.write if trace is not None else None
+        #: SAN paths get their ``+``/``#`` once the move is on the board.
+        self.san_suffix = self.san and trace is not None
         self.ctx_sfx = f" ctx={ctx}" if ctx else ""
         self.ctx = ctx
         self.stop = stop
@@ -212,6 +206,7 @@ class Searcher:
         self.mg, self.eg, self.ph, self.mat = mg, eg, ph, mat
         self.estack: list = []
         self.keys: list = self._history_keys()
+        self.mech = make_mechanisms(config, self)
 
     # ------------------------------------------------------------------ board
     def _history_keys(self) -> list:
@@ -227,7 +222,7 @@ class Searcher:
         keys.reverse()
         return keys
 
-    def _make(self, move: chess.Move) -> None:
+    def make(self, move: chess.Move) -> None:
         b = self.board
         c = b.turn
         frm, to = move.from_square, move.to_square
@@ -269,7 +264,7 @@ class Searcher:
         self.mg, self.eg, self.ph, self.mat = mg, eg, ph, mat
         b.push(move)
 
-    def _unmake(self) -> None:
+    def unmake(self) -> None:
         self.board.pop()
         self.mg, self.eg, self.ph, self.mat = self.estack.pop()
 
@@ -313,16 +308,25 @@ class Searcher:
             gains[i - 1] = -max(-gains[i - 1], gains[i])
         return gains[0]
 
+    def see_after(self, move: chess.Move) -> int:
+        """SEE of ``move`` computed while it is already on the board (taken back and replayed)."""
+        b = self.board
+        b.pop()
+        try:
+            return self.see(move)
+        finally:
+            b.push(move)
+
     # ------------------------------------------------------------------ trace
-    def _text(self, move: chess.Move) -> str:
+    def move_text(self, move: chess.Move) -> str:
         """``move`` in the dialect's notation; for SAN without the ``+``/``#`` suffix,
         which the move loop appends once the move is on the board (cheaper than ``san()``)."""
-        if self.is_crafty:
+        if self.san:
             return _san_without_suffix(self.board, move)
         return self.prof.move_text(self.board, move)
 
-    def _decide(self, act: str, path: str, ply: int, mn: int, d: int, nd: Optional[int],
-                red: int, a: int, bt: int, nt: str) -> None:
+    def decide(self, act: str, path: str, ply: int, mn: int, d: int, nd: Optional[int],
+               red: int, a: int, bt: int, nt: str) -> None:
         """Count one move decision and, when tracing, write its MOVE line."""
         acts = self.acts
         acts[act] = acts.get(act, 0) + 1
@@ -343,16 +347,7 @@ class Searcher:
         b = self.board
         sfx = self.ctx_sfx
         if out is not None and header:
-            parts = [f"TREEDUMP engine={self.prof.name} v=1 unit={self.prof.unit}"]
-            if position_id:
-                parts.append(f"id={position_id}")
-            if phase:
-                parts.append(f"phase={phase}")
-            parts.append("producer=typhoon_py")
-            if self.ctx:
-                parts.append(f"ctx={self.ctx}")
-            parts.append(f"fen={b.fen()}")
-            out(" ".join(parts) + "\n")
+            self._write_header(position_id, phase)
         legal = list(b.generate_legal_moves())
         best = legal[0] if legal else None
         score = 0
@@ -382,6 +377,18 @@ class Searcher:
             out(f"END nodes={self.nodes}{best_txt} score={score}{sfx}\n")
         return SearchOutcome(best, score, done_depth, self.nodes, self.qnodes, self.iterations,
                              dict(self.acts), dict(self.silent), pv, aborted)
+
+    def _write_header(self, position_id: Optional[str], phase: Optional[str]) -> None:
+        parts = [f"TREEDUMP engine={self.prof.name} v=1 unit={self.prof.unit}"]
+        if position_id:
+            parts.append(f"id={position_id}")
+        if phase:
+            parts.append(f"phase={phase}")
+        parts.append("producer=typhoon_py")
+        if self.ctx:
+            parts.append(f"ctx={self.ctx}")
+        parts.append(f"fen={self.board.fen()}")
+        self.out(" ".join(parts) + "\n")
 
     def principal_variation(self, first: Optional[chess.Move], max_len: int) -> list[chess.Move]:
         """The PV from the transposition table, starting with ``first``; board left unchanged."""
@@ -423,28 +430,22 @@ class Searcher:
                 f" score={s} bound={_BOUND_TEXT[bound]}{self.ctx_sfx}\n")
         return s
 
-    def _child(self, alpha: int, beta: int, nd: int, ply: int, pv: bool, cut: bool,
-               reduced: bool) -> int:
+    def child(self, alpha: int, beta: int, nd: int, ply: int, pv: bool, cut: bool,
+              reduced: bool) -> int:
+        """The score of the position on the board, a child of the node at ``ply``, from that
+        node's side: a search at ``nd`` ticks, or quiescence when ``nd`` <= 0."""
         if nd > 0:
             return -self.search(-beta, -alpha, nd, ply + 1, pv, cut, reduced)
         return -self.qsearch(-beta, -alpha, ply + 1, 0)
 
     def _node(self, alpha: int, beta: int, depth: int, ply: int, pv: bool, cut: bool,
               reduced: bool) -> int:
+        """Draws, TT cutoffs, the null move, the profile's ProbCut, then the move loop."""
         b = self.board
-        root = ply == 0
         key = b._transposition_key()
-        keys = self.keys
-        if not root:
-            if b.halfmove_clock >= 100:
+        if ply:
+            if self._is_draw(key):
                 return 0
-            n = len(keys)
-            lo = n - b.halfmove_clock
-            i = n - 4
-            while i >= lo and i >= 0:
-                if keys[i] == key:
-                    return 0
-                i -= 2
             if ply >= MAX_PLY:
                 return self._eval()
         entry = self.tt.get(key)
@@ -452,368 +453,255 @@ class Searcher:
         if entry is not None:
             tt_move = entry[3]
             if not pv and entry[0] >= depth:
-                s = entry[1]
-                if s > MATE_BOUND:
-                    s -= ply
-                elif s < -MATE_BOUND:
-                    s += ply
-                bnd = entry[2]
-                if bnd == EXACT or (bnd == LOWER and s >= beta) or (bnd == UPPER and s <= alpha):
+                s = _tt_cutoff(entry, ply, alpha, beta)
+                if s is not None:
                     return s
         in_check = b.is_check()
-        ev = -INF if in_check else self._eval()
-        nt = "PV" if pv else ("CUT" if cut else "ALL")
-        pfx = self.pfx[ply]
-        sep = pfx + "/" if ply else ""
-        tracing = self.out is not None
+        node = Node(alpha, beta, depth, ply, pv, cut, reduced, in_check,
+                    -INF if in_check else self._eval(), self.pfx[ply] + "/" if ply else "",
+                    0 if b.turn else 4096, -INF)
+        keys = self.keys
         keys.append(key)
         try:
-            # ---------------------------------------------------------- null move
-            if (not pv and not in_check and not root and depth >= 2 * ONE_PLY and ev >= beta
-                    and beta > -MATE_BOUND and b.move_stack and b.move_stack[-1]
-                    and b.occupied_co[b.turn] & ~(b.pawns | b.kings)):
-                dp = depth // ONE_PLY
-                if self.is_typhoon:
-                    r = 3 * ONE_PLY if dp > 6 else 2 * ONE_PLY
-                elif self.is_stockfish:
-                    r = (3 + dp // 3 + min(3, (ev - beta) // 200)) * ONE_PLY
-                else:
-                    r = (3 + dp // 6) * ONE_PLY
-                nd = depth - ONE_PLY - r
-                path = sep + self.prof.null_move
-                self._decide("NMP", path, ply + 1, 0, depth, nd, r, alpha, beta, nt)
-                self.pfx[ply + 1] = path
-                self.estack.append((self.mg, self.eg, self.ph, self.mat))
-                b.push(_NULL)
-                try:
-                    s = self._child(beta - 1, beta, nd, ply, False, not cut, False)
-                finally:
-                    self._unmake()
-                if s >= beta:
-                    return beta if s >= MATE_BOUND else s
-                if self.is_typhoon and reduced and s < beta - 150:
-                    # Romstad's bailout: the reduced parent move carries a threat;
-                    # fail low here so the parent re-searches it at full depth.
-                    self._decide("NULLBAILOUT", path, ply + 1, 0, depth, None, 0, alpha, beta, nt)
-                    return alpha
+            s = self._null_move(node)
+            if s is not None:
+                return s
             moves = list(b.generate_legal_moves())
             if not moves:
                 return -MATE + ply if in_check else 0
-            # ---------------------------------------------------------- probcut
-            if (self.is_stockfish and not pv and not in_check and not root
-                    and depth >= 4 * ONE_PLY and -MATE_BOUND < beta < MATE_BOUND):
-                rbeta = beta + 200
-                tried = 0
-                for m in moves:
-                    victim = b.piece_type_at(m.to_square)
-                    if not victim or tried >= 3:
-                        continue
-                    if SEE_VALUE[victim] + ev < rbeta or self.see(m) < rbeta - ev:
-                        continue
-                    tried += 1
-                    nd = depth - 3 * ONE_PLY
-                    path = sep + self._text(m) if tracing else ""
-                    self._decide("PROBCUT", path, ply + 1, tried, depth, nd, 0, alpha, beta, nt)
-                    self.pfx[ply + 1] = path
-                    self._make(m)
-                    try:
-                        s = self._child(rbeta - 1, rbeta, nd, ply, False, not cut, False)
-                    finally:
-                        self._unmake()
-                    if s >= rbeta:
-                        return s
-            return self._move_loop(alpha, beta, depth, ply, pv, cut, reduced, moves, tt_move,
-                                   in_check, ev, nt, sep, key)
+            s = self.mech.probcut(node, moves)
+            if s is not None:
+                return s
+            return self._move_loop(node, moves, tt_move, key)
         finally:
             keys.pop()
 
-    def _order(self, moves: list, tt_move, ply: int) -> tuple[list, list]:
-        """Moves in search order and their ordering scores (TT, good captures by MVV-LVA,
-        killers, countermove, history, bad captures last)."""
+    def _is_draw(self, key) -> bool:
+        """The 50-move rule, or ``key`` repeating a position of the game or the path."""
         b = self.board
-        k0, k1 = self.killers[ply]
+        if b.halfmove_clock >= 100:
+            return True
+        keys = self.keys
+        n = len(keys)
+        lo = n - b.halfmove_clock
+        i = n - 4
+        while i >= lo and i >= 0:
+            if keys[i] == key:
+                return True
+            i -= 2
+        return False
+
+    def _null_move(self, node: Node) -> Optional[int]:
+        """The null-move probe, when allowed: not at PV nodes, the root or in check, at
+        depth >= 2 plies, static eval >= beta, not after a null move, with non-pawn material.
+        The profile gives R and decides what a fail-low does; ``None``: go on."""
+        b = self.board
+        beta = node.beta
+        if (node.pv or node.in_check or node.root or node.depth < 2 * ONE_PLY or node.ev < beta
+                or beta <= -MATE_BOUND or not b.move_stack or not b.move_stack[-1]
+                or not b.occupied_co[b.turn] & ~(b.pawns | b.kings)):
+            return None
+        mech = self.mech
+        r = mech.null_reduction(node)
+        ply = node.ply
+        nd = node.depth - ONE_PLY - r
+        path = node.sep + self.prof.null_move
+        self.decide("NMP", path, ply + 1, 0, node.depth, nd, r, node.alpha, beta, node.nt)
+        self.pfx[ply + 1] = path
+        self.estack.append((self.mg, self.eg, self.ph, self.mat))
+        b.push(_NULL)
+        try:
+            s = self.child(beta - 1, beta, nd, ply, False, not node.cut, False)
+        finally:
+            self.unmake()
+        if s >= beta:
+            return beta if s >= MATE_BOUND else s
+        return mech.after_null_fail_low(node, s, path)
+
+    def _order(self, moves: list, tt_move, ply: int) -> tuple[list, list]:
+        """Moves in search order and their ordering scores (see ``typhoon_py.scores``): TT,
+        good captures by MVV-LVA and promotions, killers, countermove, history, bad captures."""
+        b = self.board
+        # Compare integer from/to keys: Move.__eq__ is slow in the hot loop.
+        special = {}  # killers and countermove; where they coincide the higher score wins
         prev = b.move_stack[-1] if b.move_stack else None
         cm = self.countermoves.get(prev.from_square * 64 + prev.to_square) if prev else None
+        k0, k1 = self.killers[ply]
+        for m, s in ((cm, ORDER_COUNTER), (k1, ORDER_KILLER - 1), (k0, ORDER_KILLER)):
+            if m:
+                special[m.from_square * 64 + m.to_square] = s
         hist = self.history
         hbase = 0 if b.turn else 4096
         ep = b.ep_square
         pawns = b.pawns
-        # Compare integer from/to keys: Move.__eq__ is slow in the hot loop.
         ttk = tt_move.from_square * 64 + tt_move.to_square if tt_move else -1
-        k0k = k0.from_square * 64 + k0.to_square if k0 else -1
-        k1k = k1.from_square * 64 + k1.to_square if k1 else -1
-        cmk = cm.from_square * 64 + cm.to_square if cm else -1
         pta = b.piece_type_at
+        see = self.see
         scores = []
         for m in moves:
             frm = m.from_square
             to = m.to_square
             mk = frm * 64 + to
             if mk == ttk and m == tt_move:
-                s = 1 << 30
+                s = ORDER_TT
             else:
                 victim = pta(to)
                 if victim or (to == ep and _BB_SQUARES[frm] & pawns):
                     attacker = pta(frm)
                     v = SEE_VALUE[victim] if victim else 100
-                    if v < SEE_VALUE[attacker] and self.see(m) < 0:
-                        s = -(1 << 24) + v - attacker
+                    if v < SEE_VALUE[attacker] and see(m) < 0:
+                        s = -ORDER_CAPTURE + v - attacker
                     else:
-                        s = (1 << 24) + v * 16 - attacker
+                        s = ORDER_CAPTURE + v * 16 - attacker
                 elif m.promotion:
-                    s = (1 << 24) + (m.promotion == QUEEN) * 8000
-                elif mk == k0k:
-                    s = 1 << 22
-                elif mk == k1k:
-                    s = (1 << 22) - 1
-                elif mk == cmk:
-                    s = (1 << 21)
+                    s = ORDER_CAPTURE + (m.promotion == QUEEN) * 8000
+                elif mk in special:
+                    s = special[mk]
                 else:
                     s = hist[hbase + mk]
             scores.append(s)
         idx = sorted(range(len(moves)), key=scores.__getitem__, reverse=True)
         return [moves[i] for i in idx], [scores[i] for i in idx]
 
-    def _move_loop(self, alpha, beta, depth, ply, pv, cut, reduced, moves, tt_move, in_check,
-                   ev, nt, sep, key) -> int:
+    def _move_loop(self, node: Node, moves: list, tt_move, key) -> int:
+        """The node's moves in order: the profile may prune each one; the others are searched.
+        A cutoff by a quiet move rewards it; the result goes into the TT."""
         b = self.board
-        root = ply == 0
+        ply, beta = node.ply, node.beta
+        alpha = orig_alpha = node.alpha
         ordered, scores = self._order(moves, tt_move, ply)
-        orig_alpha = alpha
         best = -INF
         best_move = None
-        dp = depth // ONE_PLY
         tracing = self.out is not None
-        decide = self._decide
-        is_typhoon, is_stockfish, is_crafty = self.is_typhoon, self.is_stockfish, self.is_crafty
-        see_history = self.see_history
-        hist = self.history
-        hbase = 0 if b.turn else 4096
+        search_move = self._search_move
+        prune = None if node.root or node.in_check else self.mech.prune
         quiets_tried: list = []
-        skip_quiets = False
-        may_prune = not root and not in_check
-        extend_ok = ply < 2 * self.root_depth
-        child_pv_cut = True  # children after the first are expected to fail high (CUT) at PV nodes
-        mn = 0
-        text = _NodeSan(b, moves) if tracing and is_crafty else self._text
-        for i, m in enumerate(ordered):
-            mn += 1
-            sc = scores[i]
+        text = _NodeSan(b, moves) if self.san_suffix else self.move_text
+        sep = node.sep
+        ep = b.ep_square
+        pta = b.piece_type_at
+        for mn, (m, sc) in enumerate(zip(ordered, scores), 1):
             to = m.to_square
-            victim = b.piece_type_at(to)
-            is_cap = bool(victim) or (to == b.ep_square and b.piece_type_at(m.from_square) == PAWN)
+            victim = pta(to)
+            is_cap = bool(victim) or (to == ep and pta(m.from_square) == PAWN)
             quiet = not is_cap and not m.promotion
-            good_cap = is_cap and sc > 0
             path = sep + text(m) if tracing else ""
-            # ------------------------------------------------ forward pruning
-            if may_prune and mn > 1:
-                prune_act = None
-                if is_typhoon:
-                    # sc < 2**21: not the TT move, a killer or the countermove (see _order)
-                    leftover = sc < (1 << 21) and not good_cap and not m.promotion
-                    if (leftover and dp < len(_TYPHOON_LMP) and mn > _TYPHOON_LMP[dp] + (2 if pv else 0)
-                            and not b.gives_check(m)):
-                        prune_act = "LMP"
-                elif is_stockfish:
-                    if best > -MATE_BOUND:
-                        if quiet and skip_quiets:
-                            self.silent["skip-quiets"] = self.silent.get("skip-quiets", 0) + 1
-                            continue
-                        lmr_d = max(0, dp - 1 - _stockfish_lmr(dp, mn))
-                        if quiet and not skip_quiets and mn >= (3 + dp * dp) // (1 if pv else 2) + 1:
-                            skip_quiets = True
-                        if is_cap and not m.promotion:
-                            vval = SEE_VALUE[victim] if victim else 100
-                            if lmr_d < 7 and ev + 200 + 200 * lmr_d + vval <= alpha and not b.gives_check(m):
-                                prune_act = "FP-CAP"
-                            elif sc < 0 and self.see(m) < -180 * dp:
-                                prune_act = "SEE-CAP"
-                        elif quiet:
-                            h = hist[hbase + m.from_square * 64 + to]
-                            if sc < (1 << 21) and lmr_d < 4 and h < -_HIST_PRUNE_SCALE * dp:
-                                prune_act = "HIST-PRUNE"
-                            elif lmr_d < 7 and ev + 100 + 150 * lmr_d <= alpha and not b.gives_check(m):
-                                prune_act = "FP-QUIET"
-                            elif (b.attackers_mask(not b.turn, to) and
-                                  self.see(m) < -25 * lmr_d * lmr_d - 1):
-                                prune_act = "SEE-QUIET"
-                else:  # crafty
-                    if quiet:
-                        if dp < 7 and (self.mat if b.turn else -self.mat) + _CRAFTY_FP_MARGIN[dp] <= alpha \
-                                and not b.gives_check(m):
-                            prune_act = "FP-QUIET"
-                        elif dp < 16 and mn > _CRAFTY_LMP[dp] and not b.gives_check(m):
-                            prune_act = "LMP"
-                if prune_act is not None:
-                    decide(prune_act, path, ply + 1, mn, depth, None, 0, alpha, beta, nt)
-                    if self.node_scope and prune_act in _SCOPE_ACTS:
+            if prune is not None and mn > 1:
+                act = prune(node, m, mn, sc, victim, is_cap, quiet)
+                if act is not None:
+                    # an empty act is SKIP: no MOVE line
+                    if act and self._pruned(act, node, m, mn, path, quiet, quiets_tried):
                         break
-                    if quiet:
-                        quiets_tried.append(m)
                     continue
-            # ------------------------------------------------ search the move
-            self._make(m)
-            try:
-                gives_check = b.is_check()
-                if gives_check and tracing and is_crafty:
-                    path += "+" if any(b.generate_legal_moves()) else "#"
-                self.pfx[ply + 1] = path
-                nd = depth - ONE_PLY
-                red = 0
-                if gives_check and extend_ok:
-                    nd += ONE_PLY
-                    act = "EXT"
-                elif see_history:
-                    act = "FULL"
-                    if mn > 1 and depth >= 2 * ONE_PLY and not root:
-                        if is_cap:
-                            bad = sc < 0
-                        else:
-                            h = hist[hbase + m.from_square * 64 + to]
-                            bad = quiet and (h < 0 or (h == 0 and self._see_after(m) < 0))
-                        if bad:
-                            red = ONE_PLY
-                            act = "LMR"
-                elif is_typhoon:
-                    act = "FULL"
-                    if (not in_check and depth >= 3 * ONE_PLY and sc < (1 << 21)
-                            and not good_cap and not m.promotion and mn > 2):
-                        red = ONE_PLY + QUARTER_PLY * min(3, (mn - 3) // 5)
-                        act = "LMR"
-                elif is_stockfish:
-                    act = "FULL"
-                    if depth >= 2 * ONE_PLY and mn > 1 + root:
-                        r = _stockfish_lmr(dp, mn) + (0 if pv else 1) - (1 if is_cap or sc >= (1 << 21) else 0)
-                        r = min(r, dp - 2) if dp >= 2 else 0
-                        if r > 0:
-                            red = r * ONE_PLY
-                            act = "LMR"
-                else:  # crafty
-                    act = "FULL"
-                    if depth >= 2 * ONE_PLY and mn > 1 and not good_cap and not in_check and not root:
-                        r = _crafty_lmr(dp, mn)
-                        if r > 0:
-                            red = r * ONE_PLY
-                            act = "LMR"
-                decide(act, path, ply + 1, mn, depth, nd - red, red, alpha, beta, nt)
-                first = best_move is None
-                if pv and first:
-                    s = self._child(alpha, beta, nd, ply, True, False, False)
-                elif see_history:
-                    s = self._child(alpha, alpha + 1, nd - red, ply, False, True, red > 0)
-                    if pv and alpha < s < beta:
-                        s = self._child(alpha, beta, nd - red, ply, True, False, red > 0)
-                    if red and pv and s >= beta:
-                        decide("LMR-RESEARCH", path, ply + 1, mn, depth, nd, 0, alpha, beta, nt)
-                        s = self._child(alpha, beta, nd, ply, True, False, False)
-                else:
-                    child_cut = not cut if not pv else child_pv_cut
-                    s = self._child(alpha, alpha + 1, nd - red, ply, False, child_cut, red > 0)
-                    if red and s > alpha:
-                        if not is_typhoon:
-                            decide("LMR-RESEARCH", path, ply + 1, mn, depth, nd, 0, alpha, beta, nt)
-                        s = self._child(alpha, alpha + 1, nd, ply, False, not child_cut, False)
-                    if pv and alpha < s < beta:
-                        s = self._child(alpha, beta, nd, ply, True, False, False)
-            finally:
-                self._unmake()
+            s = search_move(node, m, mn, sc, is_cap, quiet, path, best_move is None)
             if s > best:
-                best = s
+                best = node.best = s
                 best_move = m
-                if root:
+                if ply == 0:
                     self.root_best = m
             if s > alpha:
-                alpha = s
+                alpha = node.alpha = s
                 if s >= beta:
-                    if quiet:
-                        bonus = dp * dp
-                        k = self.killers[ply]
-                        if k[0] != m:
-                            k[1] = k[0]
-                            k[0] = m
-                        idx = hbase + m.from_square * 64 + to
-                        hist[idx] = min(hist[idx] + 32 * bonus, 1 << 20)
-                        for q in quiets_tried:
-                            qi = hbase + q.from_square * 64 + q.to_square
-                            hist[qi] = max(hist[qi] - 32 * bonus, -(1 << 20))
-                        prev = b.move_stack[-1] if b.move_stack else None
-                        if prev:
-                            self.countermoves[prev.from_square * 64 + prev.to_square] = m
+                    self._cutoff(node, m, quiet, quiets_tried)
                     break
             if quiet:
                 quiets_tried.append(m)
         if best_move is None:
             return alpha
-        bound = LOWER if best >= beta else (EXACT if best > orig_alpha else UPPER)
-        tts = best
-        if tts > MATE_BOUND:
-            tts += ply
-        elif tts < -MATE_BOUND:
-            tts -= ply
-        self.tt[key] = (depth, tts, bound, best_move)
+        self._store(key, node.depth, ply, best, orig_alpha, beta, best_move)
         return best
 
-    def _see_after(self, move: chess.Move) -> int:
-        """SEE of ``move`` computed while it is already on the board (taken back and replayed)."""
-        b = self.board
-        b.pop()
-        try:
-            return self.see(move)
-        finally:
-            b.push(move)
+    def _pruned(self, act: str, node: Node, m: chess.Move, mn: int, path: str, quiet: bool,
+                quiets_tried: list) -> bool:
+        """Write the profile's prune decision; ``True`` when ``--prune-scope node`` makes it
+        abandon the node's remaining moves."""
+        self.decide(act, path, node.ply + 1, mn, node.depth, None, 0, node.alpha, node.beta, node.nt)
+        if self.node_scope and act in _SCOPE_ACTS:
+            return True
+        if quiet:
+            quiets_tried.append(m)
+        return False
 
+    def _search_move(self, node: Node, m: chess.Move, mn: int, sc: int, is_cap: bool, quiet: bool,
+                     path: str, first: bool) -> int:
+        """Make ``m``; extend it (a check, while ply < 2 x the iteration depth) or ask the
+        profile for its reduction; write the decision; search it; unmake it."""
+        b = self.board
+        ply = node.ply
+        self.make(m)
+        try:
+            gives_check = b.is_check()
+            if gives_check and self.san_suffix:
+                path += "+" if any(b.generate_legal_moves()) else "#"
+            self.pfx[ply + 1] = path
+            nd = node.depth - ONE_PLY
+            red = 0
+            if gives_check and ply < 2 * self.root_depth:
+                nd += ONE_PLY
+                act = "EXT"
+            else:
+                red = self.mech.reduce(node, m, mn, sc, is_cap, quiet)
+                act = "LMR" if red else "FULL"
+            self.decide(act, path, ply + 1, mn, node.depth, nd - red, red, node.alpha, node.beta, node.nt)
+            if node.pv and first:
+                return self.child(node.alpha, node.beta, nd, ply, True, False, False)
+            return self.mech.search_move(node, path, mn, nd, red)
+        finally:
+            self.unmake()
+
+    def _cutoff(self, node: Node, m: chess.Move, quiet: bool, quiets_tried: list) -> None:
+        """``m`` failed high.  A quiet move becomes a killer, gets a history bonus (the
+        quiets tried before it a malus) and becomes the previous move's countermove."""
+        if not quiet:
+            return
+        bonus = 32 * node.dp * node.dp
+        k = self.killers[node.ply]
+        if k[0] != m:
+            k[1] = k[0]
+            k[0] = m
+        hist = self.history
+        hbase = node.hbase
+        idx = hbase + m.from_square * 64 + m.to_square
+        hist[idx] = min(hist[idx] + bonus, HISTORY_MAX)
+        for q in quiets_tried:
+            qi = hbase + q.from_square * 64 + q.to_square
+            hist[qi] = max(hist[qi] - bonus, -HISTORY_MAX)
+        b = self.board
+        prev = b.move_stack[-1] if b.move_stack else None
+        if prev:
+            self.countermoves[prev.from_square * 64 + prev.to_square] = m
+
+    def _store(self, key, depth: int, ply: int, best: int, orig_alpha: int, beta: int,
+               best_move: chess.Move) -> None:
+        """The node's result into the TT (always replace; mate scores stored ply-relative)."""
+        bound = LOWER if best >= beta else (EXACT if best > orig_alpha else UPPER)
+        if best > MATE_BOUND:
+            best += ply
+        elif best < -MATE_BOUND:
+            best -= ply
+        self.tt[key] = (depth, best, bound, best_move)
+
+    # ------------------------------------------------------------------ quiescence
     def qsearch(self, alpha: int, beta: int, ply: int, qply: int) -> int:
         """Quiescence: stand pat, then captures and promotions (evasions when in check)."""
         self.qnodes += 1
         b = self.board
         if qply < 4 and b.is_check():
-            moves = list(b.generate_legal_moves())
-            if not moves:
-                return -MATE + ply
-            best = -INF
-            for m in moves:
-                self._make(m)
-                try:
-                    s = -self.qsearch(-beta, -alpha, ply + 1, qply + 1)
-                finally:
-                    self._unmake()
-                if s > best:
-                    best = s
-                    if s > alpha:
-                        alpha = s
-                        if s >= beta:
-                            break
-            return best
+            return self._evasions(alpha, beta, ply, qply)
         stand = self._eval()
         if stand >= beta or ply >= MAX_PLY:
             return stand
         if stand > alpha:
             alpha = stand
-        cands = []
-        for m in b.generate_legal_captures():
-            victim = b.piece_type_at(m.to_square) or PAWN
-            vval = SEE_VALUE[victim]
-            if not m.promotion and stand + vval + 200 <= alpha:
-                continue
-            attacker = b.piece_type_at(m.from_square)
-            cands.append((vval * 16 - attacker + (8000 if m.promotion else 0), m, vval < SEE_VALUE[attacker]))
-        seventh = chess.BB_RANK_7 if b.turn else chess.BB_RANK_2
-        if b.pawns & seventh & b.occupied_co[b.turn]:
-            for m in b.generate_legal_moves(b.pawns & seventh & b.occupied_co[b.turn], chess.BB_ALL & ~b.occupied):
-                if m.promotion == QUEEN:
-                    cands.append((8000, m, False))
-        if not cands:
-            return stand
-        cands.sort(key=lambda t: t[0], reverse=True)
         best = stand
-        for _, m, risky in cands:
+        for _, m, risky in self._tactical_moves(stand, alpha):
             if risky and self.see(m) < 0:
                 continue
-            self._make(m)
+            self.make(m)
             try:
                 s = -self.qsearch(-beta, -alpha, ply + 1, qply + 1)
             finally:
-                self._unmake()
+                self.unmake()
             if s > best:
                 best = s
                 if s > alpha:
@@ -821,3 +709,57 @@ class Searcher:
                     if s >= beta:
                         break
         return best
+
+    def _evasions(self, alpha: int, beta: int, ply: int, qply: int) -> int:
+        """Quiescence in check (its first plies): every legal move; mated when there is none."""
+        moves = list(self.board.generate_legal_moves())
+        if not moves:
+            return -MATE + ply
+        best = -INF
+        for m in moves:
+            self.make(m)
+            try:
+                s = -self.qsearch(-beta, -alpha, ply + 1, qply + 1)
+            finally:
+                self.unmake()
+            if s > best:
+                best = s
+                if s > alpha:
+                    alpha = s
+                    if s >= beta:
+                        break
+        return best
+
+    def _tactical_moves(self, stand: int, alpha: int) -> list:
+        """Quiescence candidates, best first, as ``(order, move, risky)``: captures that can
+        reach alpha (delta pruning), all capture-promotions, and quiet queen promotions.
+        ``risky``: a capture of a cheaper piece, searched only if its SEE >= 0."""
+        b = self.board
+        pta = b.piece_type_at
+        cands = []
+        for m in b.generate_legal_captures():
+            vval = SEE_VALUE[pta(m.to_square) or PAWN]
+            if not m.promotion and stand + vval + 200 <= alpha:
+                continue
+            attacker = pta(m.from_square)
+            cands.append((vval * 16 - attacker + (8000 if m.promotion else 0), m, vval < SEE_VALUE[attacker]))
+        seventh = (chess.BB_RANK_7 if b.turn else chess.BB_RANK_2) & b.pawns & b.occupied_co[b.turn]
+        if seventh:
+            for m in b.generate_legal_moves(seventh, chess.BB_ALL & ~b.occupied):
+                if m.promotion == QUEEN:
+                    cands.append((8000, m, False))
+        cands.sort(key=lambda t: t[0], reverse=True)
+        return cands
+
+
+def _tt_cutoff(entry: tuple, ply: int, alpha: int, beta: int) -> Optional[int]:
+    """The stored score when the TT entry's bound settles the window, else ``None``."""
+    s = entry[1]
+    if s > MATE_BOUND:
+        s -= ply
+    elif s < -MATE_BOUND:
+        s += ply
+    bnd = entry[2]
+    if bnd == EXACT or (bnd == LOWER and s >= beta) or (bnd == UPPER and s <= alpha):
+        return s
+    return None

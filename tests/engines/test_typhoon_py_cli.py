@@ -10,8 +10,8 @@ from pathlib import Path
 import chess
 from click.testing import CliRunner
 
+from support.typhoon_trace_tools import read_trace
 from typhoon_py.cli import main
-from typhoon_trace_tools import read_trace
 
 EPD = Path(__file__).resolve().parents[2] / "fixtures" / "positions20.epd"
 TACTICAL = "2q1r1k1/1ppb4/r2p1Pp1/p4n1p/2P1n3/5NPP/PP3Q1K/2BRRB2 w - -"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from support.typhoon_trace_tools import read_trace
 from typhoon_py.fixtures import FIXTURES, PROFILE_NAMES, regenerate
-from typhoon_trace_tools import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "fixtures" / "traces"

@@ -7,10 +7,10 @@ import random
 import chess
 import pytest
 
+from support.typhoon_trace_tools import move_forces_mate_after, read_trace
 from typhoon_py import make_config, read_epd, run_search
 from typhoon_py.evaluation import full_evaluation
 from typhoon_py.search import MATE_BOUND, Searcher
-from typhoon_trace_tools import move_forces_mate_after, read_trace
 
 from pathlib import Path
 
@@ -116,10 +116,10 @@ def test_incremental_eval_matches_full_evaluation(fen):
             moves = list(searcher.board.legal_moves)
             if not moves:
                 break
-            searcher._make(rng.choice(moves))
+            searcher.make(rng.choice(moves))
             assert (searcher.mg, searcher.eg, searcher.ph, searcher.mat) == full_evaluation(searcher.board)
         while searcher.board.move_stack:
-            searcher._unmake()
+            searcher.unmake()
         assert (searcher.mg, searcher.eg, searcher.ph, searcher.mat) == full_evaluation(chess.Board(fen))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import chess
 import pytest
 
-from typhoon_trace_tools import read_trace
+from support.typhoon_trace_tools import read_trace
 
 TACTICAL = "2q1r1k1/1ppb4/r2p1Pp1/p4n1p/2P1n3/5NPP/PP3Q1K/2BRRB2 w - - 0 1"
 ENGINE = [sys.executable, "-m", "typhoon_py"]

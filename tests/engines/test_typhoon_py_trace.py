@@ -8,8 +8,8 @@ from pathlib import Path
 import chess
 import pytest
 
+from support.typhoon_trace_tools import NULL_TOKEN, read_trace, resolve_path
 from typhoon_py import make_config, read_epd, run_batch, run_search
-from typhoon_trace_tools import NULL_TOKEN, read_trace, resolve_path
 
 EPD = Path(__file__).resolve().parents[2] / "fixtures" / "positions20.epd"
 POSITIONS = {p.id: p for p in read_epd(EPD)}

@@ -1,0 +1,130 @@
+"""The hooks through which the generic search asks a profile for its mechanisms, and their defaults.
+
+``typhoon_py.search`` is one PVS alpha-beta search for every profile: move
+ordering, the transposition table, repetition draws, the check extension,
+quiescence and the null-move probe's common conditions are its own.  Where
+the emulated engines differ it asks its :class:`Mechanisms` object:
+
+============================  ===================================================
+``null_reduction(node)``      R (ticks) of the null-move probe
+``after_null_fail_low``       what a failed null-move probe does (``None``: go on)
+``probcut(node, moves)``      a shallow capture search that may cut the node
+``prune(node, move, ...)``    skip a move unsearched: ``None``, an act, or ``SKIP``
+``reduce(node, move, ...)``   the move's reduction in ticks (0: ``FULL``)
+``search_move(node, ...)``    the zero-window search and re-searches of a move
+============================  ===================================================
+
+The defaults here are a plain PVS search: no ProbCut, no pruning, no
+reductions, and a reduced move that beats alpha is searched again at full
+depth with an ``LMR-RESEARCH`` line.  A mechanisms object is made per search
+(:func:`typhoon_py.mechanisms.make_mechanisms`) and holds the searcher it
+serves, whose board, tables and ``decide``/``make``/``child`` it uses.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import chess
+
+from typhoon_py.profiles import ONE_PLY
+
+#: ``prune`` returns this to skip a move without a MOVE line (counted in ``silent``).
+SKIP = ""
+
+
+class Node:
+    """A non-quiescence node as the hooks see it.
+
+    ``alpha`` and ``best`` follow the move loop (the current window's lower
+    bound and the best score so far); ``skip_quiets`` is for a prune rule
+    that drops all later quiet moves.  ``hbase`` indexes the side to move's
+    half of the history table; ``sep`` is the node's path plus ``/`` (empty at
+    the root).
+    """
+
+    __slots__ = ("alpha", "beta", "depth", "dp", "ply", "pv", "cut", "reduced", "in_check", "root",
+                 "ev", "nt", "sep", "hbase", "best", "skip_quiets")
+
+    def __init__(self, alpha: int, beta: int, depth: int, ply: int, pv: bool, cut: bool,
+                 reduced: bool, in_check: bool, ev: int, sep: str, hbase: int, best: int) -> None:
+        self.alpha = alpha
+        self.beta = beta
+        self.depth = depth
+        self.dp = depth // ONE_PLY
+        self.ply = ply
+        self.pv = pv
+        self.cut = cut
+        self.reduced = reduced
+        self.in_check = in_check
+        self.root = ply == 0
+        self.ev = ev
+        self.nt = "PV" if pv else ("CUT" if cut else "ALL")
+        self.sep = sep
+        self.hbase = hbase
+        self.best = best
+        self.skip_quiets = False
+
+
+class Mechanisms:
+    """A plain PVS search's answers; each profile's class overrides what its engine does."""
+
+    #: The act written before a reduced move's full-depth re-search (``None``: re-search silently).
+    RESEARCH_ACT: Optional[str] = "LMR-RESEARCH"
+
+    def __init__(self, searcher) -> None:
+        self.searcher = searcher
+        self.board: chess.Board = searcher.board
+        self.history: list = searcher.history
+        self.silent: dict = searcher.silent
+        self.see = searcher.see
+        self.decide = searcher.decide
+        self.child = searcher.child
+
+    # ---------------------------------------------------------- before the move loop
+    def null_reduction(self, node: Node) -> int:
+        """R of the null-move probe in ticks (the probe searches ``depth - ONE_PLY - R``)."""
+        raise NotImplementedError
+
+    def after_null_fail_low(self, node: Node, score: int, path: str) -> Optional[int]:
+        """The null-move probe scored ``score`` < beta: a score for the node to return, or ``None``."""
+        return None
+
+    def probcut(self, node: Node, moves: list) -> Optional[int]:
+        """A score that cuts the node before its move loop, or ``None``."""
+        return None
+
+    # ---------------------------------------------------------- per move
+    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, victim: Optional[int],
+              is_cap: bool, quiet: bool) -> Optional[str]:
+        """Whether to skip ``move`` (1-based place ``mn``, ordering score ``sc``) unsearched:
+        ``None`` searches it, an act string skips it with that MOVE line, ``SKIP`` skips it
+        silently.  Asked only for moves after the first, at nodes other than the root that
+        are not in check, with the move not yet made."""
+        return None
+
+    def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+               quiet: bool) -> int:
+        """The reduction of ``move`` in ticks (> 0 writes ``act=LMR``).  Asked with the move
+        on the board, for every searched move the check extension did not extend."""
+        return 0
+
+    def search_move(self, node: Node, path: str, mn: int, nd: int, red: int) -> int:
+        """Search the move on the board (``nd`` ticks, ``red`` of them reduced) and return its
+        score for the node.  Asked for every move except a PV node's first, which the search
+        gives the full window itself.
+
+        PVS: a zero-window search at the reduced depth; a reduced move that beats alpha is
+        searched again at full depth (after a ``RESEARCH_ACT`` line when there is one); at
+        a PV node a score inside the window is searched again with the full window."""
+        child = self.child
+        alpha, beta, ply, pv = node.alpha, node.beta, node.ply, node.pv
+        # At PV nodes the moves after the first are expected to fail high (CUT).
+        child_cut = True if pv else not node.cut
+        s = child(alpha, alpha + 1, nd - red, ply, False, child_cut, red > 0)
+        if red and s > alpha:
+            if self.RESEARCH_ACT is not None:
+                self.decide(self.RESEARCH_ACT, path, ply + 1, mn, node.depth, nd, 0, alpha, beta, node.nt)
+            s = child(alpha, alpha + 1, nd, ply, False, not child_cut, False)
+        if pv and alpha < s < beta:
+            s = child(alpha, beta, nd, ply, True, False, False)
+        return s

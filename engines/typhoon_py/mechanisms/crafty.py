@@ -1,0 +1,63 @@
+"""Crafty's mechanisms: material-only futility pruning, move-count LMP, log-log LMR.
+
+Emulates Crafty's ``Search()`` in whole plies (``unit=1``, SAN paths):
+
+* **FP-QUIET**: a quiet, non-checking move (m > 1) at d < 7 when the side
+  to move's *material* (Crafty prunes on material, not the full evaluation)
+  plus ``FP_MARGIN[d]`` cannot reach alpha.
+* **LMP**: a quiet, non-checking move at d < 16 with m > 3 + (d + 0.5)^1.9.
+  Real Crafty abandons the rest of the node here (``break``); that is
+  ``--prune-scope node``, the default ``move`` skips only the move.
+* **LMR**: m > 1, d >= 2, not a good capture, outside check, not at the root:
+  ``int(ln(1.8 d) ln(m) / 2)`` plies, leaving at least one ply; a reduced move
+  that beats alpha gets ``act=LMR-RESEARCH`` and a re-search at full depth.
+* **NMP**: R = 3 + d/6 plies.
+
+The formulas are simplified re-implementations, not Crafty's own code.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import chess
+
+from typhoon_py.mechanisms.base import Mechanisms, Node
+from typhoon_py.profiles import ONE_PLY
+
+#: LMP move-count limits ``3 + (d + 0.5) ** 1.9`` for d < 16 plies.
+LMP_LIMIT = [3 + int((d + 0.5) ** 1.9) for d in range(16)]
+#: Futility margins (centipawns) by remaining depth in plies, d < 7.
+FP_MARGIN = (0, 100, 150, 200, 250, 300, 400)
+
+
+def lmr_plies(depth_plies: int, move_number: int) -> int:
+    """Crafty's LMR table: ``log(1.8 d) log(m) / 2`` plies, leaving at least one ply."""
+    r = int(math.log(1.8 * depth_plies) * math.log(move_number) / 2.0)
+    return max(0, min(r, depth_plies - 2))
+
+
+class CraftyMechanisms(Mechanisms):
+    def null_reduction(self, node: Node) -> int:
+        return (3 + node.dp // 6) * ONE_PLY
+
+    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, victim: Optional[int],
+              is_cap: bool, quiet: bool) -> Optional[str]:
+        if not quiet:
+            return None
+        b = self.board
+        dp = node.dp
+        if dp < len(FP_MARGIN):
+            material = self.searcher.mat if b.turn else -self.searcher.mat
+            if material + FP_MARGIN[dp] <= node.alpha and not b.gives_check(move):
+                return "FP-QUIET"
+        if dp < len(LMP_LIMIT) and mn > LMP_LIMIT[dp] and not b.gives_check(move):
+            return "LMP"
+        return None
+
+    def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+               quiet: bool) -> int:
+        if (node.depth < 2 * ONE_PLY or mn <= 1 or (is_cap and sc > 0) or node.in_check
+                or node.root):
+            return 0
+        return lmr_plies(node.dp, mn) * ONE_PLY
