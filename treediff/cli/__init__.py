@@ -52,7 +52,7 @@ class _Group(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         home = _KNOWN_HOMES.get(cmd_name)
         if home in _COMMAND_MODULES:
-            self._load(home)  # type: ignore[arg-type]
+            self._load(home)
         if cmd_name not in self.commands:
             self._load_all()
         return super().get_command(ctx, cmd_name)

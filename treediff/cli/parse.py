@@ -31,8 +31,9 @@ def byte_progress(paths: list[str], label: str):
         TimeRemainingColumn,
         TransferSpeedColumn,
     )
+    from rich.progress import ProgressColumn
 
-    columns = [
+    columns: list[str | ProgressColumn] = [
         "[progress.description]{task.description}",
         BarColumn(),
         DownloadColumn(),

@@ -115,7 +115,8 @@ def side_cells(rows: pd.DataFrame, side: str, base_ply: int = 0, full_paths: boo
     cells = arrow_cells(rows, side, base_ply, full_paths)
     status = rows["status"].to_numpy(dtype=object)
     gap = status == ("only-B" if side == "a" else "only-A")
-    return SideCells(*(cells[name].to_pylist() for name in _CELLS), gap=gap)
+    tree, acts, depth, red, nodes = (cells[name].to_pylist() for name in _CELLS)
+    return SideCells(tree, acts, depth, red, nodes, gap)
 
 
 def header_lines(alignment: Alignment, rows: pd.DataFrame) -> list[str]:

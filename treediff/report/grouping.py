@@ -97,24 +97,6 @@ def group_searches(searches: pd.DataFrame, keys: Sequence[str]) -> SearchGroups:
     return SearchGroups(skeys, inverse.astype(np.int64), groups)
 
 
-def search_rows(records: pd.DataFrame, searches: pd.DataFrame) -> np.ndarray:
-    """Row index into ``searches`` of every record (vectorized join on ``search``)."""
-    sids = np.asarray(searches["search"], dtype=np.int64)
-    rsearch = np.asarray(records["search"], dtype=np.int64)
-    if len(rsearch) == 0:
-        return np.zeros(0, dtype=np.int64)
-    if len(sids) and np.array_equal(sids, np.arange(len(sids))):
-        rows = rsearch
-        bad = (rows < 0) | (rows >= len(sids))
-    else:
-        rows = pd.Index(sids).get_indexer(rsearch).astype(np.int64)
-        bad = rows < 0
-    if bad.any():
-        missing = int(rsearch[np.argmax(bad)])
-        raise InputError(f"records refer to search {missing}, which the searches table does not hold")
-    return rows
-
-
 @dataclass
 class RecordGroups:
     """Records mapped to groups of all keys (search-level keys, plus ``iter`` when asked)."""
@@ -126,22 +108,6 @@ class RecordGroups:
     @property
     def n(self) -> int:
         return len(self.groups)
-
-
-def group_records(records: pd.DataFrame, srow: np.ndarray, sg: SearchGroups, keys: Sequence[str]) -> RecordGroups:
-    """Group records by ``keys``; ``srow`` is each record's row in the searches table."""
-    base = sg.search_group[srow] if len(srow) else np.zeros(0, dtype=np.int64)
-    if "iter" not in keys:
-        return RecordGroups(tuple(keys), base, sg.groups)
-    iters = np.asarray(records["iter"].fillna(0), dtype=np.int64) if len(records) else np.zeros(0, np.int64)
-    width = int(iters.max()) + 1 if len(iters) else 1
-    combined = base * width + iters
-    present = np.bincount(combined, minlength=len(sg.groups) * width) > 0
-    remap = np.cumsum(present) - 1
-    cells = np.flatnonzero(present)
-    groups = sg.groups.iloc[cells // width].reset_index(drop=True)
-    groups["iter"] = (cells % width).astype(np.int64)
-    return RecordGroups(tuple(keys), remap[combined], groups)
 
 
 def key_frame(groups: pd.DataFrame, index: np.ndarray) -> pd.DataFrame:

@@ -95,7 +95,7 @@ class Batch:
         hits = np.flatnonzero(cats == tag)
         if len(hits) == 0:
             return np.zeros(len(codes), dtype=bool)
-        return codes == hits[0]
+        return np.asarray(codes == hits[0], dtype=bool)
 
     def codes(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """Integer codes and categories of a string column of the records (computed once per batch)."""
@@ -108,7 +108,7 @@ class Batch:
         hits = np.flatnonzero(cats == kind)
         if len(hits) == 0:
             return np.zeros(len(codes), dtype=bool)
-        return codes == hits[0]
+        return np.asarray(codes == hits[0], dtype=bool)
 
     @cached_property
     def iters(self) -> np.ndarray:
@@ -152,8 +152,9 @@ class Grouping:
             self.groups = sg.groups
 
     def _pack(self, frame: pd.DataFrame) -> np.ndarray:
-        return (self.search_groups.search_group[frame["srow"].to_numpy(dtype=np.int64)] * self._width
-                + frame["iter"].to_numpy(dtype=np.int64))
+        rows = frame["srow"].to_numpy(dtype=np.int64)
+        packed = self.search_groups.search_group[rows] * self._width + frame["iter"].to_numpy(dtype=np.int64)
+        return np.asarray(packed, dtype=np.int64)
 
     @property
     def n(self) -> int:
@@ -162,8 +163,8 @@ class Grouping:
     def group_of(self, frame: pd.DataFrame) -> np.ndarray:
         """The group number of each row of a partial (its ``srow`` and ``iter`` columns)."""
         if "iter" in self.keys:
-            return np.searchsorted(self._cells, self._pack(frame))
-        return self.search_groups.search_group[frame["srow"].to_numpy(dtype=np.int64)]
+            return np.asarray(np.searchsorted(self._cells, self._pack(frame)), dtype=np.int64)
+        return np.asarray(self.search_groups.search_group[frame["srow"].to_numpy(dtype=np.int64)], dtype=np.int64)
 
     def total(self, frame: pd.DataFrame, column: str) -> np.ndarray:
         """Σ ``column`` of a partial per group (integers)."""
@@ -176,10 +177,13 @@ class Grouping:
 class Table(Protocol):
     """One report table (see the module docstring); registered in :data:`treediff.report.tables.TABLES`."""
 
-    #: The ``--table`` name.
-    name: str
-    #: Records columns ``partial`` reads (``engine`` and ``search`` are always there).
-    columns: tuple[str, ...]
+    @property
+    def name(self) -> str:
+        """The ``--table`` name."""
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Records columns ``partial`` reads (``engine`` and ``search`` are always there)."""
 
     def partial(self, batch: Batch) -> Any:
         """Aggregates of one batch, additive across batches."""

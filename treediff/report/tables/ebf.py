@@ -168,7 +168,7 @@ def search_nodes(searches: pd.DataFrame, counts: ResultCounts) -> SearchNodes:
     width = int(iters_res.max()) + 1 if len(iters_res) else 1
     engine_iters: dict[int, dict[int, float]] = {}
     if "iter_nodes" in s.columns and engine_src.any():
-        for row in np.flatnonzero(engine_src):
+        for row in np.flatnonzero(engine_src).tolist():
             engine_iters[row] = _parse_iter_nodes(s["iter_nodes"].iat[row], f"search {s['search'].iat[row]}")
         deepest = max((max(v) for v in engine_iters.values() if v), default=0)
         width = max(width, deepest + 1)
@@ -201,7 +201,7 @@ def search_nodes(searches: pd.DataFrame, counts: ResultCounts) -> SearchNodes:
     if engine_src.any():
         end = (np.asarray(s["end_nodes"].astype("float64"), dtype=np.float64) if "end_nodes" in s.columns
                else np.full(n_s, np.nan))
-        for row in np.flatnonzero(engine_src):
+        for row in np.flatnonzero(engine_src).tolist():
             value = end[row]
             if np.isnan(value) and engine_iters.get(row):
                 pairs = json.loads(s["iter_nodes"].iat[row])

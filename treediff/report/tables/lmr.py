@@ -160,6 +160,7 @@ def lmr_frame(groups: pd.DataFrame, st: LmrStats) -> pd.DataFrame:
             }
         )
     if len(red):
+        assert weight is not None, "merged LMR stats carry value counts"
         q = weighted_quantiles(g_red, red, weight, n, (0.5, 0.9))
         frame["median_red"], frame["p90_red"] = q[:, 0], q[:, 1]
     return pd.concat([groups.reset_index(drop=True), frame], axis=1)
@@ -171,7 +172,7 @@ def lmr_hist_frame(groups: pd.DataFrame, st: LmrStats) -> pd.DataFrame:
     weight = st.red_weight
     n = len(groups)
     if len(red) == 0:
-        cols = {k: [] for k in groups.columns}
+        cols: dict[str, list[object]] = {k: [] for k in groups.columns}
         return pd.DataFrame({**cols, "reduction_plies": [], "count": [], "pct_of_lmr": []})
     quarters = np.rint(red * 4).astype(np.int64)
     lo = int(quarters.min())

@@ -40,12 +40,12 @@ TITLE = "Prune scope: % of nodes still deciding moves after the prune"
 _COLUMNS = ["act", "prunes", "nodes", "continued", "pct_continued"]
 
 
-def _order(ctx: Batch) -> np.ndarray | None:
+def _order(batch: Batch) -> np.ndarray | None:
     """Permutation putting records in (search, seq) order, or None when they already are."""
-    seq = np.asarray(ctx.records["seq"], dtype=np.int64)
+    seq = np.asarray(batch.records["seq"], dtype=np.int64)
     if len(seq) < 2:
         return None
-    key = ctx.srow * (int(seq.max()) + 1) + seq
+    key = batch.srow * (int(seq.max()) + 1) + seq
     if np.all(key[1:] >= key[:-1]):
         return None
     return np.argsort(key, kind="stable")
@@ -62,23 +62,23 @@ def finish_scope(groups: pd.DataFrame, counts: pd.DataFrame | None) -> pd.DataFr
     return pd.concat([keys, body[_COLUMNS].reset_index(drop=True)], axis=1)
 
 
-def scope_counts(ctx: Batch) -> pd.DataFrame | None:
+def scope_counts(batch: Batch) -> pd.DataFrame | None:
     """Per record group and PRUNE act (``_all`` 1), and per group for any PRUNE act (``_all`` 0, act ``(all)``):
     ``prunes``, ``nodes`` and ``continued``; None when there is no PRUNE decision.
 
     Node visits never span two searches, so counts of disjoint sets of
     searches add up.
     """
-    order = _order(ctx)
+    order = _order(batch)
     take = (lambda a: a) if order is None else (lambda a: a[order])
-    is_move = take(ctx.is_move)
-    plies = take(ctx.plies)
-    srow = take(ctx.srow)
-    iters = take(ctx.iters)
-    group = take(ctx.record_groups.record_group)
-    a_codes, a_cats = ctx.codes("act")
+    is_move = take(batch.is_move)
+    plies = take(batch.plies)
+    srow = take(batch.srow)
+    iters = take(batch.iters)
+    group = take(batch.record_groups.record_group)
+    a_codes, a_cats = batch.codes("act")
     acts = take(a_codes)
-    prune = is_move & take(ctx.kind_mask("PRUNE"))
+    prune = is_move & take(batch.kind_mask("PRUNE"))
     n = len(plies)
     if n == 0 or not prune.any():
         return None
@@ -110,7 +110,7 @@ def scope_counts(ctx: Batch) -> pd.DataFrame | None:
     g = group[idx]
     a = acts[idx] + 1
     na = len(a_cats) + 1
-    size = ctx.record_groups.n * na
+    size = batch.record_groups.n * na
     frames = []
     for per_act in (True, False):
         cell = g * na + (a if per_act else 0)
