@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from align_helpers import records_from_fixture, records_from_text
+from support.align_helpers import records_from_fixture, records_from_text
 from treediff.align import align, kind_confusion, top_divergences
 from treediff.model.errors import InputError
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from align_helpers import records_from_fixture
+from support.align_helpers import records_from_fixture
 from treediff.align import align
 from treediff.render import diffview as render
 from support.synthetic import STOCKFISH_LIKE, TYPHOON_LIKE, synthetic_tree

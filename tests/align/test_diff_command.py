@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from align_helpers import FIXTURES
+from support.align_helpers import FIXTURES
 from treediff.cli import main
 
 A = str(FIXTURES / "align_basic_a.log")

@@ -5,20 +5,18 @@ import io
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 
-from tracebuild import concat, read_fixture  # noqa: E402
+from support.tracebuild import concat, read_fixture
 
-from treediff.render.data import render_csv, render_json  # noqa: E402
-from treediff.render.formatting import format_cell, precision  # noqa: E402
-from treediff.render.text import human_view, render_markdown, render_plain  # noqa: E402
-from treediff.report.core import report_frames  # noqa: E402
+from treediff.render.data import render_csv, render_json
+from treediff.render.formatting import format_cell, precision
+from treediff.render.text import human_view, render_markdown, render_plain
+from treediff.report.core import report_frames
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 

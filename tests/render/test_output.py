@@ -1,22 +1,20 @@
 """Rich output, atomic writes, the compare sections and the divergence hook."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from rich.console import Console
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 
-from tracebuild import read_fixture  # noqa: E402
+from support.tracebuild import read_fixture
 
-from treediff.render.output import render, write_text_atomic  # noqa: E402
-from treediff.render.text import render_rich  # noqa: E402
-from treediff.report.compare import Side, compare  # noqa: E402
-from treediff.store.source import FrameSource  # noqa: E402
-from treediff.report.core import report_frames  # noqa: E402
+from treediff.render.output import render, write_text_atomic
+from treediff.render.text import render_rich
+from treediff.report.compare import Side, compare
+from treediff.store.source import FrameSource
+from treediff.report.core import report_frames
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 

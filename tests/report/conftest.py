@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from support.tracebuild import concat, read_fixture
 
-from tracebuild import concat, read_fixture  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 FIXTURES = HERE.parents[1] / "fixtures" / "hand"
 
@@ -35,5 +33,5 @@ def crafty():
 
 @pytest.fixture(scope="session")
 def three(typhoon, stockfish, crafty):
-    """typhoon, stockfish and crafty loaded together (in that order), as io.load would combine them."""
+    """typhoon, stockfish and crafty loaded together (in that order), as open_sources combines them."""
     return concat(typhoon, stockfish, crafty)

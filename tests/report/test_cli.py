@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from tracebuild import read_fixture
+from support.tracebuild import read_fixture
 from treediff.cli import main
 from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
 
@@ -187,7 +187,7 @@ def test_compare_same_engine_labels_by_file(parquets, tmp_path):
 
 
 def test_compare_engine_choice(parquets, tmp_path):
-    from tracebuild import concat
+    from support.tracebuild import concat
 
     both = write_pair(concat(read_fixture(FIX / "report_stockfish.log"), read_fixture(FIX / "report_crafty.log")),
                       tmp_path / "both.parquet")

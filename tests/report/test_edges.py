@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from tracebuild import concat, read_trace
+from support.tracebuild import concat, read_trace
 from treediff.report.core import TABLES, report_frames
 
 EMPTY_SEARCH = """\

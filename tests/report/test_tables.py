@@ -70,7 +70,7 @@ def test_acts_typhoon(typhoon):
 
 def test_acts_minimal_stockfish(fixtures_dir):
     """The lead's fixture: 9 MOVE lines (FULL 4; FP-QUIET, LMR, LMR-RESEARCH, NMP, SEE-QUIET 1 each)."""
-    from tracebuild import read_fixture
+    from support.tracebuild import read_fixture
 
     rep = report_frames(*read_fixture(fixtures_dir / "minimal_stockfish.log"), tables=["acts", "nodes"])
     acts = rep["acts"]
