@@ -28,7 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# The synthetic tree generator is test support code (tests/support/synthetic.py), not part of the package.
+sys.path.insert(0, str(ROOT / "tests"))
 
 _NO_MN = 4095
 
