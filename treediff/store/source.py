@@ -285,6 +285,8 @@ class DatasetSource(Source):
             if self.files[row] is None:
                 continue
             table = pq.read_table(self.files[row], columns=wanted)
+            # The file's own search number (if any) is replaced by the searches row's: numbers are per source.
+            table = table.drop_columns([c for c in ALWAYS if c in table.column_names])
             table = table.append_column("search", pa.array(np.full(table.num_rows, search_ids[row], dtype=np.int32)))
             table = table.append_column("engine", pa.DictionaryArray.from_arrays(
                 pa.array(np.zeros(table.num_rows, dtype=np.int32)), pa.array([str(engines[row])])))
