@@ -20,6 +20,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import chess
 
@@ -110,7 +111,7 @@ class Position:
     line: int = 0
 
 
-def epd_phase(operations: dict, where: str = "EPD") -> str | None:
+def epd_phase(operations: Mapping[str, object], where: str = "EPD") -> str | None:
     """The phase label of an EPD line: an opcode ``phase``, or ``phase=...`` in a ``c0``..``c9`` comment.
 
     None when the line has no label (a comment that is no phase label is only
@@ -137,7 +138,8 @@ def epd_phase(operations: dict, where: str = "EPD") -> str | None:
 def _check_board(board: chess.Board, where: str) -> None:
     status = board.status()
     if status != chess.STATUS_VALID:
-        problems = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status]
+        problems = [flag.name.lower().replace("_", " ") for flag in chess.Status
+                    if flag and flag in status and flag.name is not None]
         raise InputError(f"{where}: not a legal position ({', '.join(problems) or 'invalid'})")
     if not any(board.generate_legal_moves()):
         raise InputError(f"{where}: the side to move has no legal move (mate or stalemate); nothing to search")
@@ -190,7 +192,7 @@ def parse_epd_line(line: str, where: str, number: int = 0) -> Position | None:
     if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
         candidates.insert(0, " ".join(fields[:4] + fields[6:]))
     board: chess.Board | None = None
-    ops: dict = {}
+    ops: Mapping[str, object] = {}
     error: Exception | None = None
     for candidate in candidates:
         try:

@@ -14,7 +14,8 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from types import TracebackType
+from typing import Any, BinaryIO, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,7 +26,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-def open_log(path: str | os.PathLike) -> BinaryIO:
+def open_log(path: str | os.PathLike[str]) -> BinaryIO:
     """Open a log for binary reading; gzip and zstd are detected by their magic bytes.
 
     ``-`` is standard input.  Raises :class:`InputError` for a missing file.
@@ -41,18 +42,21 @@ def open_log(path: str | os.PathLike) -> BinaryIO:
             raise InputError(f"{path}: is a directory, not a log") from None
         except PermissionError:
             raise InputError(f"{path}: permission denied") from None
-    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    # Only a replaced sys.stdin gets here: typeshed types its buffer as BinaryIO, which lacks the readinto()
+    # BufferedReader asks of its raw stream; the binary streams found there at run time (BytesIO, ...) have it.
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(io.RawIOBase, raw))
     head = buffered.peek(4)[:4]
     if head.startswith(_GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
+        # GzipFile is a BufferedIOBase, not nominally a typing.BinaryIO, though it has BinaryIO's methods.
+        return cast(BinaryIO, gzip.GzipFile(fileobj=buffered))
     if head.startswith(_ZSTD_MAGIC):
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)  # type: ignore[return-value]
+        return zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
     return buffered
 
 
-def input_size(path: str | os.PathLike) -> int | None:
+def input_size(path: str | os.PathLike[str]) -> int | None:
     """Size in bytes of a file on disk (compressed size for .gz/.zst); None for stdin."""
     if str(path) == "-":
         return None
@@ -83,7 +87,7 @@ class AtomicOutput:
             shutil.copyfile(src, tmp)
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = _create_temp_beside(self.path)
@@ -108,14 +112,15 @@ class AtomicOutput:
     def __enter__(self) -> Path:
         return self.tmp
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.commit()
         else:
             self.abort()
 
 
-def atomic_output(path: str | os.PathLike) -> AtomicOutput:
+def atomic_output(path: str | os.PathLike[str]) -> AtomicOutput:
     """``with atomic_output(path) as tmp:`` write ``tmp``; it becomes ``path`` if the block succeeds.
 
     See :class:`AtomicOutput`.
@@ -123,13 +128,13 @@ def atomic_output(path: str | os.PathLike) -> AtomicOutput:
     return AtomicOutput(path)
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (see :class:`AtomicOutput`)."""
     with atomic_output(path) as tmp, open(tmp, "wb") as fh:
         fh.write(data)
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically, UTF-8, newlines untranslated (see :class:`AtomicOutput`)."""
     with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
         fh.write(text)
@@ -178,7 +183,7 @@ class AtomicParquetWriter:
     is removed and the destination is left as it was.  Built on :class:`AtomicOutput`.
     """
 
-    def __init__(self, path: str | os.PathLike, schema: pa.Schema, **kwargs):
+    def __init__(self, path: str | os.PathLike[str], schema: pa.Schema, **kwargs: Any) -> None:
         self._output = AtomicOutput(path)
         self.path = self._output.path
         kwargs.setdefault("compression", "zstd")
@@ -212,14 +217,15 @@ class AtomicParquetWriter:
     def __enter__(self) -> "AtomicParquetWriter":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.commit()
         else:
             self.abort()
 
 
-def write_table_atomic(table: pa.Table, path: str | os.PathLike) -> None:
+def write_table_atomic(table: pa.Table, path: str | os.PathLike[str]) -> None:
     """Write one Parquet file atomically."""
     with AtomicParquetWriter(path, table.schema) as writer:
         writer.write(table)

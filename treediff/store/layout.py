@@ -35,7 +35,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import pyarrow as pa
 
@@ -94,73 +94,73 @@ DATASET_RECORDS_READ_SCHEMA = RECORDS_SCHEMA.set(RECORDS_SCHEMA.get_field_index(
 
 # Paths.  Every function takes the dataset directory as a str or a path and returns a Path.
 
-def manifest_path(dataset: str | os.PathLike) -> Path:
+def manifest_path(dataset: str | os.PathLike[str]) -> Path:
     """``DATASET/batch.json``."""
     return Path(dataset) / MANIFEST
 
 
-def table_dir(dataset: str | os.PathLike, table: str) -> Path:
+def table_dir(dataset: str | os.PathLike[str], table: str) -> Path:
     """``DATASET/TABLE``: one of :data:`TABLES`, or ``logs``/``traces``."""
     return Path(dataset) / table
 
 
-def records_dir(dataset: str | os.PathLike) -> Path:
+def records_dir(dataset: str | os.PathLike[str]) -> Path:
     """``DATASET/records``: absent when no engine of the batch wrote a TREEDUMP trace."""
     return table_dir(dataset, RECORDS)
 
 
-def searches_dir(dataset: str | os.PathLike) -> Path:
+def searches_dir(dataset: str | os.PathLike[str]) -> Path:
     """``DATASET/searches``: one file per completed search."""
     return table_dir(dataset, SEARCHES)
 
 
-def failures_dir(dataset: str | os.PathLike) -> Path:
+def failures_dir(dataset: str | os.PathLike[str]) -> Path:
     """``DATASET/failures``: one file per failed search."""
     return table_dir(dataset, FAILURES)
 
 
-def partition_dir(dataset: str | os.PathLike, table: str, engine: str) -> Path:
+def partition_dir(dataset: str | os.PathLike[str], table: str, engine: str) -> Path:
     """``DATASET/TABLE/engine=ENGINE``."""
     return table_dir(dataset, table) / f"{PARTITION_COLUMN}={engine}"
 
 
-def result_path(dataset: str | os.PathLike, table: str, engine: str, key: str) -> Path:
+def result_path(dataset: str | os.PathLike[str], table: str, engine: str, key: str) -> Path:
     """``DATASET/TABLE/engine=ENGINE/KEY.parquet`` for a table of :data:`TABLES`."""
     return partition_dir(dataset, table, engine) / f"{key}.parquet"
 
 
-def records_file(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+def records_file(dataset: str | os.PathLike[str], engine: str, key: str) -> Path:
     """The records of search ``key`` of ``engine`` (may not exist: an engine without TREEDUMP has none)."""
     return result_path(dataset, RECORDS, engine, key)
 
 
-def searches_file(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+def searches_file(dataset: str | os.PathLike[str], engine: str, key: str) -> Path:
     """The searches row of search ``key`` of ``engine``; it exists once the search is complete."""
     return result_path(dataset, SEARCHES, engine, key)
 
 
-def failure_file(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+def failure_file(dataset: str | os.PathLike[str], engine: str, key: str) -> Path:
     """The failure row of search ``key`` of ``engine``."""
     return result_path(dataset, FAILURES, engine, key)
 
 
-def log_path(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+def log_path(dataset: str | os.PathLike[str], engine: str, key: str) -> Path:
     """``DATASET/logs/engine=ENGINE/KEY.log``: the engine's stdin/stdout transcript."""
     return partition_dir(dataset, LOGS, engine) / f"{key}.log"
 
 
-def trace_path(dataset: str | os.PathLike, engine: str, key: str) -> Path:
+def trace_path(dataset: str | os.PathLike[str], engine: str, key: str) -> Path:
     """``DATASET/traces/engine=ENGINE/KEY.log.zst``: the raw trace (``--keep-traces``)."""
     return partition_dir(dataset, TRACES, engine) / f"{key}.log.zst"
 
 
-def is_dataset_dir(path: str | os.PathLike) -> bool:
+def is_dataset_dir(path: str | os.PathLike[str]) -> bool:
     """True for a directory written by ``treediff batch``: ``searches/`` inside (``records/`` too unless
     no engine wrote a trace).  ``-`` (stdin) is never one."""
     return str(path) != "-" and Path(path).is_dir() and searches_dir(path).is_dir()
 
 
-def table_files(dataset: str | os.PathLike, table: str) -> list[Path]:
+def table_files(dataset: str | os.PathLike[str], table: str) -> list[Path]:
     """Every ``.parquet`` file of ``table`` (all engines), sorted by path; temporary files are skipped."""
     directory = table_dir(dataset, table)
     if not directory.is_dir():
@@ -168,7 +168,7 @@ def table_files(dataset: str | os.PathLike, table: str) -> list[Path]:
     return sorted(f for f in directory.glob(f"{PARTITION_COLUMN}=*/*.parquet") if not f.name.startswith("."))
 
 
-def engine_of(file: str | os.PathLike) -> str:
+def engine_of(file: str | os.PathLike[str]) -> str:
     """The engine a dataset file belongs to, from its ``engine=NAME`` directory."""
     parent = Path(file).parent.name
     prefix = f"{PARTITION_COLUMN}="
@@ -177,7 +177,7 @@ def engine_of(file: str | os.PathLike) -> str:
     return parent[len(prefix):]
 
 
-def key_of(file: str | os.PathLike) -> str:
+def key_of(file: str | os.PathLike[str]) -> str:
     """The task key a dataset file belongs to (``KEY`` of ``KEY.parquet``, ``KEY.log``, ``KEY.log.zst``)."""
     return Path(file).name.split(".", 1)[0]
 
@@ -223,7 +223,8 @@ def positions_digest(rows: Sequence[tuple[str, str, str | None]]) -> str:
     return h.hexdigest()
 
 
-def make_manifest(depth: int, engines: list[dict], n_positions: int, digest: str, source: str) -> dict:
+def make_manifest(depth: int, engines: list[dict[str, Any]], n_positions: int, digest: str,
+                  source: str) -> dict[str, Any]:
     return {
         "format": "treediff-batch",
         "version": MANIFEST_VERSION,
@@ -237,7 +238,7 @@ def has_results(dataset: Path) -> bool:
     return any(table_dir(dataset, t).is_dir() and any(table_dir(dataset, t).rglob("*.parquet")) for t in TABLES)
 
 
-def prepare_dataset(dataset: Path, manifest: dict, resume: bool) -> None:
+def prepare_dataset(dataset: Path, manifest: dict[str, Any], resume: bool) -> None:
     """Create the dataset directory and its manifest, or check a resumed one matches.
 
     Raises :class:`InputError` for a non-empty dataset without ``resume`` and
@@ -273,8 +274,10 @@ def prepare_dataset(dataset: Path, manifest: dict, resume: bool) -> None:
     write_bytes_atomic(mpath, (json.dumps(manifest, indent=2) + "\n").encode())
 
 
-def read_manifest(dataset: Path) -> dict | None:
+def read_manifest(dataset: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(manifest_path(dataset).read_text())
+        manifest = json.loads(manifest_path(dataset).read_text())
     except (OSError, ValueError):
         return None
+    # batch.json is the JSON object prepare_dataset wrote; its content is not validated here.
+    return cast("dict[str, Any]", manifest)
