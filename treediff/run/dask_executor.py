@@ -98,7 +98,7 @@ class DaskExecutor:
         # A fork server (a fresh interpreter with distributed preloaded, no polars/Arrow threads) starts workers
         # in half the time of spawn; never a plain fork of this process, whose polars/Arrow threads may run.
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        settings = {"distributed.worker.multiprocessing-method": method}
+        settings: dict[str, object] = {"distributed.worker.multiprocessing-method": method}
         if not scheduler:
             # Our own workers only wait on engines: no statistical profiler taking the GIL 100 times a second.
             settings["distributed.worker.profile.enabled"] = False

@@ -13,6 +13,7 @@ Engine arguments on the command line (``--engine``) look like
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import re
 import shlex
@@ -99,19 +100,20 @@ def _typhoon_py_argv() -> tuple[str, ...]:
 
 
 def _typhoon_py(profile: str) -> EngineSpec:
-    base = dict(
+    spec = functools.partial(
+        EngineSpec,
         name="typhoon_py" if profile == "typhoon" else f"typhoon_py:{profile}",
         argv=(*_typhoon_py_argv(), "--profile", profile),
         dialect=profile,
         trace_file="treedump.log",
     )
     if profile == "stockfish":
-        return EngineSpec(protocol=Protocol.UCI, description="typhoon_py, stockfish profile, over UCI", **base)
+        return spec(protocol=Protocol.UCI, description="typhoon_py, stockfish profile, over UCI")
     if profile == "crafty":
-        return EngineSpec(protocol=Protocol.XBOARD, pre=("ponder off",),
-                          description="typhoon_py, crafty profile, over xboard with `ponder off`", **base)
-    return EngineSpec(protocol=Protocol.XBOARD, init=("easy",),
-                      description="typhoon_py, typhoon profile, over xboard with `easy`", **base)
+        return spec(protocol=Protocol.XBOARD, pre=("ponder off",),
+                    description="typhoon_py, crafty profile, over xboard with `ponder off`")
+    return spec(protocol=Protocol.XBOARD, init=("easy",),
+                description="typhoon_py, typhoon profile, over xboard with `easy`")
 
 
 def _debian(*names: str) -> str:

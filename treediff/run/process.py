@@ -203,7 +203,7 @@ class EngineProcess:
     def drain(self) -> list[str]:
         """Lines still queued (after the engine exited)."""
         self._reader.join(timeout=2.0)
-        out = []
+        out: list[str] = []
         while True:
             try:
                 line = self._queue.get_nowait()

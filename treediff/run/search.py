@@ -23,6 +23,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import chess
 
@@ -115,7 +116,7 @@ class _TraceWatch:
         self.path, self.limit = path, limit
         self.lines = 0
         self.offset = 0
-        self._fh = None
+        self._fh: BinaryIO | None = None
 
     def check(self) -> None:
         if self.path is None:
@@ -255,7 +256,9 @@ def _xboard_session(eng: EngineProcess, spec: EngineSpec, fen: str, depth: int, 
     line = eng.wait_for(lambda s: _XB_MOVE.match(s) is not None or bool(errors), deadline, on_line=on_line)
     if errors:
         raise _ProtocolError(f"engine answered {errors[0]!r}")
-    return _to_uci(_XB_MOVE.match(line).group(1), fen)  # type: ignore[union-attr]
+    move = _XB_MOVE.match(line)
+    assert move is not None  # wait_for returns a line its predicate accepted, and errors is empty
+    return _to_uci(move.group(1), fen)
 
 
 class _ProtocolError(Exception):

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -175,7 +176,7 @@ def _analyze_engine_counts(spec: EngineSpec, position: Position, depth: int, out
     if not outcome.engine_nodes:
         return Analysis(False, Failure.ZERO_NODES, "0-node search: the engine's own count is 0")
     phase, phase_source = _phase(position)
-    row = {name: None for name in DATASET_SEARCHES_SCHEMA.names}
+    row: dict[str, Any] = {name: None for name in DATASET_SEARCHES_SCHEMA.names}
     row.update(
         search=0, position=position.id, fen=position.fen, phase=phase, phase_source=phase_source,
         iterations=len(outcome.iter_nodes), max_iter=outcome.engine_depth, records=0, moves=0,
