@@ -5,10 +5,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-import treediff.parse.core as core
+from treediff.parse import chunks
 from treediff.cli import main
 from treediff.model.errors import InputError
-from treediff.parse.core import parse_logs, parse_to_parquet
+from treediff.parse.pipeline import TreedumpParser, parse_logs, parse_to_parquet
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 HEADER = "TREEDUMP engine=stockfish v=1 id=p fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n"
@@ -146,7 +146,7 @@ def test_state_carries_across_chunk_boundaries(monkeypatch):
     """Tiny chunks split searches, iterations and contexts everywhere: same tables as one chunk."""
     logs = [HAND / "minimal_stockfish.log", HAND / "minimal_typhoon.log", HAND / "minimal_crafty.log"]
     whole = parse_logs(logs)
-    monkeypatch.setattr(core, "CHUNK_BYTES", 37)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 37)
     pieces = parse_logs(logs)
     # Dictionary-encoded columns differ per chunk in their dictionaries, not in their values.
     assert pieces.records.to_pylist() == whole.records.to_pylist()
@@ -155,9 +155,9 @@ def test_state_carries_across_chunk_boundaries(monkeypatch):
 
 def test_interrupted_parse_leaves_no_output(tmp_path, monkeypatch):
     out = tmp_path / "o.parquet"
-    monkeypatch.setattr(core, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 64)
     calls = {"n": 0}
-    real = core.TreedumpParser._process_chunk
+    real = TreedumpParser._process_chunk
 
     def interrupted(self, *args, **kwargs):
         calls["n"] += 1
@@ -165,7 +165,7 @@ def test_interrupted_parse_leaves_no_output(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(core.TreedumpParser, "_process_chunk", interrupted)
+    monkeypatch.setattr(TreedumpParser, "_process_chunk", interrupted)
     with pytest.raises(KeyboardInterrupt):
         parse_to_parquet([HAND / "minimal_stockfish.log"], out)
     assert list(tmp_path.iterdir()) == []

@@ -6,8 +6,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-import treediff.parse.core as core
-from treediff.parse.core import parse_logs
+from treediff.parse import chunks
+from treediff.parse.pipeline import TreedumpParser, parse_logs, parse_to_parquet
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 
@@ -21,7 +21,7 @@ def _plain(table: pa.Table) -> list[dict]:
 @pytest.mark.parametrize("all_contexts", [False, True])
 def test_tiny_chunks_give_the_same_rows(monkeypatch, name, all_contexts):
     whole = parse_logs([HAND / name], all_contexts=all_contexts)
-    monkeypatch.setattr(core, "CHUNK_BYTES", 97)  # a few lines per chunk, boundaries mid-line
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 97)  # a few lines per chunk, boundaries mid-line
     chunked = parse_logs([HAND / name], all_contexts=all_contexts)
     assert _plain(chunked.records) == _plain(whole.records)
     assert chunked.searches.to_pylist() == whole.searches.to_pylist()
@@ -39,7 +39,7 @@ def test_search_without_fen_across_chunks(monkeypatch, tmp_path):
         + "MOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL\n" * 6
         + "RESULT path=- ply=0 d=1 score=3\n"
     )
-    monkeypatch.setattr(core, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 64)
     rec = parse_logs([log]).records.to_pylist()
     assert [r["position"] for r in rec] == ["a", "a"] + ["b"] * 7
     assert [r["fen"] is None for r in rec] == [False, False] + [True] * 7
@@ -49,9 +49,9 @@ def test_search_without_fen_across_chunks(monkeypatch, tmp_path):
 
 def test_finished_searches_drop_their_move_resolvers(monkeypatch):
     # Memory stays flat over many SAN searches: only the open search keeps its boards and path cache.
-    monkeypatch.setattr(core, "CHUNK_BYTES", 200)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 200)
     text = (HAND / "minimal_crafty.log").read_bytes()
-    parser = core.TreedumpParser()
+    parser = TreedumpParser()
     seen = []
     original = parser._release_finished_searches
 
@@ -90,7 +90,7 @@ def test_unknown_acts_are_other_and_counted_per_search(monkeypatch, tmp_path, ch
     # Three searches (one dialect per log, so kind comes from the act dictionary), and the same
     # searches of two dialects concatenated (kind looked up per row): counts match the hand count.
     if chunk_bytes:
-        monkeypatch.setattr(core, "CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
     sf, sf_counts = _with_unknown_acts(TRACES / "stockfish_batch3.log", 7, "WEIRD")
     ty, ty_counts = _with_unknown_acts(TRACES / "typhoon_batch3.log", 5, "ODD")
     for text, expected in [(sf, {s: ("WEIRD", n) for s, n in sf_counts.items()}),
@@ -98,7 +98,7 @@ def test_unknown_acts_are_other_and_counted_per_search(monkeypatch, tmp_path, ch
                                       **{s + 3: ("ODD", n) for s, n in ty_counts.items()}})]:
         log = tmp_path / "acts.log"
         log.write_text(text)
-        for result in (parse_logs([log]), core.parse_to_parquet([log], tmp_path / "o.parquet")):
+        for result in (parse_logs([log]), parse_to_parquet([log], tmp_path / "o.parquet")):
             for search, (act, n) in expected.items():
                 assert any(f"unknown act={act} ({n} records)" in w for w in result.warnings
                            if f": search {search} (" in w), (search, act, n, result.warnings)

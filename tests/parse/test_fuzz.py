@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from treediff.model.errors import InputError
-from treediff.parse.core import parse_logs
+from treediff.parse.pipeline import parse_logs
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 SOURCES = sorted(p.read_bytes() for p in HAND.glob("minimal_*.log"))

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from treediff.parse.core import parse_logs
+from treediff.parse.pipeline import parse_logs
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
 

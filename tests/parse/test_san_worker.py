@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-import treediff.parse.core as core
-from treediff.parse.core import parse_logs, parse_to_parquet
+from treediff.parse import chunks, paths
+from treediff.parse.pipeline import parse_logs, parse_to_parquet
 from treediff.parse.san_worker import SanWorker, SanWorkerError
 
 HAND = Path(__file__).resolve().parents[2] / "fixtures" / "hand"
@@ -22,17 +22,17 @@ def workers(monkeypatch):
             super().__init__()
             started.append(self)
 
-    monkeypatch.setattr(core, "SanWorker", Recorded)
-    monkeypatch.setattr(core, "SAN_WORKER_AFTER_PATHS", 0)
-    monkeypatch.setattr(core, "SAN_SPLIT_MIN_PATHS", 2)
-    monkeypatch.setattr(core, "CHUNK_BYTES", 2000)
+    monkeypatch.setattr(paths, "SanWorker", Recorded)
+    monkeypatch.setattr(paths, "SAN_WORKER_AFTER_PATHS", 0)
+    monkeypatch.setattr(paths, "SAN_SPLIT_MIN_PATHS", 2)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 2000)
     return started
 
 
 def _in_process(monkeypatch, logs):
-    monkeypatch.setattr(core, "SAN_WORKER_AFTER_PATHS", 10**12)
+    monkeypatch.setattr(paths, "SAN_WORKER_AFTER_PATHS", 10**12)
     result = parse_logs(logs)
-    monkeypatch.setattr(core, "SAN_WORKER_AFTER_PATHS", 0)
+    monkeypatch.setattr(paths, "SAN_WORKER_AFTER_PATHS", 0)
     return result
 
 
@@ -62,7 +62,7 @@ def test_a_dying_worker_falls_back_to_in_process(monkeypatch, workers):
 
 
 def test_ctrl_c_reaps_the_worker_and_leaves_no_output(tmp_path, monkeypatch, workers):
-    real = core.TreedumpParser._resolve_many
+    real = paths.PathNormalizer._resolve_many
     calls = {"n": 0}
 
     def interrupted(self, *args):
@@ -71,7 +71,7 @@ def test_ctrl_c_reaps_the_worker_and_leaves_no_output(tmp_path, monkeypatch, wor
             raise KeyboardInterrupt
         return real(self, *args)
 
-    monkeypatch.setattr(core.TreedumpParser, "_resolve_many", interrupted)
+    monkeypatch.setattr(paths.PathNormalizer, "_resolve_many", interrupted)
     out = tmp_path / "o.parquet"
     with pytest.raises(KeyboardInterrupt):
         parse_to_parquet([SAN_LOGS[0]], out)

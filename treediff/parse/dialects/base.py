@@ -36,4 +36,9 @@ class Dialect:
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
     def kind_of(self, act: str) -> Kind:
+        """The kind of one raw act (``Kind.OTHER`` if the dialect does not know it)."""
         return self.acts.get(act, Kind.OTHER)
+
+    def kind_table(self) -> dict[str, str]:
+        """The act vocabulary as strings: raw act -> kind value (a fresh dict; an act not in it is OTHER)."""
+        return {act: kind.value for act, kind in self.acts.items()}

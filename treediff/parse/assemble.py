@@ -1,0 +1,270 @@
+"""Assembling a chunk's records: from the state-stamped rows to a RECORDS_SCHEMA Arrow table.
+
+The steps run on the parser's thread (:func:`number_records`,
+:func:`check_numbers`, :func:`with_search_columns`, :func:`kinds_of_chunk`)
+only read the searches' state, apart from the counts of unknown acts;
+:func:`records_table`, the costly conversion to Arrow, is pure and runs on
+the conversion thread when there is one.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from treediff.model.notation import NULL_UCI
+from treediff.model.schema import DICT_STR, RECORDS_SCHEMA, Kind
+from treediff.parse.dialects import Dialect
+from treediff.parse.problems import Problems
+from treediff.parse.state import Runs, SearchState, run_starts
+from treediff.parse.tokenizer import INT_KEYS
+
+#: The columns that hold the same value for every record of a search (dictionary-encoded).
+SEARCH_CONSTANTS = ("engine", "position", "fen", "phase")
+
+#: A chunk's UCI paths, from its rows: (paths, the rows whose move does not resolve or None).
+UciPaths = Callable[[pl.DataFrame], "tuple[pl.Series, pl.Series | None]"]
+
+
+def number_records(rows: pl.DataFrame, by_id: dict[int, SearchState], line_base: int) -> tuple[pl.DataFrame, Runs]:
+    """``seq`` (within the search, continuing from earlier chunks) and ``line`` (in the file, from 1)."""
+    search_col = rows.get_column("search").to_numpy()
+    starts = run_starts(search_col)  # one run per search (records are in line order)
+    runs = Runs(starts=starts, lengths=np.diff(np.append(starts, len(search_col))), present=search_col[starts].tolist())
+    offset = np.repeat(np.array([by_id[s].seq for s in runs.present], dtype=np.int64) - starts, runs.lengths)
+    rows = rows.with_columns(
+        pl.Series("seq", np.arange(len(search_col), dtype=np.int64) + offset),
+        (pl.col("idx").cast(pl.Int64) + line_base).alias("line"),
+    )
+    return rows, runs
+
+
+def check_numbers(rows: pl.DataFrame, problems: Problems) -> pl.DataFrame:
+    """The integer keys as Int64; a value that is not an integer becomes null and is flagged ``bad-number:KEY``."""
+    # The fast path accepts any printable value, so this is where a non-integer is found.
+    keys = sorted(INT_KEYS)
+    ints = rows.select([pl.col(k).cast(pl.Int64, strict=False) for k in keys])
+    # A value that does not cast is bad; counting nulls is cheaper than comparing every row.
+    if any(ints.get_column(k).null_count() != rows.get_column(k).null_count() for k in keys):
+        bad = rows.select(
+            [(pl.col(k).is_not_null() & ints.get_column(k).is_null()).alias(k) for k in keys]
+        )
+        problem = pl.col("problem")
+        for k in reversed(keys):
+            mask = bad.get_column(k)
+            if mask.any():
+                problems.add_many(f"with a non-numeric {k}=", rows.get_column("line").filter(mask).to_numpy())
+                problem = pl.when(pl.lit(mask)).then(pl.lit(f"bad-number:{k}")).otherwise(problem)
+        rows = rows.with_columns(problem.alias("problem"))
+    return rows.with_columns(ints)
+
+
+def with_search_columns(rows: pl.DataFrame, by_id: dict[int, SearchState], present: list[int]) -> pl.DataFrame:
+    """``_unit`` (depth ticks per ply) and ``_dialect`` (name) of each record's search, as lookups."""
+    units = {s: by_id[s].unit for s in present}
+    dialects = {s: by_id[s].dialect.name for s in present}
+    return rows.with_columns(
+        pl.col("search").replace_strict(list(units), list(units.values()), return_dtype=pl.Float64).alias("_unit"),
+        pl.col("search").replace_strict(list(dialects), list(dialects.values()), return_dtype=pl.String).alias("_dialect"),
+    )
+
+
+def kinds_of_chunk(
+    rows: pl.DataFrame, by_id: dict[int, SearchState], present: list[int]
+) -> tuple[pl.DataFrame, dict[str, str] | None]:
+    """``kind`` from ``act``, by each search's dialect (:meth:`Dialect.kind_table`); an unknown act is OTHER.
+
+    With one dialect in the chunk (the usual case) the table is returned and
+    ``kind`` is made from the act column's dictionary when the chunk's table
+    is built (:func:`records_table`).  Else ``kind`` is added here, row by
+    row, and the unknown acts are counted in their searches' ``other_acts``.
+    """
+    dialects = {by_id[s].dialect.name: by_id[s].dialect for s in present}
+    if len(dialects) == 1:
+        return rows, next(iter(dialects.values())).kind_table()
+    rows = rows.with_columns(_kind_expr(dialects.values()).alias("kind"))
+    other = rows.filter(pl.col("kind") == Kind.OTHER.value).group_by(["search", "act"], maintain_order=True).len()
+    for search, act, n in other.iter_rows():
+        by_id[search].other_acts[act] += n
+    return rows, None
+
+
+def _kind_expr(dialects: Iterable[Dialect]) -> pl.Expr:
+    """``kind`` from ``_dialect`` and ``act`` row by row: the (dialect, act) pairs of ``dialects``; else OTHER."""
+    pairs = {f"{d.name}|{act}": kind for d in dialects for act, kind in d.kind_table().items()}
+    looked_up = pl.concat_str([pl.col("_dialect"), pl.col("act")], separator="|").replace_strict(
+        list(pairs), list(pairs.values()), default=Kind.OTHER.value, return_dtype=pl.String
+    )
+    return pl.when(pl.col("act").is_null()).then(pl.lit(None, pl.String)).otherwise(looked_up)
+
+
+def search_constants(by_id: dict[int, SearchState], present: list[int]) -> dict[str, dict[int, str | None]]:
+    """Per column of :data:`SEARCH_CONSTANTS`, each present search's value."""
+    def value(state: SearchState, name: str) -> str | None:
+        return {"engine": state.dialect.name, "position": state.position, "fen": state.fen, "phase": state.phase}[name]
+
+    return {name: {s: value(by_id[s], name) for s in present} for name in SEARCH_CONSTANTS}
+
+
+# ---------------------------------------------------------------------- the Arrow table (conversion thread)
+def records_table(
+    rows: pl.DataFrame,
+    constants: dict[str, dict[int, str | None]],
+    present: list[int],
+    uci_paths: UciPaths,
+    kinds: dict[str, str] | None = None,
+) -> tuple[pa.Table, list[tuple[int, str, int]]]:
+    """One chunk's assembled rows as a RECORDS_SCHEMA table (depths to plies, strings dictionary-encoded).
+
+    ``constants`` gives, per per-search column (:data:`SEARCH_CONSTANTS`),
+    each present search's value; ``uci_paths`` gives the UCI paths the path
+    columns are made from (it may wait for the SAN worker).  With ``kinds``
+    (act -> kind), ``kind`` is made here from ``act`` and the second result
+    lists the acts it does not know as (search, act, records); without, the
+    rows have ``kind`` and the list is empty.  Pure: safe to run on another thread.
+    """
+    rows = with_uci_paths(rows, *uci_paths(rows))
+    frame = rows.select(_record_columns(kinds is None))
+    # Newest Arrow layout: strings stay string views (no copy); only the few plain string columns
+    # are cast to the schema's string type below, and dictionary encoding reads views as fast.
+    table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
+    # From polars: pyarrow's ChunkedArray.to_numpy imports pandas (0.15 s of start-up).
+    search_arr = frame.get_column("search").to_numpy().astype(np.int64)
+    columns = {name: _constant_column(constants[name], present, search_arr) for name in SEARCH_CONSTANTS}
+    other: list[tuple[int, str, int]] = []
+    for fld in RECORDS_SCHEMA:
+        if fld.name in columns:
+            continue
+        if fld.name == "kind" and kinds is not None:
+            columns["kind"], unknown = _kinds_from_acts(columns["act"], kinds)
+            if unknown:
+                counted = frame.filter(pl.col("act").is_in(unknown)).group_by(["search", "act"], maintain_order=True).len()
+                other = [(int(s), str(a), int(n)) for s, a, n in counted.iter_rows()]
+            continue
+        col = table.column(fld.name)
+        if fld.type == DICT_STR:
+            # Encoded before the cast, so only the (small) dictionary is converted to string.
+            col = pc.dictionary_encode(col).cast(DICT_STR)
+        elif col.type != fld.type:
+            col = col.cast(fld.type)
+        columns[fld.name] = col
+    return pa.Table.from_arrays([columns[f.name] for f in RECORDS_SCHEMA], schema=RECORDS_SCHEMA), other
+
+
+def _record_columns(has_kind: bool) -> list[pl.Expr]:
+    """The records' columns from the rows, depths divided by ``_unit`` into plies (``kind`` null if not made yet)."""
+    unit = pl.col("_unit")
+    return [
+        pl.col("search").cast(pl.Int32),
+        pl.col("iter").cast(pl.Int16),
+        pl.col("seq"),
+        pl.col("line"),
+        pl.col("tag"),
+        pl.col("ctx"),
+        pl.col("path"),
+        pl.col("ply").cast(pl.Int16, strict=False),
+        pl.col("move"),
+        pl.col("null_move"),
+        pl.col("mn").cast(pl.Int16, strict=False),
+        (pl.col("d") / unit).cast(pl.Float32).alias("depth"),
+        (pl.col("nd") / unit).cast(pl.Float32).alias("new_depth"),
+        (pl.col("red") / unit).cast(pl.Float32).alias("reduction"),
+        pl.col("act"),
+        pl.col("kind") if has_kind else pl.lit(None, pl.String).alias("kind"),
+        pl.col("a").cast(pl.Int32, strict=False).alias("alpha"),
+        pl.col("b").cast(pl.Int32, strict=False).alias("beta"),
+        pl.col("score").cast(pl.Int32, strict=False),
+        pl.col("bound"),
+        pl.col("nt").alias("node_type"),
+        pl.col("see").cast(pl.Int32, strict=False),
+        pl.col("hist"),
+        pl.col("why"),
+        pl.col("extra"),
+        pl.col("problem"),
+    ]
+
+
+def _constant_column(per_search: dict[int, str | None], present: list[int], search_arr: np.ndarray) -> pa.DictionaryArray:
+    """A per-search column as a dictionary array: one entry per distinct value (searches often share one)."""
+    base = min(present)
+    values = list(dict.fromkeys(per_search.values()))
+    code_of = {v: i for i, v in enumerate(values)}
+    codes = np.full(max(present) - base + 1, -1, dtype=np.int32)
+    for s, v in per_search.items():
+        codes[s - base] = code_of[v]
+    row_codes = codes[search_arr - base]
+    # Arrays made by polars: pa.array() imports pandas (0.15 s of start-up) the first time.
+    indices = pl.Series(row_codes, dtype=pl.Int32)
+    if any(v is None for v in values):
+        # A null value is a null index, not a null dictionary entry (Arrow cannot unify those).
+        indices = pl.select(pl.when(indices == code_of[None]).then(None).otherwise(indices)).to_series()
+        values = [v if v is not None else "" for v in values]
+    dictionary = pl.Series(values, dtype=pl.String).to_arrow().cast(pa.string())
+    return pa.DictionaryArray.from_arrays(indices.to_arrow(), dictionary)
+
+
+def _kinds_from_acts(acts: pa.ChunkedArray, kinds: dict[str, str]) -> tuple[pa.ChunkedArray, list[str]]:
+    """``kind`` from the dictionary-encoded ``act`` column, and the acts ``kinds`` does not know (OTHER).
+
+    A chunk has a handful of distinct acts: each dictionary entry is looked up
+    once and the rows follow their act's index (``take``), instead of a lookup
+    per row.  The kinds' dictionary lists the kinds present, in order of first
+    appearance, as dictionary-encoding the strings would; null act, null kind.
+    """
+    chunks, unknown = [], []
+    for chunk in acts.chunks:
+        act_values = chunk.dictionary.to_pylist()
+        kind_values = [kinds.get(a, Kind.OTHER.value) for a in act_values]
+        unknown.extend(a for a in act_values if a not in kinds and a not in unknown)
+        present = list(dict.fromkeys(kind_values))
+        code_of = {k: i for i, k in enumerate(present)}
+        lookup = np.array([code_of[k] for k in kind_values], dtype=np.int32)
+        # (Arrays built from buffers: pa.array() would import pandas.)
+        lookup_array = pa.Array.from_buffers(pa.int32(), len(lookup), [None, pa.py_buffer(lookup)])
+        dictionary = pl.Series(present, dtype=pl.String).to_arrow().cast(pa.string())
+        chunks.append(pa.DictionaryArray.from_arrays(pc.take(lookup_array, chunk.indices), dictionary))
+    return pa.chunked_array(chunks, type=DICT_STR), unknown
+
+
+def with_uci_paths(rows: pl.DataFrame, uci: pl.Series, unresolved: pl.Series | None = None) -> pl.DataFrame:
+    """``path``, ``move``, ``null_move``, ``ply`` and ``problem`` from the UCI paths (``unresolved``: flagged rows)."""
+    last_move = _last_uci_move(uci) if unresolved is None else uci.str.extract(r"([^/]+)$")
+    problem = pl.col("problem")
+    if unresolved is not None:
+        problem = pl.when(unresolved).then(pl.lit("unresolved-move")).otherwise(problem)
+    ply = pl.col("ply")
+    if rows.get_column("ply").null_count():
+        ply = pl.coalesce(ply, pl.when(uci == "").then(0).otherwise(uci.str.count_matches("/") + 1))
+    return rows.with_columns(
+        uci.alias("path"),
+        last_move.alias("move"),
+        (last_move == NULL_UCI).alias("null_move"),
+        ply.alias("ply"),
+        problem.alias("problem"),
+    )
+
+
+def _last_uci_move(paths: pl.Series) -> pl.Series:
+    """The last move of each UCI path (4 or 5 characters after the last ``/``); null for the root ``""``.
+
+    Only for paths that match :data:`~treediff.model.notation.UCI_PATH_PATTERN`; cheaper than a regex.
+    """
+    tail = paths.str.slice(-5)
+    return pl.select(
+        pl.when(tail == "")
+        .then(None)
+        .when(tail.str.starts_with("/"))
+        .then(tail.str.slice(1))
+        .otherwise(tail)
+    ).to_series()
+
+
+def concat_records(tables: list[pa.Table]) -> pa.Table:
+    """The chunks' tables as one RECORDS_SCHEMA table (dictionaries unified); empty without chunks."""
+    if not tables:
+        return pa.Table.from_batches([], schema=RECORDS_SCHEMA)  # (empty_table() imports pandas)
+    records = pa.concat_tables(tables).unify_dictionaries().combine_chunks()
+    return records.cast(RECORDS_SCHEMA) if records.schema != RECORDS_SCHEMA else records

@@ -1,0 +1,322 @@
+"""Parse TREEDUMP logs into the normalized records and searches tables, as a pipeline of threads.
+
+The log is read in chunks of whole lines (:mod:`treediff.parse.chunks`).
+Four threads share the work, each on a different chunk:
+
+1. *tokenize*: splitting a chunk into lines and tokenizing it column-wise
+   (without the GIL), with every other step that needs no state;
+2. the caller's thread: the state machine (:mod:`treediff.parse.state`)
+   gives each record its search, iteration and context, and paths are made
+   UCI (:mod:`treediff.parse.paths`, SAN partly in a worker process);
+3. *convert*: building the chunk's Arrow table (:mod:`treediff.parse.assemble`);
+4. *writer*: encoding it to Parquet (:func:`parse_to_parquet` only).
+
+Memory is bounded by the chunk size, not by the log.  The searches table
+and its warnings are made at the end (:mod:`treediff.parse.summary`).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import queue
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import polars as pl
+import pyarrow as pa
+
+from treediff.model.errors import InputError
+from treediff.model.positions import PositionBook, read_epd
+from treediff.model.schema import RECORDS_SCHEMA, searches_path_for
+from treediff.parse import assemble
+from treediff.parse.chunks import ChunkReader, PreparedChunk, prepare_chunk
+from treediff.parse.paths import PathNormalizer
+from treediff.parse.problems import Problems
+from treediff.parse.state import ParseOptions, SearchState, SearchStates, count_records
+from treediff.parse.summary import searches_table, strict_failures
+from treediff.store.files import AtomicParquetWriter, input_size, open_log, write_table_atomic
+
+#: How the records file is encoded (measured in docs/PERFORMANCE.md: about 30% less CPU than the
+#: defaults for a file 8% smaller): zstd level 1, dictionaries only where the schema has them,
+#: min/max statistics only for numeric columns (strings such as paths are costly and useless to filter on),
+#: and delta encoding for the counters that grow by one or step by one (line, seq, ply): a quarter
+#: of the compression time of the plain encoding for a hundredth of the size.
+RECORDS_PARQUET_OPTIONS = {
+    "compression": "zstd",
+    "compression_level": 1,
+    "use_dictionary": [f.name for f in RECORDS_SCHEMA if pa.types.is_dictionary(f.type)],
+    "write_statistics": [
+        f.name for f in RECORDS_SCHEMA if not (pa.types.is_dictionary(f.type) or pa.types.is_string(f.type))
+    ],
+    "column_encoding": {"line": "DELTA_BINARY_PACKED", "seq": "DELTA_BINARY_PACKED", "ply": "DELTA_BINARY_PACKED"},
+}
+
+
+@dataclass
+class ParseResult:
+    """What :func:`parse_logs` returns: Arrow tables plus the warnings shown to the user."""
+
+    records: pa.Table
+    searches: pa.Table
+    warnings: list[str]
+
+
+class TreedumpParser:
+    """Streaming parser; feed it logs with :meth:`parse_stream`, then call :meth:`finish`.
+
+    ``sink`` receives each chunk's records as an Arrow table (in order); without
+    a sink they are kept in memory and returned by :meth:`finish`.
+    """
+
+    def __init__(
+        self,
+        options: ParseOptions | None = None,
+        sink: Callable[[pa.Table], None] | None = None,
+        deferred_sink: Callable[[Callable[[], pa.Table]], None] | None = None,
+    ):
+        self.options = options or ParseOptions()
+        self._sink = sink
+        # Receives a zero-argument function that builds the chunk's table, so the conversion to
+        # Arrow runs on the conversion thread instead of this one.
+        self._deferred_sink = deferred_sink
+        self._tables: list[pa.Table] = []
+        self.warnings: list[str] = []
+        self._states = SearchStates(self.options)  # (raises InputError for an unknown --engine)
+        self._paths = PathNormalizer()
+
+    @property
+    def searches(self) -> list[SearchState]:
+        """Every search read so far, in log order (``search`` numbers them)."""
+        return self._states.searches
+
+    # ------------------------------------------------------------------ input
+    def parse_stream(self, stream, source: str, progress: Callable[[int], None] | None = None) -> None:
+        """Parse one log from a binary stream; ``progress`` gets the bytes read."""
+        problems = Problems()
+        self._states.begin_file()
+        searches_before = len(self.searches)
+        reader = ChunkReader(stream, source, progress)
+        line_base = self._read_chunks(reader, source, problems)
+        self._release_finished_searches(None)  # a search never spans two files
+        if reader.tail.strip():
+            problems.add("truncated (no newline at end of file; dropped)", line_base)
+        if len(self.searches) == searches_before:
+            raise InputError(f"{source}: no TREEDUMP header found (empty file or not a TREEDUMP log)")
+        self.warnings.extend(problems.messages(source))
+        if self.options.strict and problems:
+            raise InputError("--strict: " + "; ".join(problems.messages(source)))
+
+    def _read_chunks(self, reader: ChunkReader, source: str, problems: Problems) -> int:
+        """Process every chunk of ``reader``; returns the number of the line after the last whole one.
+
+        Splitting a chunk into lines, tokenizing it (without the GIL) and every
+        other stateless step (:func:`~treediff.parse.chunks.prepare_chunk`) run
+        on a helper thread while the previous chunk's state is applied here.
+        At most one chunk is prepared ahead, which bounds memory.
+        """
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="treediff-tokenize")
+        finished = False
+        line_base = 1  # number of the chunk's first line
+        try:
+            ahead: Future | None = None
+            for tail, block, cut in reader:
+                future = pool.submit(prepare_chunk, tail, block, cut)
+                if ahead is not None:
+                    line_base = self._process_chunk(ahead.result(), line_base, source, problems)
+                ahead = future
+            if ahead is not None:
+                line_base = self._process_chunk(ahead.result(), line_base, source, problems)
+            self._paths.account_unresolved(wait=True)
+            finished = True
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            self._paths.close(abort=not finished)
+        return line_base
+
+    # ------------------------------------------------------------------ chunks
+    def _process_chunk(self, chunk: PreparedChunk, line_base: int, source: str, problems: Problems) -> int:
+        """Apply the parser's state to one prepared chunk; returns the number of the line after it."""
+        problems.merge(chunk.problems, line_base)
+        events = self._states.read_events(chunk.events, line_base, source, problems)
+        spread = self._states.spread(chunk.rows, events, line_base, problems)
+        if spread is not None:
+            self._emit(*spread, line_base, problems)
+        self._release_finished_searches(self._states.current)
+        return line_base + chunk.n_lines
+
+    def _release_finished_searches(self, open_search: SearchState | None) -> None:
+        self._states.release_finished(open_search)
+
+    def _emit(self, rows: pl.DataFrame, by_id: dict[int, SearchState], line_base: int, problems: Problems) -> None:
+        """Number, check and complete the chunk's records, count them, and hand them on."""
+        rows, runs = assemble.number_records(rows, by_id, line_base)
+        rows = assemble.check_numbers(rows, problems)
+        rows = assemble.with_search_columns(rows, by_id, runs.present)
+        uci_paths = self._paths.normalize(rows, by_id, problems)
+        rows, kinds = assemble.kinds_of_chunk(rows, by_id, runs.present)
+        count_records(rows, by_id, runs)
+        self._write(rows, by_id, runs.present, uci_paths, kinds)
+
+    def _write(
+        self,
+        rows: pl.DataFrame,
+        by_id: dict[int, SearchState],
+        present: list[int],
+        uci_paths: assemble.UciPaths,
+        kinds: dict[str, str] | None,
+    ) -> None:
+        """Hand the chunk's records on; the conversion only needs each search's constants, taken here.
+
+        ``uci_paths`` may wait for the SAN worker, so it runs with the
+        conversion, on the conversion thread when there is one.  ``kinds``
+        (act -> kind) is given when ``kind`` is still to be made; the acts it
+        does not know are then counted when the table is built.
+        """
+        table = functools.partial(
+            assemble.records_table, rows, assemble.search_constants(by_id, present), present, uci_paths, kinds
+        )
+
+        def build() -> pa.Table:
+            # Runs on the conversion thread; other_acts is read only by finish(), after the drain.
+            records, other = table()
+            for search, act, n in other:
+                by_id[search].other_acts[act] += n
+            return records
+
+        if self._deferred_sink is not None:
+            self._deferred_sink(build)
+        elif self._sink is not None:
+            self._sink(build())
+        else:
+            self._tables.append(build())
+
+    # ------------------------------------------------------------------ finish
+    def finish(self) -> ParseResult:
+        """Close the parse: per-search warnings, the searches table, and (without a sink) the records."""
+        searches, warnings = searches_table(self.searches, self.options.all_contexts)
+        self.warnings.extend(warnings)
+        if self.options.strict:
+            serious = strict_failures(self.warnings)
+            if serious:
+                raise InputError("--strict: " + "; ".join(serious))
+        records = assemble.concat_records(self._tables)
+        return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
+
+
+def _options(engine: str, positions, strict: bool, all_contexts: bool) -> ParseOptions:
+    book = read_epd(positions) if isinstance(positions, (str, os.PathLike)) else positions
+    return ParseOptions(engine=engine or "auto", positions=book, strict=strict, all_contexts=all_contexts)
+
+
+def parse_logs(
+    paths: Iterable[str | os.PathLike],
+    engine: str = "auto",
+    positions: str | os.PathLike | PositionBook | None = None,
+    strict: bool = False,
+    all_contexts: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ParseResult:
+    """Parse logs in memory: records and searches as Arrow tables, plus warnings.
+
+    ``positions`` is an EPD file (or a :class:`PositionBook`) giving ids and
+    phase labels.  ``progress`` gets the bytes read.  Raises
+    :class:`~treediff.model.errors.InputError` for unreadable input (and,
+    with ``strict``, for any problem).
+    """
+    parser = TreedumpParser(_options(engine, positions, strict, all_contexts))
+    for path in paths:
+        with open_log(path) as stream:
+            parser.parse_stream(stream, str(path), progress)
+    return parser.finish()
+
+
+def parse_to_parquet(
+    paths: Iterable[str | os.PathLike],
+    out: str | os.PathLike,
+    engine: str = "auto",
+    positions: str | os.PathLike | PositionBook | None = None,
+    strict: bool = False,
+    all_contexts: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ParseResult:
+    """Parse logs straight to ``out`` (records) and its ``.searches.parquet`` sibling, streaming.
+
+    Both files appear only if the whole parse succeeds.  The returned result's
+    ``records`` table is empty (the rows went to disk).
+    """
+    parser_options = _options(engine, positions, strict, all_contexts)
+    out = str(out)
+    # Two stages after the parser, each on its own thread: building the Arrow table of a chunk,
+    # then encoding it to Parquet; both take about as long as the parser itself.
+    with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer, \
+            _BackgroundSink(writer.write, name="treediff-writer") as encode, \
+            _BackgroundSink(encode.put, name="treediff-convert") as convert:
+        parser = TreedumpParser(parser_options, deferred_sink=convert.put)
+        for path in paths:
+            with open_log(path) as stream:
+                parser.parse_stream(stream, str(path), progress)
+        convert.drain()
+        encode.drain()
+        result = parser.finish()
+        # Written before the records file is renamed into place, so a reader never sees records alone.
+        write_table_atomic(result.searches, searches_path_for(out))
+    return result
+
+
+class _BackgroundSink:
+    """Runs a sink on a worker thread so Parquet encoding overlaps with parsing the next chunk.
+
+    At most ``depth`` chunks wait in the queue, which bounds memory.  An error in
+    the worker is raised in the caller at the next ``put`` or at ``drain``.
+    """
+
+    def __init__(self, sink: Callable[[pa.Table], None], depth: int = 2, name: str = "treediff-writer"):
+        self._sink = sink
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._error is None:
+                try:
+                    self._sink(item() if callable(item) else item)
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                    self._error = exc
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def put(self, item: "pa.Table | Callable[[], pa.Table]") -> None:
+        """Queue a table, or a function that builds one (called on the worker thread)."""
+        self._check()
+        self._queue.put(item)
+
+    def drain(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self._check()
+
+    def __enter__(self) -> "_BackgroundSink":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+
+def total_input_bytes(paths: Iterable[str]) -> int | None:
+    """The inputs' total size on disk in bytes (compressed size for .gz/.zst), None if one is unknown (stdin).
+
+    The bytes :func:`parse_logs`' ``progress`` counts up to, for uncompressed logs.
+    """
+    sizes = [input_size(p) for p in paths]
+    return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]
