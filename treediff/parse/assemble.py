@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treediff.model.notation import NULL_UCI
-from treediff.model.schema import DICT_STR, RECORDS_SCHEMA, Kind
+from treediff.model.schema import DICT_STR, RECORDS_SCHEMA
+from treediff.model.taxonomy import Kind
 from treediff.parse.dialects import Dialect
 from treediff.parse.problems import Problems
 from treediff.parse.state import Runs, SearchState, run_starts
@@ -214,7 +215,8 @@ def _kinds_from_acts(acts: pa.ChunkedArray, kinds: dict[str, str]) -> tuple[pa.C
     per row.  The kinds' dictionary lists the kinds present, in order of first
     appearance, as dictionary-encoding the strings would; null act, null kind.
     """
-    chunks, unknown = [], []
+    chunks: list[pa.DictionaryArray] = []
+    unknown: list[str] = []
     for chunk in acts.chunks:
         act_values = chunk.dictionary.to_pylist()
         kind_values = [kinds.get(a, Kind.OTHER.value) for a in act_values]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import chess
 
@@ -108,7 +108,7 @@ def _uci(move: chess.Move) -> str:
     return _SQUARE_NAMES[move.from_square] + _SQUARE_NAMES[move.to_square] + _PROMOTION_LETTER[move.promotion]
 
 
-_MISSING = object()
+_MISSING: Any = object()  # (Any: a sentinel among str | None values)
 _SQUARE_INDEX = {name: i for i, name in enumerate(chess.SQUARE_NAMES)}
 _PROMOTION_OF = {"": None, "n": chess.KNIGHT, "b": chess.BISHOP, "r": chess.ROOK, "q": chess.QUEEN}
 
@@ -153,7 +153,7 @@ class _Legality:
             except (ValueError, IndexError):
                 uci = None
             self.moves[token] = uci
-        return uci  # type: ignore[return-value]
+        return uci
 
     def _resolve_new(self, token: str) -> str | None:
         spec = _parse_token(token)
@@ -332,7 +332,7 @@ class PathResolver:
         if len(positions) >= _CACHE_POSITIONS:
             positions.clear()
         # Walk up to the nearest known ancestor, then down, remembering every position on the way.
-        todo = []
+        todo: list[tuple[str, str]] = []
         node: _Legality | None = None
         at = path
         while at:

@@ -242,7 +242,7 @@ def _patched_paths(
     if not hard_index:
         return uci, None
     patch = pl.Series("v", _joined_parts(parts), dtype=pl.String)
-    uci = uci.scatter(hard_index, patch)  # type: ignore[arg-type]
+    uci = uci.scatter(hard_index, patch)
     unresolved = pl.Series([False] * len(uci)).scatter(hard_index, patch.is_null())
     if not bool(unresolved.any()):
         return uci, None

@@ -206,7 +206,7 @@ class TreedumpParser:
 
 
 def _options(engine: str, positions, strict: bool, all_contexts: bool) -> ParseOptions:
-    book = read_epd(positions) if isinstance(positions, (str, os.PathLike)) else positions
+    book = read_epd(os.fspath(positions)) if isinstance(positions, (str, os.PathLike)) else positions
     return ParseOptions(engine=engine or "auto", positions=book, strict=strict, all_contexts=all_contexts)
 
 
@@ -319,4 +319,5 @@ def total_input_bytes(paths: Iterable[str]) -> int | None:
     The bytes :func:`parse_logs`' ``progress`` counts up to, for uncompressed logs.
     """
     sizes = [input_size(p) for p in paths]
-    return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]
+    known = [s for s in sizes if s is not None]
+    return sum(known) if len(known) == len(sizes) else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import numpy as np
 import polars as pl
@@ -306,7 +307,7 @@ class SearchStates:
         idx = rows.get_column("idx").to_numpy().astype(np.int64)
         carried = self._search_before_chunk(chunk.searches)
         pos = np.searchsorted(np.asarray(chunk.starts, dtype=np.int64), idx, side="right") - 1
-        search_states: list[SearchState | None] = [carried] + chunk.searches
+        search_states: list[SearchState | None] = [carried, *chunk.searches]
         local = pos + 1  # index into search_states
         if carried is None:
             orphan = local == 0
@@ -407,6 +408,7 @@ def _assign_contexts(
     A search without a header ctx= keeps the context of its first record.
     """
     no_ctx = rows.get_column("ctx").null_count() == rows.height  # the usual case: one context
+    firsts: Iterable[tuple[int, str | None]]
     if no_ctx:
         firsts = [(int(local[i]), None) for i in starts]
     else:
@@ -432,6 +434,7 @@ def _assign_contexts(
 
 def _count_contexts(rows: pl.DataFrame, no_ctx: bool, starts: np.ndarray, by_id: dict[int, SearchState]) -> None:
     """Add the chunk's records to each search's count per effective context (all of them, kept or not)."""
+    counts: Iterable[tuple[int, str, int]]
     if no_ctx:
         search_ids = rows.get_column("search").to_numpy()
         ends = np.append(starts[1:], len(search_ids))

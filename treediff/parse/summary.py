@@ -20,7 +20,8 @@ End = tuple[int | None, str | None, int | None, int]
 
 def searches_table(searches: list[SearchState], all_contexts: bool) -> tuple[pa.Table, list[str]]:
     """The SEARCHES_SCHEMA table, and every search's warnings as ``source: search N (...): warning``."""
-    rows, warnings = [], []
+    rows: list[dict] = []
+    warnings: list[str] = []
     for st in searches:
         row, search_warnings = _summarize(st, all_contexts)
         where = f"search {st.search} ({st.position}, line {st.first_line})"

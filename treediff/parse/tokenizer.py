@@ -23,7 +23,7 @@ import pyarrow as pa
 from treediff.model.notation import UCI_PATH_PATTERN
 
 try:  # The optional compiled fast path (treediff/parse/_ctok.c), built by `pip install`.
-    from treediff.parse import _ctok
+    from treediff.parse import _ctok  # type: ignore[attr-defined]  # (compiled: no stub)
 except ImportError:  # no C compiler at install time: the polars regex does the same job
     _ctok = None
 if not hasattr(pa, "string_view"):  # pyarrow < 16 cannot wrap the C code's string views
@@ -92,7 +92,7 @@ def tokenize_line(text: str) -> Token | None:
     return token
 
 
-def split_lines(data: bytes) -> tuple[pa.LargeBinaryArray, int]:
+def split_lines(data: bytes | memoryview) -> tuple[pa.LargeBinaryArray, int]:
     """Split complete lines (each keeps its ``\\n``) out of ``data``.
 
     Returns the lines and the number of bytes consumed; bytes after the last
@@ -200,6 +200,7 @@ def fast_fields_c(lines: pa.LargeBinaryArray) -> pl.DataFrame | None:
         for f in range(len(FAST_FIELDS))
     ]
     frame = pl.from_arrow(pa.Table.from_arrays(columns, names=list(FAST_FIELDS)))
+    assert isinstance(frame, pl.DataFrame)  # (a table gives a frame; for mypy)
     return frame.with_columns(pl.Series(PATH_SHAPE, shapes, dtype=pl.UInt8))
 
 
