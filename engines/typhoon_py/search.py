@@ -19,6 +19,7 @@ every finished non-quiescence node is counted in ``nodes`` and written as a
 from __future__ import annotations
 
 import threading
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Callable, Optional, TextIO
 
@@ -26,14 +27,14 @@ import chess
 
 from typhoon_py.evaluation import (
     MATERIAL,
+    PHASE_TOTAL,
     PHASE_WEIGHT,
     SEE_VALUE,
     TABLE_EG,
     TABLE_MG,
-    blend,
     full_evaluation,
 )
-from typhoon_py.mechanisms import Node, make_mechanisms
+from typhoon_py.mechanisms import Mechanisms, Node, make_mechanisms
 from typhoon_py.profiles import ONE_PLY, LmrPolicy, Profile, PruneScope
 from typhoon_py.scores import (
     HISTORY_MAX,
@@ -59,6 +60,7 @@ _NULL = chess.Move.null()
 
 #: Decisions that ``--prune-scope node`` turns from ``continue`` into ``break``.
 _SCOPE_ACTS = frozenset({"LMP", "FP-QUIET", "FP-CAP"})
+_FIRST = itemgetter(0)
 
 
 class _NodeSan:
@@ -206,7 +208,8 @@ class Searcher:
         self.mg, self.eg, self.ph, self.mat = mg, eg, ph, mat
         self.estack: list = []
         self.keys: list = self._history_keys()
-        self.mech = make_mechanisms(config, self)
+        #: The profile's mechanisms, for the duration of ``run``.
+        self.mech: Optional[Mechanisms] = None
 
     # ------------------------------------------------------------------ board
     def _history_keys(self) -> list:
@@ -269,7 +272,12 @@ class Searcher:
         self.mg, self.eg, self.ph, self.mat = self.estack.pop()
 
     def _eval(self) -> int:
-        e = blend(self.mg, self.eg, self.ph)
+        """The static evaluation from the side to move's view: ``evaluation.blend`` of the
+        incremental terms, inlined (it is the search's most frequent call)."""
+        ph = self.ph
+        if ph > PHASE_TOTAL:
+            ph = PHASE_TOTAL
+        e = (self.mg * ph + self.eg * (PHASE_TOTAL - ph)) // PHASE_TOTAL
         return e if self.board.turn else -e
 
     def see(self, move: chess.Move) -> int:
@@ -305,7 +313,8 @@ class Searcher:
             occ ^= mine & -mine
             side = not side
         for i in range(len(gains) - 1, 0, -1):
-            gains[i - 1] = -max(-gains[i - 1], gains[i])
+            mine, theirs = gains[i - 1], -gains[i]  # -max(-mine, gains[i])
+            gains[i - 1] = mine if mine < theirs else theirs
         return gains[0]
 
     def see_after(self, move: chess.Move) -> int:
@@ -345,24 +354,39 @@ class Searcher:
         """Iterative deepening to ``depth`` plies.  Writes the header, ITER and END lines."""
         out = self.out
         b = self.board
-        sfx = self.ctx_sfx
         if out is not None and header:
             self._write_header(position_id, phase)
-        legal = list(b.generate_legal_moves())
+        self.mech = make_mechanisms(self.config, self)
+        try:
+            best, score, done_depth, aborted = self._deepen(depth, on_iteration)
+        finally:
+            # The mechanisms refer back to the searcher: dropping them lets reference
+            # counting free the search's tables now instead of the cycle collector later.
+            self.mech = None
+        pv = self.principal_variation(best, max(done_depth, 1))
+        if out is not None:
+            best_txt = f" best={self.prof.move_text(b, best)}" if best is not None else ""
+            out(f"END nodes={self.nodes}{best_txt} score={score}{self.ctx_sfx}\n")
+        return SearchOutcome(best, score, done_depth, self.nodes, self.qnodes, self.iterations,
+                             dict(self.acts), dict(self.silent), pv, aborted)
+
+    def _deepen(self, depth: int, on_iteration) -> tuple[Optional[chess.Move], int, int, bool]:
+        """Iterations 1..``depth``: the best move, its score, the last finished depth, and
+        whether a stop cut the search short."""
+        out = self.out
+        legal = list(self.board.generate_legal_moves())
         best = legal[0] if legal else None
         score = 0
         done_depth = 0
-        aborted = False
         for d in range(1, depth + 1):
             self.iterations += 1
             if out is not None:
-                out(f"ITER d={d}{sfx}\n")
+                out(f"ITER d={d}{self.ctx_sfx}\n")
             self.root_depth = d
             try:
                 s = self.search(-INF, INF, d * ONE_PLY, 0, True, False, False)
             except SearchAborted:
-                aborted = True
-                break
+                return best, score, done_depth, True
             done_depth = d
             score = s
             if self.root_best is not None:
@@ -371,12 +395,7 @@ class Searcher:
                 on_iteration(d, s, self)
             if not legal:
                 break
-        pv = self.principal_variation(best, max(done_depth, 1))
-        if out is not None:
-            best_txt = f" best={self.prof.move_text(b, best)}" if best is not None else ""
-            out(f"END nodes={self.nodes}{best_txt} score={score}{sfx}\n")
-        return SearchOutcome(best, score, done_depth, self.nodes, self.qnodes, self.iterations,
-                             dict(self.acts), dict(self.silent), pv, aborted)
+        return best, score, done_depth, False
 
     def _write_header(self, position_id: Optional[str], phase: Optional[str]) -> None:
         parts = [f"TREEDUMP engine={self.prof.name} v=1 unit={self.prof.unit}"]
@@ -463,9 +482,10 @@ class Searcher:
         keys = self.keys
         keys.append(key)
         try:
-            s = self._null_move(node)
-            if s is not None:
-                return s
+            if not pv and not in_check and ply and depth >= 2 * ONE_PLY:
+                s = self._null_move(node)
+                if s is not None:
+                    return s
             moves = list(b.generate_legal_moves())
             if not moves:
                 return -MATE + ply if in_check else 0
@@ -492,13 +512,13 @@ class Searcher:
         return False
 
     def _null_move(self, node: Node) -> Optional[int]:
-        """The null-move probe, when allowed: not at PV nodes, the root or in check, at
-        depth >= 2 plies, static eval >= beta, not after a null move, with non-pawn material.
-        The profile gives R and decides what a fail-low does; ``None``: go on."""
+        """The null-move probe at a non-PV node, not the root or in check, at depth >= 2
+        plies (the caller checks these), when static eval >= beta, not after a null move,
+        with non-pawn material.  The profile gives R and decides what a fail-low does;
+        ``None``: go on with the node."""
         b = self.board
         beta = node.beta
-        if (node.pv or node.in_check or node.root or node.depth < 2 * ONE_PLY or node.ev < beta
-                or beta <= -MATE_BOUND or not b.move_stack or not b.move_stack[-1]
+        if (node.ev < beta or beta <= -MATE_BOUND or not b.move_stack or not b.move_stack[-1]
                 or not b.occupied_co[b.turn] & ~(b.pawns | b.kings)):
             return None
         mech = self.mech
@@ -522,19 +542,15 @@ class Searcher:
         """Moves in search order and their ordering scores (see ``typhoon_py.scores``): TT,
         good captures by MVV-LVA and promotions, killers, countermove, history, bad captures."""
         b = self.board
-        # Compare integer from/to keys: Move.__eq__ is slow in the hot loop.
-        special = {}  # killers and countermove; where they coincide the higher score wins
+        k0, k1 = self.killers[ply]
         prev = b.move_stack[-1] if b.move_stack else None
         cm = self.countermoves.get(prev.from_square * 64 + prev.to_square) if prev else None
-        k0, k1 = self.killers[ply]
-        for m, s in ((cm, ORDER_COUNTER), (k1, ORDER_KILLER - 1), (k0, ORDER_KILLER)):
-            if m:
-                special[m.from_square * 64 + m.to_square] = s
         hist = self.history
         hbase = 0 if b.turn else 4096
         ep = b.ep_square
         pawns = b.pawns
-        ttk = tt_move.from_square * 64 + tt_move.to_square if tt_move else -1
+        # Compare integer from/to keys: Move.__eq__ is slow in the hot loop.
+        ttk, k0k, k1k, cmk = _key(tt_move), _key(k0), _key(k1), _key(cm)
         pta = b.piece_type_at
         see = self.see
         scores = []
@@ -555,8 +571,12 @@ class Searcher:
                         s = ORDER_CAPTURE + v * 16 - attacker
                 elif m.promotion:
                     s = ORDER_CAPTURE + (m.promotion == QUEEN) * 8000
-                elif mk in special:
-                    s = special[mk]
+                elif mk == k0k:
+                    s = ORDER_KILLER
+                elif mk == k1k:
+                    s = ORDER_KILLER - 1
+                elif mk == cmk:
+                    s = ORDER_COUNTER
                 else:
                     s = hist[hbase + mk]
             scores.append(s)
@@ -573,25 +593,37 @@ class Searcher:
         best = -INF
         best_move = None
         tracing = self.out is not None
+        decide = self.decide
         search_move = self._search_move
-        prune = None if node.root or node.in_check else self.mech.prune
+        prune = self.mech.prune
+        may_prune = node.may_prune
+        node_scope = self.node_scope
         quiets_tried: list = []
         text = _NodeSan(b, moves) if self.san_suffix else self.move_text
         sep = node.sep
         ep = b.ep_square
-        pta = b.piece_type_at
-        for mn, (m, sc) in enumerate(zip(ordered, scores), 1):
+        occupied = b.occupied
+        pawns = b.pawns
+        mn = 0
+        for m in ordered:
+            sc = scores[mn]
+            mn += 1
             to = m.to_square
-            victim = pta(to)
-            is_cap = bool(victim) or (to == ep and pta(m.from_square) == PAWN)
+            # a capture: the target square is occupied, or a pawn takes en passant
+            is_cap = bool(occupied & _BB_SQUARES[to]) or (
+                to == ep and bool(pawns & _BB_SQUARES[m.from_square]))
             quiet = not is_cap and not m.promotion
             path = sep + text(m) if tracing else ""
-            if prune is not None and mn > 1:
-                act = prune(node, m, mn, sc, victim, is_cap, quiet)
+            if may_prune and mn > 1:
+                act = prune(node, m, mn, sc, is_cap, quiet)
                 if act is not None:
-                    # an empty act is SKIP: no MOVE line
-                    if act and self._pruned(act, node, m, mn, path, quiet, quiets_tried):
-                        break
+                    if not act:  # SKIP: no MOVE line
+                        continue
+                    decide(act, path, ply + 1, mn, node.depth, None, 0, alpha, beta, node.nt)
+                    if node_scope and act in _SCOPE_ACTS:
+                        break  # --prune-scope node: abandon the node's remaining moves
+                    if quiet:
+                        quiets_tried.append(m)
                     continue
             s = search_move(node, m, mn, sc, is_cap, quiet, path, best_move is None)
             if s > best:
@@ -610,17 +642,6 @@ class Searcher:
             return alpha
         self._store(key, node.depth, ply, best, orig_alpha, beta, best_move)
         return best
-
-    def _pruned(self, act: str, node: Node, m: chess.Move, mn: int, path: str, quiet: bool,
-                quiets_tried: list) -> bool:
-        """Write the profile's prune decision; ``True`` when ``--prune-scope node`` makes it
-        abandon the node's remaining moves."""
-        self.decide(act, path, node.ply + 1, mn, node.depth, None, 0, node.alpha, node.beta, node.nt)
-        if self.node_scope and act in _SCOPE_ACTS:
-            return True
-        if quiet:
-            quiets_tried.append(m)
-        return False
 
     def _search_move(self, node: Node, m: chess.Move, mn: int, sc: int, is_cap: bool, quiet: bool,
                      path: str, first: bool) -> int:
@@ -748,8 +769,13 @@ class Searcher:
             for m in b.generate_legal_moves(seventh, chess.BB_ALL & ~b.occupied):
                 if m.promotion == QUEEN:
                     cands.append((8000, m, False))
-        cands.sort(key=lambda t: t[0], reverse=True)
+        cands.sort(key=_FIRST, reverse=True)
         return cands
+
+
+def _key(move: Optional[chess.Move]) -> int:
+    """``from * 64 + to`` of ``move``, -1 for none."""
+    return move.from_square * 64 + move.to_square if move else -1
 
 
 def _tt_cutoff(entry: tuple, ply: int, alpha: int, beta: int) -> Optional[int]:

@@ -35,7 +35,8 @@ def mechanisms_class(profile_name: str, lmr_policy: LmrPolicy = LmrPolicy.PROFIL
         mixed = _SEE_HISTORY.get(cls)
         if mixed is None:
             name = "SeeHistory" + cls.__name__
-            mixed = _SEE_HISTORY[cls] = type(name, (SeeHistoryLmr, cls), {"__module__": __name__})
+            namespace = {"__module__": __name__, "__slots__": ()}
+            mixed = _SEE_HISTORY[cls] = type(name, (SeeHistoryLmr, cls), namespace)
         cls = mixed
     return cls
 

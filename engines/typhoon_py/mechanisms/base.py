@@ -43,7 +43,7 @@ class Node:
     """
 
     __slots__ = ("alpha", "beta", "depth", "dp", "ply", "pv", "cut", "reduced", "in_check", "root",
-                 "ev", "nt", "sep", "hbase", "best", "skip_quiets")
+                 "may_prune", "ev", "nt", "sep", "hbase", "best", "skip_quiets")
 
     def __init__(self, alpha: int, beta: int, depth: int, ply: int, pv: bool, cut: bool,
                  reduced: bool, in_check: bool, ev: int, sep: str, hbase: int, best: int) -> None:
@@ -57,6 +57,7 @@ class Node:
         self.reduced = reduced
         self.in_check = in_check
         self.root = ply == 0
+        self.may_prune = ply != 0 and not in_check  # the root and check evasions are never pruned
         self.ev = ev
         self.nt = "PV" if pv else ("CUT" if cut else "ALL")
         self.sep = sep
@@ -67,6 +68,8 @@ class Node:
 
 class Mechanisms:
     """A plain PVS search's answers; each profile's class overrides what its engine does."""
+
+    __slots__ = ("searcher", "board", "history", "silent", "see", "decide", "child")
 
     #: The act written before a reduced move's full-depth re-search (``None``: re-search silently).
     RESEARCH_ACT: Optional[str] = "LMR-RESEARCH"
@@ -94,8 +97,8 @@ class Mechanisms:
         return None
 
     # ---------------------------------------------------------- per move
-    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, victim: Optional[int],
-              is_cap: bool, quiet: bool) -> Optional[str]:
+    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+              quiet: bool) -> Optional[str]:
         """Whether to skip ``move`` (1-based place ``mn``, ordering score ``sc``) unsearched:
         ``None`` searches it, an act string skips it with that MOVE line, ``SKIP`` skips it
         silently.  Asked only for moves after the first, at nodes other than the root that

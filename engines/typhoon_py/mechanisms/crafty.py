@@ -26,9 +26,11 @@ from typhoon_py.mechanisms.base import Mechanisms, Node
 from typhoon_py.profiles import ONE_PLY
 
 #: LMP move-count limits ``3 + (d + 0.5) ** 1.9`` for d < 16 plies.
-LMP_LIMIT = [3 + int((d + 0.5) ** 1.9) for d in range(16)]
+LMP_DEPTH = 16
+LMP_LIMIT = [3 + int((d + 0.5) ** 1.9) for d in range(LMP_DEPTH)]
 #: Futility margins (centipawns) by remaining depth in plies, d < 7.
 FP_MARGIN = (0, 100, 150, 200, 250, 300, 400)
+FP_DEPTH = len(FP_MARGIN)
 
 
 def lmr_plies(depth_plies: int, move_number: int) -> int:
@@ -38,20 +40,22 @@ def lmr_plies(depth_plies: int, move_number: int) -> int:
 
 
 class CraftyMechanisms(Mechanisms):
+    __slots__ = ()
+
     def null_reduction(self, node: Node) -> int:
         return (3 + node.dp // 6) * ONE_PLY
 
-    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, victim: Optional[int],
-              is_cap: bool, quiet: bool) -> Optional[str]:
+    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+              quiet: bool) -> Optional[str]:
         if not quiet:
             return None
         b = self.board
         dp = node.dp
-        if dp < len(FP_MARGIN):
+        if dp < FP_DEPTH:
             material = self.searcher.mat if b.turn else -self.searcher.mat
             if material + FP_MARGIN[dp] <= node.alpha and not b.gives_check(move):
                 return "FP-QUIET"
-        if dp < len(LMP_LIMIT) and mn > LMP_LIMIT[dp] and not b.gives_check(move):
+        if dp < LMP_DEPTH and mn > LMP_LIMIT[dp] and not b.gives_check(move):
             return "LMP"
         return None
 

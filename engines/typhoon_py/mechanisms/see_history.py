@@ -23,6 +23,8 @@ from typhoon_py.profiles import ONE_PLY
 class SeeHistoryLmr:
     """A mixin put before a profile's mechanisms class (see ``make_mechanisms``)."""
 
+    __slots__ = ()
+
     def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
                quiet: bool) -> int:
         if mn <= 1 or node.depth < 2 * ONE_PLY or node.root:

@@ -49,6 +49,8 @@ def lmr_plies(depth_plies: int, move_number: int) -> int:
 
 
 class StockfishMechanisms(Mechanisms):
+    __slots__ = ("make", "unmake", "move_text", "pfx", "tracing")
+
     def __init__(self, searcher) -> None:
         super().__init__(searcher)
         self.make = searcher.make
@@ -92,8 +94,8 @@ class StockfishMechanisms(Mechanisms):
                 break
         return None
 
-    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, victim: Optional[int],
-              is_cap: bool, quiet: bool) -> Optional[str]:
+    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+              quiet: bool) -> Optional[str]:
         if node.best <= -MATE_BOUND:
             return None  # nothing searched yet (or only mated lines): search on
         if quiet and node.skip_quiets:
@@ -105,14 +107,14 @@ class StockfishMechanisms(Mechanisms):
         if quiet and mn >= (3 + dp * dp) // (1 if node.pv else 2) + 1:
             node.skip_quiets = True  # move-count pruning: this one is still considered
         if is_cap and not move.promotion:
-            return self._prune_capture(node, move, sc, victim, lmr_depth)
+            return self._prune_capture(node, move, sc, lmr_depth)
         if quiet:
             return self._prune_quiet(node, move, sc, lmr_depth)
         return None
 
-    def _prune_capture(self, node: Node, move: chess.Move, sc: int, victim: Optional[int],
-                       lmr_depth: int) -> Optional[str]:
+    def _prune_capture(self, node: Node, move: chess.Move, sc: int, lmr_depth: int) -> Optional[str]:
         """FP-CAP: the capture cannot lift eval to alpha; SEE-CAP: it loses too much material."""
+        victim = self.board.piece_type_at(move.to_square)
         value = SEE_VALUE[victim] if victim else SEE_VALUE[chess.PAWN]  # en passant
         if (lmr_depth < 7 and node.ev + 200 + 200 * lmr_depth + value <= node.alpha
                 and not self.board.gives_check(move)):

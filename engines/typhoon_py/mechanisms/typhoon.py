@@ -32,6 +32,7 @@ from typhoon_py.scores import ORDER_COUNTER
 
 #: LMP: a leftover move beyond this place is skipped, by remaining depth in plies (d <= 6).
 LMP_LIMIT = (0, 4, 6, 9, 13, 18, 24)
+LMP_DEPTH = len(LMP_LIMIT)
 #: NULLBAILOUT: a null-move probe this far below beta (cp) is a threat.
 BAILOUT_MARGIN = 150
 
@@ -42,6 +43,7 @@ def _leftover(move: chess.Move, sc: int, is_cap: bool) -> bool:
 
 
 class TyphoonMechanisms(Mechanisms):
+    __slots__ = ()
     RESEARCH_ACT = None  # typhoon re-searches a reduced move without a MOVE line
 
     def null_reduction(self, node: Node) -> int:
@@ -54,16 +56,16 @@ class TyphoonMechanisms(Mechanisms):
             return node.alpha
         return None
 
-    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, victim: Optional[int],
-              is_cap: bool, quiet: bool) -> Optional[str]:
+    def prune(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+              quiet: bool) -> Optional[str]:
         dp = node.dp
-        if (_leftover(move, sc, is_cap) and dp < len(LMP_LIMIT)
-                and mn > LMP_LIMIT[dp] + (2 if node.pv else 0) and not self.board.gives_check(move)):
+        if (dp < LMP_DEPTH and mn > LMP_LIMIT[dp] + (2 if node.pv else 0)
+                and _leftover(move, sc, is_cap) and not self.board.gives_check(move)):
             return "LMP"
         return None
 
     def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
                quiet: bool) -> int:
-        if not node.in_check and node.depth >= 3 * ONE_PLY and mn > 2 and _leftover(move, sc, is_cap):
+        if mn > 2 and node.depth >= 3 * ONE_PLY and not node.in_check and _leftover(move, sc, is_cap):
             return ONE_PLY + QUARTER_PLY * min(3, (mn - 3) // 5)
         return 0
