@@ -84,15 +84,16 @@ class Batch:
 
     @cached_property
     def is_move(self) -> np.ndarray:
-        return self._tag_mask("MOVE")
+        return self.equals("tag", "MOVE")
 
     @cached_property
     def is_result(self) -> np.ndarray:
-        return self._tag_mask("RESULT")
+        return self.equals("tag", "RESULT")
 
-    def _tag_mask(self, tag: str) -> np.ndarray:
-        codes, cats = self.codes("tag")
-        hits = np.flatnonzero(cats == tag)
+    def equals(self, column: str, value: str) -> np.ndarray:
+        """Records whose string ``column`` is ``value`` (compared once per category, not per record)."""
+        codes, cats = self.codes(column)
+        hits = np.flatnonzero(cats == value)
         if len(hits) == 0:
             return np.zeros(len(codes), dtype=bool)
         return np.asarray(codes == hits[0], dtype=bool)
@@ -104,11 +105,7 @@ class Batch:
         return self._codes[column]
 
     def kind_mask(self, kind: str) -> np.ndarray:
-        codes, cats = self.codes("kind")
-        hits = np.flatnonzero(cats == kind)
-        if len(hits) == 0:
-            return np.zeros(len(codes), dtype=bool)
-        return np.asarray(codes == hits[0], dtype=bool)
+        return self.equals("kind", kind)
 
     @cached_property
     def iters(self) -> np.ndarray:
