@@ -1,6 +1,7 @@
 """Positions: the one :class:`Position` type, FEN validation, the one EPD reader, phase labels and rules.
 
 * :class:`Position`: id, normalised FEN, phase label, EPD line.
+* :func:`position_key`: the identity of a position (what pairs searches across inputs).
 * :func:`validate_fen`: a user-typed FEN, checked and re-serialised.
 * :func:`parse_epd_line` / :func:`read_positions`: the EPD reader (the
   runner's input); :func:`read_epd` gives the same positions as a
@@ -40,6 +41,25 @@ _INITIAL = chess.Board()
 def fen_key(fen: str) -> str:
     """The first four FEN fields (placement, side, castling, en passant): what identifies a position."""
     return " ".join(fen.split()[:4])
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def position_key(fen: str | None) -> str | None:
+    """What makes two searches searches of the same position: board, side to move, castling rights and
+    en-passant square, as python-chess normalises them (:meth:`chess.Board.epd`).
+
+    An en-passant square no pawn can take is dropped, castling rights the
+    board cannot have are cleared; the halfmove and fullmove counters are
+    ignored.  A FEN python-chess cannot read keeps its first four fields
+    (:func:`fen_key`), so it still matches only itself; None for no FEN.
+    """
+    if fen is None or not str(fen).strip():
+        return None
+    text = str(fen).strip()
+    try:
+        return chess.Board(text).epd()
+    except ValueError:
+        return fen_key(text)
 
 
 def fen_hash_id(fen: str) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from treediff.model.errors import InputError
-from treediff.model.positions import PositionBook, fen_hash_id, material_phase, normalize_phase
+from treediff.model.positions import PositionBook, fen_hash_id, material_phase, normalize_phase, position_key
 from treediff.parse.dialects import DIALECTS, Dialect, get_dialect
 from treediff.parse.moves import PathResolver
 from treediff.parse.problems import Problems
@@ -217,6 +217,11 @@ class SearchStates:
         phase_source = "header" if phase else None
         book = self.options.positions
         entry = book.lookup(position, fen) if book is not None else None
+        if entry is not None and fen and position is not None and position_key(entry.fen) != position_key(fen):
+            # Matched by id, but the EPD line is another position: its label would describe the wrong board.
+            warnings.append(f"--positions: id {position!r} is {entry.fen!r} in the EPD file but this search's "
+                            f"header has fen {fen!r}; the EPD line is not used for it")
+            entry = book.lookup(None, fen) if book is not None else None
         if entry is not None:
             position = position or entry.id
             if phase is None and entry.phase:
