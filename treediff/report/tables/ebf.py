@@ -31,7 +31,8 @@ Depth
 
 ``ebf_ply`` (one row per group and ply, final iterations only)
     ``nodes``: RESULT records at that ply in each search's final iteration,
-    summed over the group's searches; ``fanout`` = nodes(p + 1) / nodes(p).
+    summed over the group's searches; ``fanout`` = nodes(p + 1) / nodes(p), NaN at the group's deepest
+    ply (never 0, also when another group of the report goes deeper).
 
 Engine-sourced per-iteration counts come from the searches column
 ``iter_nodes``: a JSON list of ``[depth, nodes]`` pairs holding the engine's
@@ -234,7 +235,9 @@ def ebf_ply_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
     width = grid.shape[1]
     fanout = np.full(grid.shape, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        fanout[:, :-1] = np.where(grid[:, :-1] > 0, grid[:, 1:] / np.maximum(grid[:, :-1], 1), np.nan)
+        # Undefined (NaN) at a group's deepest ply: no nodes below it, even when another group's tree goes deeper.
+        fanout[:, :-1] = np.where((grid[:, :-1] > 0) & (grid[:, 1:] > 0), grid[:, 1:] / np.maximum(grid[:, :-1], 1),
+                                  np.nan)
     cells = np.flatnonzero(grid.ravel())
     groups, plies = cells // width, cells % width
     body = pd.DataFrame({"ply": plies, "nodes": grid.ravel()[cells].astype(np.int64),
