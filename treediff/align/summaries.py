@@ -1,13 +1,32 @@
-"""Divergence summaries of an :class:`~treediff.align.api.Alignment`: pure functions returning DataFrames."""
+"""Divergence summaries of an :class:`~treediff.align.api.Alignment`: pure functions returning DataFrames.
+
+* :func:`kind_confusion`: A's kind x B's kind on shared paths (counts of paths);
+* :func:`divergence_summary` / :func:`top_divergences`: every node attributed to
+  its topmost non-``same`` row (:mod:`treediff.align.attribution`), the largest
+  frontier rows with a sentence each, the total and its breakdowns;
+* :func:`divergences`: the same over every position two sources share (compare).
+"""
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from treediff.align.api import Alignment
+from treediff.align.attribution import (
+    REST,
+    Attribution,
+    attribute,
+    by_kind,
+    by_ply,
+    divergence_rows,
+    merge_breakdowns,
+    rest_sentence,
+)
 from treediff.align.core import LOAD_COLUMNS
+from treediff.model.errors import InputError
 from treediff.model.schema import KIND_VALUES
 from treediff.store.source import Source
 
@@ -45,95 +64,59 @@ def kind_confusion(alignment: Alignment, within: np.ndarray | None = None) -> pd
     return table.astype("int64")
 
 
-def _plies(value: float) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "?"
-    return f"{value:g}"
+@dataclass
+class DivergenceSummary:
+    """The attribution of one scope as tables: see :mod:`treediff.align.attribution`.
+
+    ``rows``: the shown frontier rows and the ``(rest)`` row
+    (:func:`~treediff.align.attribution.divergence_rows`); ``total``: the
+    ``divergence_total`` record; ``by_kind`` / ``by_ply``: the delta by
+    frontier kind in A x kind in B and by frontier ply, the shared residual
+    last; ``attribution``: the frontier rows themselves.
+    """
+
+    rows: pd.DataFrame
+    total: dict
+    by_kind: pd.DataFrame
+    by_ply: pd.DataFrame
+    attribution: Attribution
 
 
-def _nodes(n: int) -> str:
-    return f"{n:,} node" + ("" if n == 1 else "s")
+def divergence_summary(alignment: Alignment, n: int = 10, under: str | None = None, drill: bool = False,
+                       min_cost: int = 0, name: Callable[[str], str] | None = None) -> DivergenceSummary:
+    """Attribute every node of the tree (or of ``under``'s subtree) to its frontier row; the ``n`` largest.
 
-
-def describe_side(row: pd.Series, side: str, path_text: str) -> str:
-    """What one side did with a path, as a verb phrase ("pruned it (FP-QUIET)")."""
-    seq = str(row[f"seq_{side}"])
-    kind = row[f"kind_{side}"]
-    status = row["status"]
-    if (status == "only-A" and side == "b") or (status == "only-B" and side == "a"):
-        return f"never reached {path_text}"
-    if not seq:
-        return f"visited {path_text} without a move decision"
-    acts = seq.split("→")
-    depth, nd, red = row[f"depth_{side}"], row[f"new_depth_{side}"], row[f"reduction_{side}"]
-    span = f"{_plies(depth)}→{_plies(nd)} plies"
-    if kind == "SEARCH":
-        text = f"searched {path_text} at full depth ({span})"
-    elif kind == "REDUCE":
-        by = f" by {_plies(red)} {'ply' if red == 1 else 'plies'}" if red == red and red is not None else ""
-        text = f"reduced {path_text}{by} ({acts[0]}, {span})"
-    elif kind == "RESEARCH":
-        text = f"re-searched {path_text} ({acts[0]}, {span})"
-    elif kind == "EXTEND":
-        text = f"extended {path_text} ({acts[0]}, {span})"
-    elif kind == "PRUNE":
-        text = f"pruned {path_text} ({acts[0]})"
-    elif kind == "NULL_PROBE":
-        text = f"probed {path_text} ({acts[0]}, {span})"
-    elif kind == "NODE_CUT":
-        text = f"cut the node at {path_text} ({acts[0]})"
-    else:
-        text = f"decided {path_text} with {acts[0]}"
-    if len(acts) > 1:
-        text += ", then " + "→".join(acts[1:])
-        final = row[f"final_depth_{side}"]
-        if final == final and final is not None and final != nd:
-            text += f" at {_plies(final)} {'ply' if final == 1 else 'plies'}"
-    return text
-
-
-def _sentence(row: pd.Series) -> str:
-    path = row["path"] or "(root)"
-    if row["nodes_a"] != row["nodes_b"]:
-        lead, other = ("a", "b") if row["nodes_a"] > row["nodes_b"] else ("b", "a")
-    else:  # equal cost: lead with the side that has the path
-        lead, other = ("b", "a") if row["status"] == "only-B" else ("a", "b")
-    first = describe_side(row, lead, f"`{path}`")
-    second = describe_side(row, other, "it")
-    text = f"{lead.upper()} {first}, {_nodes(int(row[f'nodes_{lead}']))} below it; {other.upper()} {second}"
-    if int(row[f"nodes_{other}"]):
-        text += f", {_nodes(int(row[f'nodes_{other}']))} below it"
-    return text
-
-
-def top_divergences(alignment: Alignment, n: int = 10, within: np.ndarray | None = None) -> pd.DataFrame:
-    """The ``n`` divergences that cost the most nodes, with one sentence each.
-
-    A divergence is a row whose status is not ``same``; rows inside a subtree
-    that only one side has are left out (their top row already carries the
-    whole subtree's cost).  Cost = |nodes_a - nodes_b| (RESULT counts of the
-    two subtrees); ties keep tree order.  ``within``: optional boolean mask
-    over the rows (e.g. one subtree) to pick from.
+    ``under``: a normalized path; the scope is its subtree, the path itself
+    included as a possible frontier row.  ``drill``: the path itself is left
+    out (the attribution is repeated inside it; needs ``under``).
+    ``min_cost``: only frontier rows with |delta| >= it are listed (the others
+    are in the ``(rest)`` row).  ``name``: how sentences write a path.
     """
     rows = alignment.rows
-    status = rows["status"].to_numpy(dtype=object)
-    parent = rows["parent"].to_numpy()
-    one_sided = (status == "only-A") | (status == "only-B")
-    parent_one_sided = np.zeros(len(rows), dtype=bool)
-    has_parent = parent >= 0
-    parent_one_sided[has_parent] = one_sided[parent[has_parent]]
-    keep = (status != "same") & ~parent_one_sided
-    if within is not None:
-        keep &= within
-    picked = rows[keep]
-    cost = (picked["nodes_a"] - picked["nodes_b"]).abs()
-    order = np.argsort(-cost.to_numpy(), kind="stable")[: max(n, 0)]
-    top = picked.iloc[order].copy()
-    top.insert(0, "cost", cost.iloc[order].to_numpy())
-    top["sentence"] = [_sentence(r) for _, r in top.iterrows()]
-    columns = ["path", "ply", "status", "cost", "nodes_a", "nodes_b", "seq_a", "seq_b",
-               "kind_a", "kind_b", "depth_a", "new_depth_a", "depth_b", "new_depth_b", "sentence"]
-    return top[columns].reset_index(drop=True)
+    scope = 0
+    if under:
+        hits = np.flatnonzero(rows["path"].to_numpy(dtype=object) == under)
+        if len(hits) == 0:
+            raise InputError(f"{under}: neither side has this path")
+        scope = int(hits[0])
+    att = attribute(rows, scope, drill=drill)
+    return DivergenceSummary(
+        rows=divergence_rows(rows, att, n=n, min_cost=min_cost, name=name),
+        total=att.total(),
+        by_kind=by_kind(rows, att),
+        by_ply=by_ply(rows, att),
+        attribution=att,
+    )
+
+
+def top_divergences(alignment: Alignment, n: int = 10, under: str | None = None, drill: bool = False,
+                    min_cost: int = 0) -> pd.DataFrame:
+    """The ``n`` frontier rows of largest |delta| with a sentence each, and a ``(rest)`` row.
+
+    Every node counts once, at its topmost non-``same`` ancestor-or-self row;
+    see :func:`divergence_summary` and docs/ALIGN.md.
+    """
+    return divergence_summary(alignment, n=n, under=under, drill=drill, min_cost=min_cost).rows
 
 
 def shared_positions(source_a: Source, source_b: Source) -> list[str]:
@@ -141,43 +124,92 @@ def shared_positions(source_a: Source, source_b: Source) -> list[str]:
     return sorted(set(source_a.searches["position"].astype(str)) & set(source_b.searches["position"].astype(str)))
 
 
-def divergences(source_a: Source, source_b: Source, n: int = 10
-                ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Align A and B position by position; the ``n`` costliest divergences overall and the summed kind table.
+@dataclass
+class CompareDivergences:
+    """compare's divergences over every shared position (see :func:`divergences`)."""
+
+    rows: pd.DataFrame          #: the shown frontier rows of all positions, then ``(rest)``; ``position`` first
+    total: pd.DataFrame         #: one row: ``divergence_total`` summed over the aligned positions
+    by_kind: pd.DataFrame       #: delta by frontier kind A x kind B, summed over positions; residual last
+    by_ply: pd.DataFrame        #: delta by frontier ply, summed over positions; residual last
+    kinds: pd.DataFrame         #: kind_confusion summed over positions (counts of aligned paths)
+    notes: list[str]
+
+    @property
+    def empty(self) -> bool:
+        return self.total.empty
+
+
+def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int | None = None,
+                min_cost: int = 0) -> CompareDivergences:
+    """Align A and B position by position and attribute every node; the ``n`` largest frontier rows overall.
 
     Only one position's records are read at a time.  Each position is
-    aligned at its default iteration (the deepest both completed).  Returns
-    (top divergences with a ``position`` column first, kind × kind counts
-    summed over positions, notes about positions that could not be aligned).
-    Positions are taken in sorted order; the top list keeps that order among
-    equal costs.
+    aligned at ``iteration`` (default: the deepest both completed).  The
+    frontier rows of all positions compete for the ``n`` places (largest
+    |delta| first; ties: positions in sorted order, then tree order); the
+    ``(rest)`` row sums every frontier row not shown, of every position.
+    ``total`` sums each aligned position's ``divergence_total`` (nodes of the
+    aligned iterations, delta, shared residual) and counts the positions, so
+    Σ delta (rows) + shared_residual = delta holds over the positions too.
+    Positions that cannot be aligned are left out with a note.
     """
     from treediff.align.api import align
-    from treediff.model.errors import InputError
 
-    tops, tables, notes = [], [], []
+    tops, kinds_tables, kind_parts, ply_parts, notes = [], [], [], [], []
+    totals = {"positions": 0, "nodes_a": 0, "nodes_b": 0, "delta": 0, "shared_residual": 0,
+              "shared_residual_a": 0, "shared_residual_b": 0, "frontier_rows": 0}
+    frontier_a = frontier_b = 0
     for position in shared_positions(source_a, source_b):
         ra = source_a.select_position(position).records(LOAD_COLUMNS)
         rb = source_b.select_position(position).records(LOAD_COLUMNS)
         try:
-            alignment = align(ra, rb)
+            alignment = align(ra, rb, iter=iteration)
         except InputError as exc:
             notes.append(f"divergences: position {position} not aligned ({exc})")
             continue
-        top = top_divergences(alignment, n=n)
+        att = attribute(alignment.rows)
+        # Only a position's own top n can be among the overall top n: the rest is summed.
+        top = divergence_rows(alignment.rows, att, n=n, min_cost=min_cost)
+        top = top[top["path"] != REST]
         top.insert(0, "position", position)
         top.insert(1, "iter_a", alignment.iter_a)
         top.insert(2, "iter_b", alignment.iter_b)
         tops.append(top)
-        tables.append(kind_confusion(alignment))
+        frontier_a += int(att.nodes_a.sum())
+        frontier_b += int(att.nodes_b.sum())
+        totals["positions"] += 1
+        for key, value in att.total().items():
+            totals[key] += value
+        kinds_tables.append(kind_confusion(alignment))
+        kind_parts.append(by_kind(alignment.rows, att))
+        ply_parts.append(by_ply(alignment.rows, att))
     if not tops:
-        return pd.DataFrame(), pd.DataFrame(), notes
+        return CompareDivergences(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
+                                  notes)
     top_all = pd.concat(tops, ignore_index=True)
-    order = np.argsort(-top_all["cost"].to_numpy(), kind="stable")[:n]
-    columns = ["position", "iter_a", "iter_b", "path", "status", "cost", "nodes_a", "nodes_b", "seq_a", "seq_b", "sentence"]
-    top_all = top_all.iloc[order][columns].reset_index(drop=True)
-    kinds = tables[0]
-    for table in tables[1:]:
+    order = np.argsort(-top_all["delta"].abs().to_numpy(), kind="stable")[: max(n, 0)]
+    top_all = top_all.iloc[order].reset_index(drop=True)
+    hidden = totals["frontier_rows"] - len(top_all)
+    if hidden:
+        rest_a = frontier_a - int(top_all["nodes_a"].sum())
+        rest_b = frontier_b - int(top_all["nodes_b"].sum())
+        rest = {"position": "", "iter_a": None, "iter_b": None, "path": REST, "ply": None, "status": "",
+                "nodes_a": rest_a, "nodes_b": rest_b, "delta": rest_a - rest_b,
+                "sentence": rest_sentence(hidden, rest_a, rest_b)}
+        top_all = pd.concat([top_all, pd.DataFrame([rest])], ignore_index=True)
+    for col in ("iter_a", "iter_b", "ply"):
+        top_all[col] = top_all[col].astype("Int64")
+    columns = ["position", "iter_a", "iter_b", "path", "status", "nodes_a", "nodes_b", "delta", "sentence"]
+    kinds = kinds_tables[0]
+    for table in kinds_tables[1:]:
         kinds = kinds.add(table, fill_value=0)
     kinds = kinds.fillna(0).astype("int64")
-    return top_all, kinds, notes
+    return CompareDivergences(
+        rows=top_all[columns],
+        total=pd.DataFrame([totals]),
+        by_kind=merge_breakdowns(kind_parts, ["kind_a", "kind_b"]),
+        by_ply=merge_breakdowns(ply_parts, ["ply"]),
+        kinds=kinds,
+        notes=notes,
+    )

@@ -134,7 +134,7 @@ def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, mel
         scope = np.zeros(len(alignment.rows), dtype=bool)
         scope[select_rows(alignment.rows, under=under_path, max_ply=max_ply).index.to_numpy()] = True
         confusion = kind_confusion(alignment, within=scope)
-        top = top_divergences(alignment, n=TOP_N, within=scope)
+        top = top_divergences(alignment, n=TOP_N, under=under_path)
     if fmt == "json":
         click.echo(render.to_json(alignment, rows, confusion, top))
         return

@@ -102,11 +102,12 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
     result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions)
     notes = result.notes()
     if top > 0:
-        found, kinds, align_notes = divergences(select_engine(source_a, engine_a, "A"),
-                                                select_engine(source_b, engine_b, "B"), n=top)
-        if len(found):
-            result.divergences, result.divergence_kinds = found, kinds.reset_index()
-        notes += align_notes
+        found = divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"), n=top)
+        if not found.empty:
+            result.divergences, result.divergence_total = found.rows, found.total
+            result.divergence_by_kind, result.divergence_by_ply = found.by_kind, found.by_ply
+            result.divergence_kinds = found.kinds.reset_index()
+        notes += found.notes
     _emit_comparison(result, notes, fmt, output)
 
 

@@ -357,11 +357,11 @@ def summary_lines(confusion: pd.DataFrame, top: pd.DataFrame) -> list[str]:
         lines.append("  (no shared decided paths)")
     else:
         lines += ["  " + line for line in confusion.to_string().splitlines()]
-    lines += ["", "top divergences by node cost:"]
+    lines += ["", "divergences (each node counted once, at its topmost differing row; delta = A - B):"]
     if top.empty:
         lines.append("  (none)")
     for i, r in enumerate(top.itertuples(), start=1):
-        lines.append(f"  {i:>2}. [{int(r.cost):,}] {r.sentence}")
+        lines.append(f"  {i:>2}. [{int(r.delta):+,}] {r.sentence}")
     return lines
 
 
@@ -382,8 +382,8 @@ def to_json(
         doc["kind_confusion"] = {a: {b: int(v) for b, v in row.items()} for a, row in confusion.iterrows()}
     if top is not None:
         doc["top_divergences"] = [
-            {"path": r.path, "cost": int(r.cost), "nodes_a": int(r.nodes_a), "nodes_b": int(r.nodes_b),
-             "status": str(r.status), "sentence": r.sentence}
+            {"path": r.path, "status": str(r.status), "nodes_a": int(r.nodes_a), "nodes_b": int(r.nodes_b),
+             "delta": int(r.delta), "sentence": r.sentence}
             for r in top.itertuples()
         ]
     head = json.dumps(doc, ensure_ascii=False)

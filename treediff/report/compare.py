@@ -14,8 +14,10 @@
 * ``kinds``: MOVE decisions per shared kind, merged on the kind.
 * ``lmr``, ``ebf``: the report's lmr and ebf rows of A and of B, one row each.
 * ``skips``: PRUNE decisions per act, merged on the act, ``(all)`` first.
-* ``divergences`` / ``divergence_kinds``: filled by the aligner (issue 5)
-  when available; rendered only when not None.
+* ``divergences``, ``divergence_total``, ``divergence_by_kind``,
+  ``divergence_by_ply``, ``divergence_kinds``: filled by the aligner's
+  attribution (``treediff.align.summaries.divergences``, docs/ALIGN.md) when
+  asked for; rendered only when not None.
 
 The definitions are the report's (``docs/REPORTS.md``).
 """
@@ -57,9 +59,15 @@ class Comparison:
     lmr: pd.DataFrame
     ebf: pd.DataFrame
     skips: pd.DataFrame
-    #: Hook for the aligner (treediff.align): top divergent subtrees, rendered when not None.
+    #: Hooks for the aligner (treediff.align.attribution), each rendered when not None:
+    #: the frontier rows of largest |delta| and the (rest) row,
     divergences: pd.DataFrame | None = None
-    #: Hook for the aligner: kind(A) x kind(B) counts of aligned decisions, rendered when not None.
+    #: the total over the aligned positions (nodes_a, nodes_b, delta, shared_residual, ...),
+    divergence_total: pd.DataFrame | None = None
+    #: the delta by frontier kind in A x kind in B and by frontier ply (shared residual last),
+    divergence_by_kind: pd.DataFrame | None = None
+    divergence_by_ply: pd.DataFrame | None = None
+    #: and kind(A) x kind(B) counts of aligned decisions.
     divergence_kinds: pd.DataFrame | None = None
     #: Positions only one side searched (with --allow-different-positions).
     only_a: tuple[str, ...] = ()
@@ -76,7 +84,17 @@ class Comparison:
             Section("skips", "Unsearched skips (kind PRUNE) as % of MOVE decisions", self.skips, ("act",)),
         ]
         if self.divergences is not None:
-            out.append(Section("divergences", "Top divergent subtrees", self.divergences))
+            out.append(Section("divergences", "Divergences: frontier rows of largest |delta| (nodes A - B; "
+                               "every node counted once, at its topmost differing row)", self.divergences))
+        if self.divergence_total is not None:
+            out.append(Section("divergence_total", "Divergence total over the aligned positions: "
+                               "sum of delta (frontier rows) + shared_residual = delta", self.divergence_total))
+        if self.divergence_by_kind is not None:
+            out.append(Section("divergence_by_kind", "Delta by frontier kind in A x kind in B (nodes)",
+                               self.divergence_by_kind, ("kind_a", "kind_b")))
+        if self.divergence_by_ply is not None:
+            out.append(Section("divergence_by_ply", "Delta by frontier ply (nodes)", self.divergence_by_ply,
+                               ("ply",)))
         if self.divergence_kinds is not None:
             out.append(Section("divergence_kinds", "Aligned decisions: kind in A x kind in B",
                                self.divergence_kinds))
