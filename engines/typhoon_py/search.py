@@ -342,7 +342,7 @@ class Searcher:
         out = self.out
         if out is not None:
             div = self.div
-            nd_txt = "" if nd is None else f" nd={max(nd, 0) // div}"
+            nd_txt = "" if nd is None else f" nd={(nd if nd > 0 else 0) // div}"
             red_txt = f" red={red // div}" if red else ""
             out(f"MOVE path={path} ply={ply} mn={mn} d={d // div}{nd_txt} act={act}{red_txt}"
                 f" a={a} b={bt} nt={nt}{self.ctx_sfx}\n")
@@ -683,10 +683,12 @@ class Searcher:
         hist = self.history
         hbase = node.hbase
         idx = hbase + m.from_square * 64 + m.to_square
-        hist[idx] = min(hist[idx] + bonus, HISTORY_MAX)
+        h = hist[idx] + bonus
+        hist[idx] = h if h < HISTORY_MAX else HISTORY_MAX
         for q in quiets_tried:
             qi = hbase + q.from_square * 64 + q.to_square
-            hist[qi] = max(hist[qi] - bonus, -HISTORY_MAX)
+            h = hist[qi] - bonus
+            hist[qi] = h if h > -HISTORY_MAX else -HISTORY_MAX
         b = self.board
         prev = b.move_stack[-1] if b.move_stack else None
         if prev:
