@@ -230,7 +230,14 @@ def test_ebf_engine_node_source_uses_iter_nodes(typhoon):
     it = rep["ebf_iter"]
     assert one(it, engine="ethereal", iter=3)["ebf_iter"] == approx(math.sqrt(140 / 20))
     assert math.isnan(row["ebf_fanout"])
-    assert one(rep["nodes"], engine="ethereal")["ratio"] == approx(70.0)  # 700 / typhoon's 10
+    # ethereal's depth 4 (its deepest listed depth) against typhoon's 3: no ratio unless asked for.
+    assert math.isnan(one(rep["nodes"], engine="ethereal")["ratio"])
+    notes = next(sec.notes for sec in rep.sections if sec.name == "nodes")
+    assert any("different depths (depth 4 vs 3)" in n for n in notes), notes
+    from treediff.report.table import ReportOptions
+
+    allowed = report_frames(records, both, tables=["nodes"], options=ReportOptions(allow_different_depths=True))
+    assert one(allowed["nodes"], engine="ethereal")["ratio"] == approx(70.0)  # 700 / typhoon's 10
 
 
 # ---------------------------------------------------------------- skips, scope, nodes
@@ -275,7 +282,12 @@ def test_nodes(three):
     assert list(nodes["searches"]) == [1, 2, 2]
     assert list(nodes["nodes"]) == [10, 14, 13]
     assert list(nodes["end_nodes"]) == [10, 14, 13]  # the END records' own counts
-    assert nodes["ratio"].tolist() == [approx(1.0), approx(7 / 10), approx(6.5 / 10)]
+    # typhoon searched p1 only, stockfish and crafty p1 and p2: no common set of positions, so no ratio to typhoon.
+    assert nodes["ratio"].iloc[0] == approx(1.0) and nodes["ratio"].iloc[1:].isna().all()
+    notes = report_frames(*three, tables=["nodes"]).sections[0].notes
+    assert len(notes) == 2 and all("different positions (2 and 1, 1 in common)" in n for n in notes)
+    # Depth D per search: p1 3 and p2 2 for both (ITER d=1..3 and d=1..2); typhoon's p1 is also depth 3.
+    assert list(nodes["depth_min"]) == [3, 2, 2] and list(nodes["depth_max"]) == [3, 3, 3]
     by_pos = report_frames(*three, tables=["nodes"], by="position")["nodes"]
     assert one(by_pos, engine="crafty", position="p2")["ratio"] == approx(3 / 4)  # stockfish first for p2
     assert one(by_pos, engine="stockfish", position="p1")["ratio"] == approx(1.0)

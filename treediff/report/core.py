@@ -5,21 +5,36 @@ the modules in :mod:`treediff.report.tables`.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
-from treediff.report.grouping import parse_by
-from treediff.report.table import Batch, Grouping, Report, Section, concat
+from treediff.report.grouping import RECORD_KEYS, parse_by
+from treediff.report.table import Batch, Grouping, Report, ReportOptions, Section, concat
 from treediff.report.tables import TABLES as REGISTRY
 from treediff.store.source import BATCH_RECORDS, FrameSource, Source
 
 #: The tables ``--table`` accepts, in display order.
 TABLES = tuple(REGISTRY)
 
-__all__ = ["TABLES", "Report", "Section", "build_report", "columns_for", "parse_tables", "report_frames"]
+__all__ = ["TABLES", "RecordFilter", "Report", "ReportOptions", "Section", "build_report", "columns_for",
+           "parse_tables", "report_frames"]
+
+
+class RecordFilter(Protocol):
+    """Which records of a batch a report counts (``--under``, compare's cut to a common depth).
+
+    Searches stay whole in a batch; a filter only drops records of them.
+    """
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Records columns :meth:`mask` reads."""
+
+    def mask(self, records: pd.DataFrame) -> np.ndarray:
+        """A boolean per record: True to keep it."""
 
 
 def parse_tables(tables: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -36,11 +51,16 @@ def parse_tables(tables: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 def columns_for(tables: Sequence[str], keys: Sequence[str] = ()) -> list[str]:
-    """The records columns the given tables need (``iter`` always: partials are kept per iteration)."""
+    """The records columns the given tables need (``iter`` always: partials are kept per iteration;
+    ``tag`` and ``ply`` or ``depth`` for the record-level keys)."""
     cols: dict[str, None] = {}
     for t in tables:
         cols.update(dict.fromkeys(REGISTRY[t].columns))
     cols["iter"] = None
+    for key in RECORD_KEYS:
+        if key in keys:
+            cols["tag"] = None
+            cols[key] = None
     return list(cols)
 
 
@@ -70,8 +90,13 @@ def _check_search_ids(batch: pd.DataFrame, row_of: np.ndarray) -> None:
 
 
 def build_report(source: Source, tables: Sequence[str] | str | None = TABLES,
-                 by: Sequence[str] | str | None = None, target: int = BATCH_RECORDS) -> Report:
-    """Compute the requested tables over ``source``, ``target`` records a batch at most (whole searches)."""
+                 by: Sequence[str] | str | None = None, target: int = BATCH_RECORDS,
+                 options: ReportOptions | None = None, keep: RecordFilter | None = None) -> Report:
+    """Compute the requested tables over ``source``, ``target`` records a batch at most (whole searches).
+
+    ``options``: report-wide choices (:class:`ReportOptions`); ``keep``: count
+    only the records it keeps (:class:`RecordFilter`).
+    """
     keys = parse_by(by)
     names = parse_tables(tables)
     searches = source.searches
@@ -79,18 +104,21 @@ def build_report(source: Source, tables: Sequence[str] | str | None = TABLES,
         raise InputError("no searches in the input")
     specs = [REGISTRY[n] for n in names]
     columns = columns_for(names, keys)
+    read = list(dict.fromkeys([*columns, *(keep.columns if keep is not None else ())]))
     row_of = _row_of(searches)
     partials: list[list] = [[] for _ in specs]
     cells = []
-    for records in source.batches(columns, target):
-        records = _check_columns(records, columns)
+    for records in source.batches(read, target):
+        records = _check_columns(records, read)
         if len(records):
             _check_search_ids(records, row_of)
-        batch = Batch(records, searches, row_of)
+        if keep is not None and len(records):
+            records = records[np.asarray(keep.mask(records), dtype=bool)].reset_index(drop=True)
+        batch = Batch(records, searches, row_of, keys)
         cells.append(batch.cell_frame(np.arange(batch.n_cells)))
         for spec, out in zip(specs, partials):
             out.append(spec.partial(batch))
-    grouping = Grouping(searches, tuple(keys), concat(cells, ["srow", "iter"]))
+    grouping = Grouping(searches, tuple(keys), concat(cells, ["srow", "iter", "key"]), options)
     report = Report(keys=tuple(keys))
     for spec, parts in zip(specs, partials):
         for section in spec.finish(parts, grouping):
@@ -100,6 +128,7 @@ def build_report(source: Source, tables: Sequence[str] | str | None = TABLES,
 
 
 def report_frames(records: pd.DataFrame, searches: pd.DataFrame, tables: Sequence[str] | str | None = TABLES,
-                  by: Sequence[str] | str | None = None) -> Report:
+                  by: Sequence[str] | str | None = None, options: ReportOptions | None = None,
+                  keep: RecordFilter | None = None) -> Report:
     """:func:`build_report` of records and searches DataFrames already in memory (the Python API's frames)."""
-    return build_report(FrameSource(records, searches), tables, by)
+    return build_report(FrameSource(records, searches), tables, by, options=options, keep=keep)

@@ -3,13 +3,15 @@
 Every report table is computed per *group*.  ``engine`` is always a grouping
 key (mixing engines in one number is never meaningful); ``--by`` adds
 ``source`` (the log a search came from: two runs of one engine side by side),
-``phase``, ``position`` and/or ``iter``.  Groups are numbered densely and the
+``phase``, ``position``, ``iter`` and the record-level keys ``ply`` (the
+deciding node's ply) and ``depth`` (the deciding node's remaining depth, whole
+plies), which split a search's records.  Groups are numbered densely and the
 numbers are used with ``numpy.bincount`` so that no table loops over rows in
 Python.
 
 Group order is stable and readable: engines and positions in order of first
 appearance in the searches table, phases as opening, middlegame, endgame
-(others after), iterations ascending.
+(others after), iterations, plies and depths ascending.
 """
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ import pandas as pd
 
 from treediff.model.errors import InputError
 
-BY_CHOICES = ("engine", "source", "phase", "position", "iter")
+BY_CHOICES = ("engine", "source", "phase", "position", "iter", "ply", "depth")
 SEARCH_KEYS = ("engine", "source", "phase", "position")
+#: Keys that are a property of each record, not of its search (a record's cell has a third component).
+RECORD_KEYS = ("ply", "depth")
 PHASE_ORDER = ("opening", "middlegame", "endgame")
 
 

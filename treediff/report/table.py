@@ -3,8 +3,12 @@
 A report table is one module in :mod:`treediff.report.tables` holding both halves:
 
 * ``partial(batch)``: small aggregates of one :class:`Batch` of records,
-  keyed by (search row, iteration) *cells*, so that partials of disjoint
-  batches add up (a batch always holds whole searches);
+  keyed by (search row, iteration, record key) *cells*, so that partials of
+  disjoint batches add up (a batch always holds whole searches); the record
+  key is 0 unless the report is grouped by a record-level key (``--by ply``,
+  ``--by depth``, :data:`~treediff.report.grouping.RECORD_KEYS`), and a
+  table never needs to look at it: :meth:`Batch.cell_frame` writes it and
+  :meth:`Grouping.group_of` reads it;
 * ``finish(partials, grouping)``: merges the partials of every batch, maps
   cells to the report's groups (:class:`Grouping`) and returns the table's
   :class:`Section` (s).
@@ -22,10 +26,54 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
-from treediff.report.grouping import RecordGroups, SearchGroups, codes_of, group_searches
+from treediff.report.grouping import RECORD_KEYS, RecordGroups, SearchGroups, codes_of, group_searches
 
 #: Iteration numbers are int16: (row, iteration) cells are packed as row * ITER_SPAN + iteration.
 ITER_SPAN = 1 << 16
+#: Record keys are packed in 24 bits: the deciding node's ply in the high 12, its remaining depth in the low 12.
+KEY_SPAN = 1 << 24
+_FIELD = 1 << 12
+#: Depth codes: whole plies + _DEPTH_ZERO; code 0 is "no depth".
+_DEPTH_ZERO = 1 << 11
+
+
+def record_key_codes(records: pd.DataFrame, is_move: np.ndarray, keys: Sequence[str]) -> np.ndarray:
+    """Each record's packed record key for the record-level ``keys`` (0 when there are none).
+
+    ``ply``: the deciding node's ply (a MOVE record's ``ply`` − 1, a RESULT's
+    ``ply``).  ``depth``: the deciding node's remaining depth in whole plies
+    (``floor(d)``: a MOVE record's ``d`` is its node's depth at the decision,
+    a RESULT's ``d`` the node's entry depth).
+    """
+    n = len(records)
+    packed = np.zeros(n, dtype=np.int64)
+    if "ply" in keys and n:
+        ply = np.asarray(records["ply"].fillna(0), dtype=np.int64) - is_move.astype(np.int64)
+        packed += np.clip(ply, 0, _FIELD - 1) * _FIELD
+    if "depth" in keys and n:
+        depth = np.asarray(records["depth"], dtype=np.float64)
+        known = ~np.isnan(depth)
+        code = np.zeros(n, dtype=np.int64)
+        code[known] = np.clip(np.floor(depth[known]), 1 - _DEPTH_ZERO, _DEPTH_ZERO - 1).astype(np.int64) + _DEPTH_ZERO
+        packed += code
+    return packed
+
+
+def decode_record_key(packed: np.ndarray, key: str) -> np.ndarray:
+    """The values of one record-level key from packed record keys (depth: float, NaN when unknown)."""
+    packed = np.asarray(packed, dtype=np.int64)
+    if key == "ply":
+        return packed // _FIELD
+    code = packed % _FIELD
+    return np.where(code > 0, (code - _DEPTH_ZERO).astype(np.float64), np.nan)
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """Report-wide choices a table's ``finish`` may consult (they never change a partial)."""
+
+    #: ``--allow-different-depths``: the nodes table's ratio between groups of different depths.
+    allow_different_depths: bool = False
 
 
 @dataclass
@@ -36,6 +84,9 @@ class Section:
     title: str
     frame: pd.DataFrame
     keys: tuple[str, ...] = ()  #: grouping columns at the left of ``frame``
+    #: Sentences about the numbers (why a ratio is undefined, ...): after the table in the human formats,
+    #: ``notes`` in JSON.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -57,26 +108,35 @@ class Report:
 
 
 class Batch:
-    """Records of whole searches, each record mapped to its (search row, iteration) cell.
+    """Records of whole searches, each record mapped to its (search row, iteration, record key) cell.
 
     ``records`` holds at least the columns the tables asked for;
-    ``row_of[search]`` is the searches-table row of a ``search`` number.
+    ``row_of[search]`` is the searches-table row of a ``search`` number;
+    ``record_keys`` are the report's record-level grouping keys (``ply``,
+    ``depth``; each record's packed value is its cell's third component).
     :attr:`record_groups` numbers the cells, so the per-group counting
     helpers of the table modules run unchanged on a batch (a cell is a group).
     """
 
-    def __init__(self, records: pd.DataFrame, searches: pd.DataFrame, row_of: np.ndarray):
+    def __init__(self, records: pd.DataFrame, searches: pd.DataFrame, row_of: np.ndarray,
+                 record_keys: Sequence[str] = ()):
         self.records = records
         self.searches = searches
+        self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.record_keys = tuple(k for k in RECORD_KEYS if k in record_keys)
         self.srow = row_of[np.asarray(records["search"], dtype=np.int64)] if len(records) else np.zeros(0, np.int64)
         packed = self.srow * ITER_SPAN + self.iters
+        if self.record_keys:
+            packed = packed * KEY_SPAN + record_key_codes(records, self.is_move, self.record_keys)
         cells, inverse = np.unique(packed, return_inverse=True)
-        #: Per cell: its searches row and iteration.
+        span = KEY_SPAN if self.record_keys else 1
+        #: Per cell: its searches row, iteration and packed record key.
+        self.cell_key = (cells % span).astype(np.int64)
+        cells = cells // span
         self.cell_srow = (cells // ITER_SPAN).astype(np.int64)
         self.cell_iter = (cells % ITER_SPAN).astype(np.int64)
         groups = pd.DataFrame({"srow": self.cell_srow, "iter": self.cell_iter})
         self.record_groups = RecordGroups(("engine", "iter"), inverse.astype(np.int64).reshape(-1), groups)
-        self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     @property
     def n_cells(self) -> int:
@@ -119,38 +179,63 @@ class Batch:
         return np.asarray(self.records["ply"].fillna(0), dtype=np.int64)
 
     def cell_frame(self, cell: np.ndarray, **columns: Any) -> pd.DataFrame:
-        """A partial keyed by (srow, iter) of the given cells, plus ``columns``."""
+        """A partial keyed by (srow, iter, key) of the given cells, plus ``columns``."""
         cell = np.asarray(cell, dtype=np.int64)
-        return pd.DataFrame({"srow": self.cell_srow[cell], "iter": self.cell_iter[cell], **columns})
+        return pd.DataFrame({"srow": self.cell_srow[cell], "iter": self.cell_iter[cell], "key": self.cell_key[cell],
+                             **columns})
 
 
 class Grouping:
-    """The report's groups and the map from (search row, iteration) cells to them.
+    """The report's groups and the map from (search row, iteration, record key) cells to them.
 
-    ``cells`` lists every (srow, iter) cell holding records (over all
-    batches).  Without ``iter`` in the keys a group is a search group
-    (engine, source, phase, position); with it, each (search group,
-    iteration) pair that holds records.
+    ``cells`` lists every cell holding records (over all batches; columns
+    ``srow``, ``iter`` and, with record-level keys, ``key``).  With search
+    keys only, a group is a search group (engine, source, phase, position);
+    with ``iter`` and/or a record-level key (``ply``, ``depth``), each
+    (search group, iteration, record key) combination that holds records.
+    ``options``: the report-wide :class:`ReportOptions`.
     """
 
-    def __init__(self, searches: pd.DataFrame, keys: tuple[str, ...], cells: pd.DataFrame):
+    def __init__(self, searches: pd.DataFrame, keys: tuple[str, ...], cells: pd.DataFrame,
+                 options: ReportOptions | None = None):
         self.searches = searches
         self.keys = keys
+        self.options = options or ReportOptions()
         self.search_groups: SearchGroups = group_searches(searches, keys)
         sg = self.search_groups
-        if "iter" in keys:
-            self._width = int(cells["iter"].max()) + 1 if len(cells) else 1
+        self.record_keys = tuple(k for k in RECORD_KEYS if k in keys)
+        self.cell_level = "iter" in keys or bool(self.record_keys)
+        if self.cell_level:
             packed = self._pack(cells)
             self._cells = np.unique(packed)
-            groups = sg.groups.iloc[self._cells // self._width].reset_index(drop=True)
-            groups["iter"] = (self._cells % self._width).astype(np.int64)
+            rest = self._cells // KEY_SPAN
+            groups = sg.groups.iloc[rest // ITER_SPAN].reset_index(drop=True)
+            if "iter" in keys:
+                groups["iter"] = (rest % ITER_SPAN).astype(np.int64)
+            for key in self.record_keys:
+                values = decode_record_key(self._cells % KEY_SPAN, key)
+                groups[key] = (values.astype(np.int64) if not np.isnan(values).any()
+                               else pd.Series(values).astype("Int64").to_numpy(dtype=object))
             self.groups = groups
+            #: Each group's search group (its row of ``search_groups.groups``).
+            self.group_search_group = np.asarray(rest // ITER_SPAN, dtype=np.int64)
         else:
             self.groups = sg.groups
+            self.group_search_group = np.arange(len(sg.groups), dtype=np.int64)
 
     def _pack(self, frame: pd.DataFrame) -> np.ndarray:
         rows = frame["srow"].to_numpy(dtype=np.int64)
-        packed = self.search_groups.search_group[rows] * self._width + frame["iter"].to_numpy(dtype=np.int64)
+        packed = self.search_groups.search_group[rows] * ITER_SPAN
+        if "iter" in self.keys:
+            packed = packed + frame["iter"].to_numpy(dtype=np.int64)
+        packed = packed * KEY_SPAN
+        if self.record_keys and "key" in frame.columns:
+            key = frame["key"].to_numpy(dtype=np.int64)
+            if "ply" not in self.record_keys:
+                key = key % _FIELD
+            if "depth" not in self.record_keys:
+                key = key - key % _FIELD
+            packed = packed + key
         return np.asarray(packed, dtype=np.int64)
 
     @property
@@ -158,8 +243,8 @@ class Grouping:
         return len(self.groups)
 
     def group_of(self, frame: pd.DataFrame) -> np.ndarray:
-        """The group number of each row of a partial (its ``srow`` and ``iter`` columns)."""
-        if "iter" in self.keys:
+        """The group number of each row of a partial (its ``srow``, ``iter`` and ``key`` columns)."""
+        if self.cell_level:
             return np.asarray(np.searchsorted(self._cells, self._pack(frame)), dtype=np.int64)
         return np.asarray(self.search_groups.search_group[frame["srow"].to_numpy(dtype=np.int64)], dtype=np.int64)
 

@@ -50,7 +50,7 @@ import pandas as pd
 from typing import Sequence
 
 from treediff.model.errors import InputError
-from treediff.report.grouping import key_frame
+from treediff.report.grouping import RECORD_KEYS, key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 
 TITLES = {
@@ -342,7 +342,7 @@ class EbfTable:
 
     def finish(self, partials: Sequence[ResultPartial], grouping: Grouping) -> list[Section]:
         merged = merge_results(partials, grouping)
-        keys = tuple(k for k in grouping.keys if k != "iter")
+        keys = tuple(k for k in grouping.keys if k not in ("iter", *RECORD_KEYS))  # search-level tables
         return [Section(name, TITLES[name], make(grouping, merged), keys)
                 for name, make in (("ebf", ebf_table), ("ebf_iter", ebf_iter_table), ("ebf_ply", ebf_ply_table))]
 
