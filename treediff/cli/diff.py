@@ -8,7 +8,9 @@ import numpy as np
 
 from treediff.model.errors import InputError
 
-FORMATS = ["table", "text", "json", "csv"]
+FORMATS = ["table", "text", "markdown", "json", "csv"]
+#: --notation choices (treediff.render.diffview.NOTATIONS).
+NOTATIONS = ["own", "uci", "san"]
 #: Rows kept around each change when folding identical runs, unless --context says otherwise.
 DEFAULT_CONTEXT = 3
 #: Divergences listed under the side-by-side view.
@@ -41,7 +43,7 @@ def _read_side(source, path: str, label: str, position: str | None):
             raise InputError(f"{label} has no records for position {position} ({path} has no search of position "
                              f"{position}; it has: {', '.join(held[:10])}{' ...' if len(held) > 10 else ''})")
         source = source.select_position(position)
-    records = source.records(LOAD_COLUMNS)
+    records = source.records(tuple(dict.fromkeys((*LOAD_COLUMNS, "line"))))  # line: line_a / line_b
     if len(records) == 0:
         searches = source.searches
         if position is not None and len(searches):
@@ -77,6 +79,45 @@ def _echo_lines(lines, chunk: int = 8192) -> None:
         click.echo("\n".join(batch))
 
 
+def _with_source_lines(alignment, records_a, records_b):
+    """The rows with ``line_a`` / ``line_b``: the aligner's when it has them, else from the records' ``line``.
+
+    Fallback: the source line of the path's first MOVE record (in ``seq``
+    order) in the aligned search and iteration, the first RESULT's for a
+    path without MOVE; missing when the records have no ``line`` column.
+    """
+    import numpy as np
+    import pandas as pd
+
+    rows = alignment.rows
+    if "line_a" in rows.columns and "line_b" in rows.columns:
+        return rows
+    added = {}
+    for side, records, choice in (("a", records_a, alignment.a), ("b", records_b, alignment.b)):
+        if "line" not in records.columns:
+            added[f"line_{side}"] = pd.array([pd.NA] * len(rows), dtype="Int64")
+            continue
+        keep = records["search"].to_numpy() == choice.search
+        if choice.iter != 0 and "iter" in records.columns:
+            keep &= records["iter"].to_numpy() == choice.iter
+        recs = records.loc[keep, ["path", "tag", "seq", "line"]]
+        recs = recs[recs["path"].notna()]
+        not_move = (recs["tag"].astype(object) != "MOVE").to_numpy()
+        order = np.lexsort((recs["seq"].to_numpy(), not_move))
+        first = recs.iloc[order].drop_duplicates("path")
+        lines = pd.Series(first["line"].to_numpy(dtype=np.int64), index=first["path"].astype(str).to_numpy())
+        added[f"line_{side}"] = pd.array(lines.reindex(rows["path"].astype(str).to_numpy()).to_numpy(),
+                                         dtype="Int64")
+    return rows.assign(**added)
+
+
+def _fen_of(records, search: int) -> str | None:
+    if "fen" not in records.columns or not len(records):
+        return None
+    match = records["fen"][records["search"].to_numpy() == search]
+    return str(match.iloc[0]) if len(match) and match.notna().iloc[0] else None
+
+
 @click.command("diff")
 @click.argument("a", type=click.Path(dir_okay=True, allow_dash=False))
 @click.argument("b", type=click.Path(dir_okay=True, allow_dash=False))
@@ -84,74 +125,125 @@ def _echo_lines(lines, chunk: int = 8192) -> None:
 @click.option("--iter", "iteration", type=int, metavar="N",
               help="Iteration (root depth, plies) to align; default: the deepest both completed.")
 @click.option("--under", metavar="PATH", help="Only this path and its subtree (UCI moves joined by /; SAN also read).")
+@click.option("--drill", metavar="PATH",
+              help="Like --under, and the divergences are attributed inside PATH's subtree, PATH itself left out.")
 @click.option("--max-ply", type=click.IntRange(min=0), metavar="N", help="Only rows at most N plies from the root.")
 @click.option("--only-diff", is_flag=True, help="Only rows whose status is not 'same' (shown with their full paths).")
+@click.option("--min-cost", type=click.IntRange(min=0), metavar="N", default=0,
+              help="Only rows whose subtrees differ by at least N nodes (|nodes_a - nodes_b|, full paths shown) "
+                   "and frontier rows with |delta| >= N.")
 @click.option("--context", type=click.IntRange(min=0), metavar="K", default=None,
               help=f"Identical rows kept around each change; longer identical runs are folded (default {DEFAULT_CONTEXT}).")
+@click.option("--top", "top_n", type=click.IntRange(min=0), metavar="N", default=TOP_N, show_default=True,
+              help="Frontier rows listed (largest |delta|); a (rest) row sums the others.")
+@click.option("--notation", type=click.Choice(NOTATIONS), default="own", show_default=True,
+              help="How moves are written: own (each side's dialect: SAN for Crafty), uci or san.")
+@click.option("--width", type=click.IntRange(min=20), metavar="N",
+              help="Fit the table/text view in N columns (default: the terminal's, COLUMNS, else 100).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format; default: table on a terminal, text when piped.")
 @click.option("--meld", "meld_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are blank lines), for meld or diff -y.")
 @click.option("--engine-a", metavar="NAME", help="The engine to take from A when it holds several (e.g. a batch dataset).")
 @click.option("--engine-b", metavar="NAME", help="The engine to take from B when it holds several.")
-def diff(a, b, position, iteration, under, max_ply, only_diff, context, fmt, meld_dir, engine_a, engine_b) -> None:
+def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, context, top_n, notation, width, fmt,
+         meld_dir, engine_a, engine_b) -> None:
     """Show A's and B's search trees of one position side by side, aligned by move path.
 
     Rows are in depth-first tree order; a path only one side has leaves a gap
     on the other.  The marker between the sides is ' ' (same), '|' (differs),
     '<' (only A) or '>' (only B).  Columns per side: move (indented by ply),
-    act(s), depth → new depth in plies, reduction, and the subtree's node
-    count (RESULT records at or below the path).  Below the rows: A's kind
-    against B's on shared paths, and the divergences that cost the most nodes.
+    act(s), depth → new depth in plies, reduction, the subtree's node count
+    (RESULT records at or below the path) and the decision's source line.
+    Below the rows: A's kind against B's on shared paths, then the
+    divergences: every node counted once, at its topmost differing row
+    (docs/ALIGN.md), the largest, the total and its breakdowns.
     """
-    from treediff.align import align, kind_confusion, top_divergences
-    from treediff.render import diffview as render
+    from treediff.align import align, kind_confusion
+    from treediff.align.attribution import difference
+    from treediff.align.summaries import divergence_summary
     from treediff.align.view import fold, normalize_path, select_rows
+    from treediff.render import diffview as render
 
+    if under is not None and drill is not None:
+        raise InputError("use one of --under and --drill (--drill PATH shows PATH's subtree, as --under does)")
     source_a, source_b = _side(a, "A", engine_a), _side(b, "B", engine_b)
     chosen = position if position is not None else _shared_position(source_a, source_b)
     records_a = _read_side(source_a, a, "A", chosen)
     records_b = _read_side(source_b, b, "B", chosen)
     alignment = align(records_a, records_b, iter=iteration, position=position)
-    under_path = None
-    if under is not None:
-        fen = None
-        if "fen" in records_a.columns and len(records_a):
-            match = records_a[records_a["search"] == alignment.a.search]
-            fen = str(match["fen"].iloc[0]) if len(match) and match["fen"].notna().iloc[0] else None
-        under_path = normalize_path(under, fen)
-    rows = select_rows(alignment.rows, under=under_path, max_ply=max_ply, only_diff=only_diff)
+    alignment.rows = _with_source_lines(alignment, records_a, records_b)
+    fen_a, fen_b = _fen_of(records_a, alignment.a.search), _fen_of(records_b, alignment.b.search)
+    notations = (render.side_notation(notation, alignment.a.engine, fen_a),
+                 render.side_notation(notation, alignment.b.engine, fen_b or fen_a))
+    typed = drill if drill is not None else under
+    scope_path = None
+    if typed is not None:
+        try:
+            scope_path = normalize_path(typed, fen_a)
+        except InputError as exc:
+            raise InputError(str(exc).replace("--under", "--drill") if drill is not None else str(exc)) from None
+        if drill is not None and not (alignment.rows["path"].to_numpy(dtype=object) == scope_path).any():
+            raise InputError(f"--drill {scope_path}: neither side has this path")
+    rows = select_rows(alignment.rows, under=scope_path, max_ply=max_ply, only_diff=only_diff)
+    if min_cost:
+        cost = (rows["nodes_a"] - rows["nodes_b"]).abs().to_numpy()
+        rows = rows[cost >= min_cost]
+    full_paths = only_diff or bool(min_cost)
 
     if meld_dir is not None:
-        path_a, path_b = render.write_meld(meld_dir, rows)
+        path_a, path_b = render.write_meld(meld_dir, rows, notations)
         click.echo(f"wrote {path_a} and {path_b} ({len(rows):,} lines each)", err=True)
         if fmt is None:
             return
 
     fmt = fmt or ("table" if sys.stdout.isatty() else "text")
-    if fmt in ("json", "table", "text"):
-        # Summaries cover the --under/--max-ply scope, --only-diff or not.
+    summaries = None
+    if fmt != "csv":
+        # Summaries cover the --under/--drill (and, for the kinds, --max-ply) scope, --only-diff or not.
         scope = np.zeros(len(alignment.rows), dtype=bool)
-        scope[select_rows(alignment.rows, under=under_path, max_ply=max_ply).index.to_numpy()] = True
-        confusion = kind_confusion(alignment, within=scope)
-        top = top_divergences(alignment, n=TOP_N, under=under_path)
+        scope[select_rows(alignment.rows, under=scope_path, max_ply=max_ply).index.to_numpy()] = True
+        namer = notations[0]
+
+        def name(path: str) -> str:
+            return f"`{render.named_paths(render.pa.array([path], render.pa.string()), namer)[0].as_py() or '(root)'}`"
+
+        found = divergence_summary(alignment, n=top_n, under=scope_path, drill=drill is not None,
+                                   min_cost=min_cost, name=name)
+        scope_sentence = None
+        if drill is not None:
+            at = int(np.flatnonzero(alignment.rows["path"].to_numpy(dtype=object) == scope_path)[0])
+            row = alignment.rows.iloc[at]
+            scope_sentence = difference(row, name(scope_path or "")) if str(row["status"]) != "same" else (
+                f"{name(scope_path or '')} was decided identically on both sides")
+        summaries = render.Summaries(
+            confusion=kind_confusion(alignment, within=scope), divergences=found.rows, total=found.total,
+            by_kind=found.by_kind, by_ply=found.by_ply, scope=scope_path, drill=drill is not None,
+            scope_sentence=scope_sentence, min_cost=min_cost)
     if fmt == "json":
-        click.echo(render.to_json(alignment, rows, confusion, top))
+        click.echo(render.to_json(alignment, rows, summaries, notations))
         return
     if fmt == "csv":
-        click.echo(render.to_csv(rows), nl=False)
+        click.echo(render.to_csv(rows, notations), nl=False)
         return
-    items = fold(rows, None if only_diff else (DEFAULT_CONTEXT if context is None else context))
+    items = fold(rows, None if full_paths else (DEFAULT_CONTEXT if context is None else context))
+    assert summaries is not None
+    if fmt == "markdown":
+        _echo_lines(render.markdown_lines(alignment, rows, items, summaries, notations))
+        return
+    fit = render.view_width(width)
+    layout = render.layout_of(rows, items, fit, full_paths, notations)
     if fmt == "table":
         from rich.console import Console
 
-        console = Console()
-        render.print_rich(console, alignment, rows, items, full_paths=only_diff)
-        for line in render.summary_lines(confusion, top):
-            console.print(line, highlight=False, markup=False)
+        console = Console(width=fit) if width else Console()
+        render.print_rich(console, alignment, rows, items, full_paths, fit, notations)
+        for line in [""] + render.legend_lines(layout, notations, fit) + render.summary_lines(summaries, fit):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
         return
-    _echo_lines(render.text_lines(alignment, rows, items, full_paths=only_diff))
-    _echo_lines(render.summary_lines(confusion, top))
+    _echo_lines(render.text_lines(alignment, rows, items, full_paths, fit, notations))
+    _echo_lines(["", *render.legend_lines(layout, notations, fit)])
+    _echo_lines(render.summary_lines(summaries, fit))
     for note in alignment.notes:
         click.echo(f"note: {note}", err=True)
 
