@@ -114,3 +114,17 @@ def test_see_history_verifies_predicted_cutoffs_at_pv_nodes_only():
         prev = next(h for h in reversed(lines[:k]) if h["path"] == g["path"])
         assert prev["act"] == "LMR" and prev["red"] == "64" and prev["mn"] == g["mn"]
     assert all(g["red"] == "64" and int(g["mn"]) > 1 for g in lines if g["act"] == "LMR")
+
+
+def test_every_profile_has_its_mechanisms_and_see_history_replaces_only_lmr():
+    from typhoon_py.mechanisms import MECHANISMS, SeeHistoryLmr, mechanisms_class
+    from typhoon_py.profiles import PROFILES, LmrPolicy
+
+    assert set(MECHANISMS) == set(PROFILES)
+    for name, cls in MECHANISMS.items():
+        assert mechanisms_class(name) is cls
+        mixed = mechanisms_class(name, LmrPolicy.SEE_HISTORY)
+        assert mixed is mechanisms_class(name, LmrPolicy.SEE_HISTORY)  # made once
+        assert mixed.reduce is SeeHistoryLmr.reduce and mixed.search_move is SeeHistoryLmr.search_move
+        for hook in ("prune", "null_reduction", "after_null_fail_low", "probcut"):
+            assert getattr(mixed, hook) is getattr(cls, hook), (name, hook)

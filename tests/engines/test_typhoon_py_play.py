@@ -9,7 +9,7 @@ import pytest
 
 from support.typhoon_trace_tools import move_forces_mate_after, read_trace
 from typhoon_py import make_config, read_epd, run_search
-from typhoon_py.evaluation import full_evaluation
+from typhoon_py.evaluation import blend, full_evaluation
 from typhoon_py.search import MATE_BOUND, Searcher
 
 from pathlib import Path
@@ -117,7 +117,10 @@ def test_incremental_eval_matches_full_evaluation(fen):
             if not moves:
                 break
             searcher.make(rng.choice(moves))
-            assert (searcher.mg, searcher.eg, searcher.ph, searcher.mat) == full_evaluation(searcher.board)
+            mg, eg, ph, mat = full_evaluation(searcher.board)
+            assert (searcher.mg, searcher.eg, searcher.ph, searcher.mat) == (mg, eg, ph, mat)
+            # _eval inlines blend: the side to move's view of the same tapered score
+            assert searcher._eval() == (blend(mg, eg, ph) if searcher.board.turn else -blend(mg, eg, ph))
         while searcher.board.move_stack:
             searcher.unmake()
         assert (searcher.mg, searcher.eg, searcher.ph, searcher.mat) == full_evaluation(chess.Board(fen))
