@@ -160,6 +160,8 @@ class SearchOutcome:
 
 @dataclass
 class SearchConfig:
+    """The profile (mechanisms and dialect) and the options that apply to any profile."""
+
     profile: Profile
     lmr_policy: LmrPolicy = LmrPolicy.PROFILE
     prune_scope: PruneScope = PruneScope.MOVE
@@ -226,6 +228,7 @@ class Searcher:
         return keys
 
     def make(self, move: chess.Move) -> None:
+        """Play ``move``, updating the incremental evaluation terms."""
         b = self.board
         c = b.turn
         frm, to = move.from_square, move.to_square
@@ -268,6 +271,7 @@ class Searcher:
         b.push(move)
 
     def unmake(self) -> None:
+        """Take back the last move (or null move) and its evaluation terms."""
         self.board.pop()
         self.mg, self.eg, self.ph, self.mat = self.estack.pop()
 
