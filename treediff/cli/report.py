@@ -27,6 +27,12 @@ def _open(inputs, engine: str, positions: str | None):
     return source
 
 
+_width_option = click.option(
+    "--width", type=click.IntRange(min=20), metavar="N",
+    help="Fit the table format in N columns (default: the terminal's, COLUMNS, else 100); "
+         "wide tables are transposed or split into column groups.")
+
+
 def _batch_target(in_memory: bool) -> int:
     from treediff.store.source import BATCH_RECORDS
 
@@ -38,7 +44,8 @@ def _batch_target(in_memory: bool) -> int:
 @click.option("--table", "tables", default="all", show_default=True,
               help="Comma-separated: nodes,acts,lmr,ebf,skips,scope or all.")
 @click.option("--by", default="engine", show_default=True,
-              help="Comma-separated grouping: engine,source,phase,position,iter (engine is always included).")
+              help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth (engine is always "
+                   "included; ply and depth: the deciding node's ply and remaining depth, per record).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False),
@@ -46,23 +53,36 @@ def _batch_target(in_memory: bool) -> int:
 @click.option("--engine", default="auto", show_default=True, help=_PARSE_HELP)
 @click.option("--positions", type=click.Path(exists=True, dir_okay=False),
               help="EPD file giving position ids and phase labels for logs.")
+@click.option("--under", metavar="PATH",
+              help="Count only records at or below PATH (moves separated by /, UCI or SAN; e.g. e2e4/e7e5).")
+@click.option("--allow-different-depths", is_flag=True,
+              help="Give the nodes table's ratio also between groups searched to different depths.")
+@_width_option
 @_in_memory_option
-def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, in_memory):
+def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, allow_different_depths, width,
+           in_memory):
     """Act breakdowns, LMR, EBF, skips, prune scope and nodes for logs, Parquet files or datasets.
 
     Definitions of every table: docs/REPORTS.md.  Dataset directories are
     read partition by partition, so memory does not grow with the dataset
     (docs/SCALING.md).
     """
-    from treediff.report.core import build_report, parse_tables
+    from treediff.report.core import ReportOptions, build_report, parse_tables
+    from treediff.report.filters import under_view
     from treediff.report.grouping import parse_by
 
     names = parse_tables(tables)
     keys = parse_by(by)
     source = _open(inputs, engine, positions)
     target = _batch_target(in_memory)
-    result = build_report(source, names, keys, target)
-    emit(result.sections, fmt, output)
+    keep = None
+    notes: list[str] = []
+    if under:
+        source, keep = under_view(source, under, target)
+        notes.append(f"note: records at or below {keep.path or under} only ({len(source.searches)} searches)")
+    options = ReportOptions(allow_different_depths=allow_different_depths)
+    result = build_report(source, names, keys, target, options=options, keep=keep)
+    emit(result.sections, fmt, output, notes=notes, width=width)
     if plot_dir:
         from treediff.render.plots import write_plots
 
@@ -73,12 +93,13 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, in_memo
 
 
 @click.command("compare")
-@click.argument("a", metavar="A")
-@click.argument("b", metavar="B")
+@click.argument("inputs", nargs=-1, required=True, metavar="A B [C...]")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
 @click.option("--allow-different-positions", is_flag=True,
-              help="Compare even if A and B did not search the same positions.")
+              help="Compare even if the inputs did not search the same positions.")
+@click.option("--depth", type=click.IntRange(min=1), metavar="N",
+              help="Compare at iteration N (default: per position the deepest one every input completed).")
 @click.option("--engine-a", help="The engine to take from A when it holds several.")
 @click.option("--engine-b", help="The engine to take from B when it holds several.")
 @click.option("--label-a", help="Name shown for A (default: its engine, and file name if both engines agree).")
@@ -88,19 +109,33 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, in_memo
               help="EPD file giving position ids and phase labels for logs.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many of the costliest divergent subtrees to show (aligned per position); 0 skips aligning.")
+@_width_option
 @_in_memory_option
-def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, label_a, label_b, engine, positions, top,
-            in_memory):
-    """Why is A's tree bigger than B's? Nodes and ratio, acts, LMR, EBF and skips side by side."""
+def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, engine_b, label_a, label_b, engine,
+            positions, top, width, in_memory):
+    """Why is A's tree bigger than B's? Nodes and ratio at a common depth, acts, LMR, EBF and skips side by side.
+
+    With three or more inputs the first is the reference and each other is shown side by side with it.
+    """
     from treediff.align.summaries import divergences
     from treediff.report.compare import compare_sources, select_engine
 
+    if len(inputs) < 2:
+        raise click.UsageError("compare needs at least two inputs: A B [C...]")
+    a, b, *rest = inputs
     source_a = _open([a], engine, positions)
     source_b = _open([b], engine, positions)
-    la = label_a or _default_label(source_a.searches, engine_a, a, source_b.searches, engine_b)
-    lb = label_b or _default_label(source_b.searches, engine_b, b, source_a.searches, engine_a)
-    result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions)
+    others = [_open([path], engine, positions) for path in rest]
+    engines = [_engines(source_a.searches, engine_a), _engines(source_b.searches, engine_b),
+               *(_engines(o.searches, None) for o in others)]
+    names = [_default_label(engines, i, path) for i, path in enumerate(inputs)]
+    la, lb = label_a or names[0], label_b or names[1]
+    result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions, depth,
+                             more=list(zip(others, names[2:])), target=_batch_target(in_memory))
     notes = result.notes()
+    if rest and top > 0:
+        notes.append("note: divergences are aligned for two inputs; run compare A C to align A with C")
+        top = 0
     if top > 0:
         found = divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"), n=top)
         if not found.empty:
@@ -108,20 +143,28 @@ def compare(a, b, fmt, output, allow_different_positions, engine_a, engine_b, la
             result.divergence_by_kind, result.divergence_by_ply = found.by_kind, found.by_ply
             result.divergence_kinds = found.kinds.reset_index()
         notes += found.notes
-    _emit_comparison(result, notes, fmt, output)
+    _emit_comparison(result, notes, fmt, output, width)
 
 
-def _emit_comparison(result, notes: list[str], fmt: str, output: str | None) -> None:
-    extra = {"label_a": result.label_a, "label_b": result.label_b,
-             "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
-    emit(result.sections(), fmt, output, extra_json=extra, notes=notes)
+def _emit_comparison(result, notes: list[str], fmt: str, output: str | None, width: int | None = None) -> None:
+    labels = list(result.all_labels)
+    extra: dict = {"label_a": result.label_a, "label_b": result.label_b,
+                   "only_in_a": list(result.only_a), "only_in_b": list(result.only_b)}
+    if len(labels) > 2:
+        extra["labels"] = labels
+        extra["missing_in"] = {chr(ord("a") + i): list(m) for i, m in enumerate(result.missing)}
+    emit(result.sections(), fmt, output, extra_json=extra, notes=notes, width=width)
 
 
-def _default_label(searches, chosen: str | None, path: str, other_searches, other_chosen: str | None) -> str:
-    """A side's name: its engine(s), plus the file name when both sides would otherwise look the same."""
-    mine = chosen or ",".join(dict.fromkeys(searches["engine"].astype(str)))
-    theirs = other_chosen or ",".join(dict.fromkeys(other_searches["engine"].astype(str)))
-    return f"{mine} ({Path(path).name})" if mine == theirs else mine
+def _engines(searches, chosen: str | None) -> str:
+    return chosen or ",".join(dict.fromkeys(searches["engine"].astype(str)))
+
+
+def _default_label(engines: list[str], i: int, path: str) -> str:
+    """A side's name: its engine(s), plus the file name when another side would otherwise look the same."""
+    mine = engines[i]
+    same = any(other == mine for j, other in enumerate(engines) if j != i)
+    return f"{mine} ({Path(path).name})" if same else mine
 
 
 COMMANDS = [report, compare]

@@ -69,3 +69,17 @@ def to_python(value):
     if isinstance(value, Real):
         return float(value)
     return str(value)
+
+
+#: Width the human formats fit when neither ``--width`` nor the terminal says (piped without ``COLUMNS``).
+DEFAULT_WIDTH = 100
+
+
+def fit_width(width: int | None = None) -> int:
+    """The width report and compare fit: ``width`` (``--width N``), else the terminal's (``COLUMNS``
+    first, as :func:`shutil.get_terminal_size` reads it), else :data:`DEFAULT_WIDTH` (the rule diff uses)."""
+    if width:
+        return int(width)
+    import shutil
+
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns

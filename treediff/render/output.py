@@ -1,4 +1,12 @@
-"""Choosing a renderer and writing its output (to stdout, or atomically to a file)."""
+"""Choosing a renderer and writing its output (to stdout, or atomically to a file).
+
+The table format fits a width (:func:`~treediff.render.formatting.fit_width`:
+``--width N``, else the terminal's, ``COLUMNS`` when piped, else 100), on a
+terminal (rich tables) and piped or written with ``-o`` (plain text) alike;
+markdown, CSV and JSON are never fitted.  Notes (the sections' own and the
+command's) follow the tables in table and markdown, are a ``notes`` list in
+JSON, and go to stderr with CSV (which has no place for them).
+"""
 from __future__ import annotations
 
 import os
@@ -6,44 +14,74 @@ import sys
 from typing import Sequence
 
 from treediff.render.data import render_csv, render_json
-from treediff.render.text import render_markdown, render_plain, render_rich
+from treediff.render.formatting import fit_width
+from treediff.render.text import render_markdown, render_plain, render_rich, wrap
 from treediff.store.files import write_text_atomic
 
 FORMATS = ("table", "markdown", "csv", "json")
 
 
-def render(sections: Sequence, fmt: str, extra_json: dict | None = None) -> str:
-    """The sections as text in ``fmt`` (``table`` gives plain aligned text here)."""
+def _all_notes(sections: Sequence, notes: Sequence[str]) -> list[str]:
+    return [n for s in sections for n in getattr(s, "notes", ())] + list(notes)
+
+
+def render(sections: Sequence, fmt: str, extra_json: dict | None = None, width: int | None = None,
+           notes: Sequence[str] = ()) -> str:
+    """The sections as text in ``fmt`` (``table`` gives plain aligned text here, fitted to ``width`` if given).
+
+    ``notes`` (the command's) are included in JSON (with the sections' notes, as ``notes``); the text
+    formats show the sections' notes after their tables and leave ``notes`` to :func:`emit`.
+    """
     if fmt == "markdown":
         return render_markdown(sections)
     if fmt == "csv":
         return render_csv(sections)
     if fmt == "json":
-        return render_json(sections, extra_json)
+        extra = dict(extra_json or {})
+        every = _all_notes(sections, notes)
+        if every:
+            extra["notes"] = every
+        return render_json(sections, extra)
     if fmt == "table":
-        return render_plain(sections)
+        return render_plain(sections, width)
     raise ValueError(f"unknown format {fmt!r}")
 
 
+def _notes_text(notes: Sequence[str], fmt: str, width: int | None) -> str:
+    if not notes:
+        return ""
+    if fmt == "table":
+        return "".join("\n" + "\n".join(wrap(n, width)) for n in notes) + "\n"
+    return "".join(f"\n{n}" for n in notes) + "\n"
+
+
 def emit(sections: Sequence, fmt: str, output: str | os.PathLike | None = None,
-         extra_json: dict | None = None, notes: Sequence[str] = ()) -> None:
-    """Render and write: ``-o FILE`` atomically; stdout as rich tables when it is a terminal."""
+         extra_json: dict | None = None, notes: Sequence[str] = (), width: int | None = None) -> None:
+    """Render and write: ``-o FILE`` atomically; stdout as rich tables when it is a terminal.
+
+    ``width``: ``--width N`` (None: :func:`~treediff.render.formatting.fit_width`'s default), for the
+    table format only.
+    """
+    fit = fit_width(width) if fmt == "table" else None
+    if fmt == "csv":
+        for n in _all_notes(sections, notes):
+            sys.stderr.write(n + "\n")
     if output is not None and str(output) != "-":
-        text = render(sections, fmt, extra_json)
-        if notes and fmt in ("table", "markdown"):
-            text += "".join(f"\n{n}" for n in notes) + "\n"
+        text = render(sections, fmt, extra_json, fit, notes)
+        if fmt in ("table", "markdown"):
+            text += _notes_text(notes, fmt, fit)
         write_text_atomic(output, text)
         return
     if fmt == "table" and sys.stdout.isatty():
         from rich.console import Console
 
         console = Console()
-        render_rich(sections, console)
+        render_rich(sections, console, fit)
         for n in notes:
-            console.print(n, style="dim", markup=False)
+            console.print(n, style="dim", markup=False, width=fit)
         return
-    text = render(sections, fmt, extra_json)
+    text = render(sections, fmt, extra_json, fit, notes)
     sys.stdout.write(text)
-    if notes and fmt in ("table", "markdown"):
-        sys.stdout.write("".join(f"\n{n}" for n in notes) + "\n")
+    if fmt in ("table", "markdown"):
+        sys.stdout.write(_notes_text(notes, fmt, fit))
     sys.stdout.flush()

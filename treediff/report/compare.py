@@ -23,14 +23,17 @@ The definitions are the report's (``docs/REPORTS.md``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
-from treediff.report.core import Section, build_report
-from treediff.store.source import Source
+from treediff.report.core import Report, Section, build_report
+from treediff.report.filters import IterationCut
+from treediff.report.pairing import LETTERS, Pairing, cut_filter, cut_view, pair_positions, side_depths
+from treediff.store.source import BATCH_RECORDS, Source
 
 
 @dataclass
@@ -43,10 +46,6 @@ class Side:
     @property
     def searches(self) -> pd.DataFrame:
         return self.source.searches
-
-
-def _report(side: Side, tables, by):
-    return build_report(side.source, tables, by)
 
 
 @dataclass
@@ -69,14 +68,27 @@ class Comparison:
     divergence_by_ply: pd.DataFrame | None = None
     #: and kind(A) x kind(B) counts of aligned decisions.
     divergence_kinds: pd.DataFrame | None = None
-    #: Positions only one side searched (with --allow-different-positions).
+    #: Positions not every side searched (with --allow-different-positions): A's, B's.
     only_a: tuple[str, ...] = ()
     only_b: tuple[str, ...] = ()
+    #: Every side's label (A, B, C, ...; empty: A and B only).
+    labels: tuple[str, ...] = ()
+    #: Per side: the positions (row labels) it did not search.
+    missing: tuple[tuple[str, ...], ...] = ()
+    #: What pairing by position and cutting to a common depth did (clashes, cuts, unpaired positions).
+    pairing_notes: list[str] = field(default_factory=list)
+
+    @property
+    def all_labels(self) -> tuple[str, ...]:
+        return self.labels or (self.label_a, self.label_b)
 
     def sections(self) -> list[Section]:
-        ab = f"A = {self.label_a}, B = {self.label_b}"
+        labels = self.all_labels
+        ab = ", ".join(f"{LETTERS[i].upper()} = {label}" for i, label in enumerate(labels))
+        ratio = "A/B" if len(labels) == 2 else "A/X"
         out = [
-            Section("nodes", f"Nodes per position, ratio A/B ({ab})", self.nodes, ("position",)),
+            Section("nodes", f"Nodes per position at a common depth, ratio {ratio} ({ab})", self.nodes,
+                    ("position",)),
             Section("acts", "MOVE decisions per act, side by side", self.acts),
             Section("kinds", "MOVE decisions per kind", self.kinds, ("kind",)),
             Section("lmr", "LMR admission, magnitude (plies) and re-search rate", self.lmr, ("side",)),
@@ -102,10 +114,13 @@ class Comparison:
 
     def notes(self) -> list[str]:
         notes = []
-        if self.only_a or self.only_b:
+        if len(self.all_labels) == 2 and (self.only_a or self.only_b):
             notes.append(f"note: positions searched by only one side: {len(self.only_a)} only in A, "
                          f"{len(self.only_b)} only in B (--allow-different-positions)")
-        return notes
+        elif any(self.missing):
+            lacking = ", ".join(f"{len(m)} missing in {LETTERS[i].upper()}" for i, m in enumerate(self.missing) if m)
+            notes.append(f"note: positions not searched by every side: {lacking} (--allow-different-positions)")
+        return notes + list(self.pairing_notes)
 
 
 def select_engine(source: Source, engine: str | None, side: str) -> Source:
@@ -121,96 +136,113 @@ def select_engine(source: Source, engine: str | None, side: str) -> Source:
     return source.select((source.searches["engine"].astype("object") == engine).to_numpy())
 
 
-def _position_ids(searches: pd.DataFrame) -> pd.Series:
-    pos = searches["position"].astype("object")
-    return pos.where(pos.notna(), searches["fen"].astype("object"))
-
-
-def _with_position_ids(side: Side) -> Side:
-    """The side with every search's position set (its id, else its FEN)."""
-    searches = side.searches.copy()
-    searches["position"] = pd.array(_position_ids(searches), dtype="string")
-    return Side(side.label, side.source.with_searches(searches))
-
-
 @dataclass
-class _Summary:
-    """One side's per-position and overall figures for the nodes table."""
+class _Figures:
+    """One side's per-position and paired-overall figures (at the compared depth) and its side sections."""
 
-    per_position: pd.DataFrame  #: index position: phase, nodes, ebf, lmr_pct, skip_pct
+    per_position: pd.DataFrame  #: index position label: phase, nodes, ebf, lmr_pct, skip_pct
     overall: dict
+    report: Report              #: acts, lmr, ebf, skips over the paired positions
 
 
-def _summary(side: Side) -> _Summary:
-    tables = ("ebf", "lmr", "skips")
-    per = _report(side, tables, ("engine", "position"))
-    allr = _report(side, tables, ("engine",))
+def _figures(rep: Report, by_position: bool) -> pd.DataFrame:
+    keys = ["position"] if by_position else []
+    ebf = rep["ebf"].set_index(keys) if keys else rep["ebf"]
+    lmr = rep["lmr"].set_index(keys) if keys else rep["lmr"]
+    skips = rep["skips"][rep["skips"]["act"] == "(all)"]
+    skips = skips.set_index(keys) if keys else skips
+    return pd.DataFrame({"nodes": ebf["mean_nodes"], "ebf": ebf["ebf"], "lmr_pct": lmr["admission_pct"],
+                         "skip_pct": skips["pct_of_moves"]})
 
-    def figures(rep) -> pd.DataFrame:
-        keys = [k for k in ("position",) if k in rep["ebf"].columns]
-        ebf = rep["ebf"].set_index(keys) if keys else rep["ebf"]
-        lmr = rep["lmr"].set_index(keys) if keys else rep["lmr"]
-        skips = rep["skips"][rep["skips"]["act"] == "(all)"]
-        skips = skips.set_index(keys) if keys else skips
-        return pd.DataFrame({"nodes": ebf["mean_nodes"], "ebf": ebf["ebf"], "lmr_pct": lmr["admission_pct"],
-                             "skip_pct": skips["pct_of_moves"]})
 
-    table = figures(per)
-    phases = side.searches.groupby(side.searches["position"].astype("object"), sort=False)["phase"].first()
+def _side_figures(view: Source, keep: IterationCut, paired_rows: np.ndarray, target: int) -> _Figures:
+    per = build_report(view, ("ebf", "lmr", "skips"), ("engine", "position"), target, keep=keep)
+    table = _figures(per, True)
+    searches = view.searches
+    phases = searches.groupby(searches["position"].astype("object"), sort=False)["phase"].first()
     table.insert(0, "phase", phases.reindex(table.index).astype("object"))
-    overall = figures(allr).iloc[0].to_dict()
-    return _Summary(table, overall)
+    population = view.select(paired_rows) if paired_rows.any() else view
+    overall = build_report(population, ("acts", "lmr", "ebf", "skips"), ("engine",), target, keep=keep)
+    return _Figures(table, _figures(overall, False).iloc[0].to_dict(), overall)
 
 
-def _nodes_table(a: Side, b: Side) -> pd.DataFrame:
-    """Per position: nodes of A and B, ratio A/B, and each side's EBF, LMR % and skip %; then totals."""
-    sa, sb = _summary(a), _summary(b)
-    pa_, pb_ = sa.per_position, sb.per_position
-    order = list(dict.fromkeys([*pa_.index, *pb_.index]))
+def _nodes_table(figures: Sequence[_Figures], pairing: Pairing) -> pd.DataFrame:
+    """Per position: each side's depth and nodes, the ratio(s) to A, each side's EBF, LMR % and skip %; totals."""
+    n = len(figures)
+    letters = LETTERS[:n]
+    order = [pairing.label[k] for k in pairing.order]
+    paired = {pairing.label[k] for k in pairing.paired}
     table = pd.DataFrame({"position": order})
-    phase = pa_["phase"].reindex(order)
-    table["phase"] = phase.where(phase.notna(), pb_["phase"].reindex(order)).to_numpy()
-    table["nodes_a"] = pa_["nodes"].reindex(order).to_numpy()
-    table["nodes_b"] = pb_["nodes"].reindex(order).to_numpy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        table["ratio"] = table["nodes_a"] / table["nodes_b"]
+    phase = pd.Series([None] * len(order), index=order, dtype=object)
+    for f in figures:
+        ph = f.per_position["phase"].reindex(order)
+        phase = phase.where(phase.notna(), ph)
+    table["phase"] = phase.to_numpy()
+    for i, x in enumerate(letters):
+        table[f"depth_{x}"] = pd.array([pairing.side_depth.get((k, i)) if pairing.present[k][i] else None
+                                        for k in pairing.order], dtype="Int64")
+    for i, x in enumerate(letters):
+        table[f"nodes_{x}"] = figures[i].per_position["nodes"].reindex(order).to_numpy(dtype=np.float64)
+    is_paired = table["position"].isin(paired).to_numpy()
+    ratio_names = ["ratio"] if n == 2 else [f"ratio_{x}" for x in letters[1:]]
+    for name, x in zip(ratio_names, letters[1:]):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = table["nodes_a"].to_numpy() / table[f"nodes_{x}"].to_numpy()
+        table[name] = np.where(is_paired, ratio, np.nan)
     for col in ("ebf", "lmr_pct", "skip_pct"):
-        table[f"{col}_a"] = pa_[col].reindex(order).to_numpy()
-        table[f"{col}_b"] = pb_[col].reindex(order).to_numpy()
-    both = table.dropna(subset=["nodes_a", "nodes_b"])
+        for i, x in enumerate(letters):
+            table[f"{col}_{x}"] = figures[i].per_position[col].reindex(order).to_numpy(dtype=np.float64)
+    both = table[is_paired]
     rows = [table]
     if len(table) > 1 or len(both) != len(table):
-        sum_a, sum_b = both["nodes_a"].sum(), both["nodes_b"].sum()
-        total = {"position": "(all)", "phase": None, "nodes_a": sum_a, "nodes_b": sum_b,
-                 "ratio": sum_a / sum_b if sum_b else np.nan}
+        total: dict = {"position": "(all)", "phase": None}
+        common = {pairing.depth[k] for k in pairing.paired}
+        for x in letters:  # the paired positions' depth when they share one
+            total[f"depth_{x}"] = next(iter(common)) if len(common) == 1 else None
+        sums = {x: both[f"nodes_{x}"].sum() if len(both) else np.nan for x in letters}
+        for x in letters:
+            total[f"nodes_{x}"] = sums[x]
+        for name, x in zip(ratio_names, letters[1:]):
+            total[name] = sums["a"] / sums[x] if len(both) and sums[x] else np.nan
         for col in ("ebf", "lmr_pct", "skip_pct"):
-            total[f"{col}_a"], total[f"{col}_b"] = sa.overall[col], sb.overall[col]
+            for i, x in enumerate(letters):
+                total[f"{col}_{x}"] = figures[i].overall[col] if len(both) else np.nan
         rows.append(pd.DataFrame([total]))
-        good = both[(both["ratio"] > 0) & np.isfinite(both["ratio"])]
-        if len(good) > 1:
-            rows.append(pd.DataFrame([{"position": "(geomean)", "phase": None,
-                                       "ratio": float(np.exp(np.log(good["ratio"]).mean()))}]))
-    return pd.concat(rows, ignore_index=True)[table.columns]
+        geo: dict = {"position": "(geomean)", "phase": None}
+        shown = False
+        for name in ratio_names:
+            good = both[(both[name] > 0) & np.isfinite(both[name])]
+            if len(good) > 1:
+                geo[name] = float(np.exp(np.log(good[name]).mean()))
+                shown = True
+        if shown:
+            rows.append(pd.DataFrame([geo]))
+    out = pd.concat(rows, ignore_index=True)[table.columns]
+    for x in letters:
+        out[f"depth_{x}"] = out[f"depth_{x}"].astype("Int64")
+    return out
 
 
-def _rank_aligned(fa: pd.DataFrame, fb: pd.DataFrame, la: str, lb: str, label_col: str) -> pd.DataFrame:
+def _rank_aligned(frames: Sequence[pd.DataFrame], labels: Sequence[str], label_col: str) -> pd.DataFrame:
     blocks = []
-    for frame, label in ((fa, la), (fb, lb)):
+    for frame, label in zip(frames, labels):
         block = frame[[label_col, "count", "pct_of_moves"]].reset_index(drop=True)
         block.columns = [f"{label} {label_col}", f"{label} count", f"{label} pct_of_moves"]
         blocks.append(block)
     return pd.concat(blocks, axis=1)
 
 
-def _merged(fa: pd.DataFrame, fb: pd.DataFrame, on: str) -> pd.DataFrame:
-    left = fa[[on, "count", "pct_of_moves"]].rename(columns={"count": "count_a", "pct_of_moves": "pct_a"})
-    right = fb[[on, "count", "pct_of_moves"]].rename(columns={"count": "count_b", "pct_of_moves": "pct_b"})
-    merged = left.merge(right, on=on, how="outer", sort=False)
-    for c in ("count_a", "count_b"):
-        merged[c] = merged[c].fillna(0).astype(np.int64)
-    for c in ("pct_a", "pct_b"):
-        merged[c] = merged[c].fillna(0.0)
-    merged["_total"] = merged["count_a"] + merged["count_b"]
+def _merged(frames: Sequence[pd.DataFrame], on: str) -> pd.DataFrame:
+    letters = LETTERS[:len(frames)]
+    merged: pd.DataFrame | None = None
+    for frame, x in zip(frames, letters):
+        part = frame[[on, "count", "pct_of_moves"]].rename(columns={"count": f"count_{x}", "pct_of_moves": f"pct_{x}"})
+        merged = part if merged is None else merged.merge(part, on=on, how="outer", sort=False)
+    assert merged is not None
+    for x in letters:
+        merged[f"count_{x}"] = merged[f"count_{x}"].fillna(0).astype(np.int64)
+        merged[f"pct_{x}"] = merged[f"pct_{x}"].fillna(0.0)
+    merged["_total"] = sum(merged[f"count_{x}"] for x in letters)
     first = merged[on] == "(all)"
     merged = pd.concat([merged[first], merged[~first].sort_values("_total", ascending=False, kind="stable")])
     return merged.drop(columns="_total").reset_index(drop=True)
@@ -222,42 +254,86 @@ def _with_side(frame: pd.DataFrame, label: str) -> pd.DataFrame:
     return frame
 
 
-def compare(a: Side, b: Side, allow_different_positions: bool = False) -> Comparison:
-    """Compare two sides (one engine each); see the module docstring for the tables."""
-    for side, name in ((a, "A"), (b, "B")):
+def _different_positions_error(pairing: Pairing, n: int) -> InputError:
+    missing = [pairing.missing(i) for i in range(n)]
+    only = [[pairing.label[k] for k in pairing.order if pairing.present[k][i] and not all(pairing.present[k])]
+            for i in range(n)]
+    clash = f"; {pairing.clashes[0]}" if pairing.clashes else ""
+    if n == 2:
+        example = (only[0] or only[1])[0]
+        return InputError(
+            f"A and B searched different positions ({len(only[0])} only in A, {len(only[1])} only in B, "
+            f"e.g. {example!r} only in {'A' if only[0] else 'B'}{clash}); "
+            "pass --allow-different-positions to compare anyway")
+    lacking = ", ".join(f"{len(m)} missing in {LETTERS[i].upper()}" for i, m in enumerate(missing) if m)
+    return InputError(f"the inputs searched different positions ({lacking}{clash}); "
+                      "pass --allow-different-positions to compare anyway")
+
+
+def compare(*sides: Side, allow_different_positions: bool = False, depth: int | None = None,
+            target: int = BATCH_RECORDS) -> Comparison:
+    """Compare two or more sides (one engine each; the first is the reference); see the module docstring.
+
+    Searches are paired by position (:func:`treediff.model.positions.position_key`)
+    and compared at a common depth (:mod:`treediff.report.pairing`); ``depth``
+    (``--depth N``) chooses that depth instead of the deepest one every side completed.
+    """
+    if len(sides) < 2:
+        raise InputError("compare needs at least two inputs")
+    if len(sides) > len(LETTERS):
+        raise InputError(f"compare takes at most {len(LETTERS)} inputs")
+    for i, side in enumerate(sides):
         if len(side.searches) == 0:
-            raise InputError(f"{name} ({side.label}) holds no searches")
-    pa_ids, pb_ids = set(_position_ids(a.searches).dropna()), set(_position_ids(b.searches).dropna())
-    only_a, only_b = tuple(sorted(pa_ids - pb_ids)), tuple(sorted(pb_ids - pa_ids))
-    if (only_a or only_b) and not allow_different_positions:
-        example = (only_a or only_b)[0]
-        raise InputError(
-            f"A and B searched different positions ({len(only_a)} only in A, {len(only_b)} only in B, "
-            f"e.g. {example!r} only in {'A' if only_a else 'B'}); pass --allow-different-positions to compare anyway")
-    a, b = _with_position_ids(a), _with_position_ids(b)
-    label_a, label_b = a.label, b.label
-    if label_a == label_b:
-        label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
-    ra = _report(a, ("acts", "lmr", "ebf", "skips"), ("engine",))
-    rb = _report(b, ("acts", "lmr", "ebf", "skips"), ("engine",))
+            raise InputError(f"{LETTERS[i].upper()} ({side.label}) holds no searches")
+    depths = [side_depths(side.source, target) for side in sides]
+    pairing = pair_positions(depths, [side.searches for side in sides], depth)
+    everywhere = all(all(pairing.present[k]) for k in pairing.order)
+    if not everywhere and not allow_different_positions:
+        raise _different_positions_error(pairing, len(sides))
+    labels = [side.label for side in sides]
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} ({LETTERS[i].upper()})" if labels.count(label) > 1 else label
+                  for i, label in enumerate(labels)]
+    paired_keys = set(pairing.paired)
+    figures = []
+    for i, side in enumerate(sides):
+        view = cut_view(side.source, depths[i], pairing, i)
+        paired_rows = np.fromiter((k in paired_keys for k in depths[i].keys.tolist()), dtype=bool,
+                                  count=len(depths[i].keys))
+        figures.append(_side_figures(view, cut_filter(pairing, i), paired_rows, target))
+    reports = [f.report for f in figures]
+    notes = [f"note: {c}" for c in pairing.clashes] + pairing.notes
+    if not pairing.paired:
+        notes.append("note: no position was searched by every side at a common depth: acts, kinds, lmr, ebf "
+                     "and skips cover each side's whole input")
+    elif len(pairing.paired) < len(pairing.order):
+        notes.append(f"note: totals and the acts, kinds, lmr, ebf and skips sections cover the "
+                     f"{len(pairing.paired)} paired position(s) of {len(pairing.order)}")
     return Comparison(
-        label_a=label_a,
-        label_b=label_b,
-        nodes=_nodes_table(a, b),
-        acts=_rank_aligned(ra["acts"], rb["acts"], label_a, label_b, "act"),
-        kinds=_merged(ra["kinds"], rb["kinds"], "kind"),
-        lmr=pd.concat([_with_side(ra["lmr"], label_a), _with_side(rb["lmr"], label_b)], ignore_index=True),
-        ebf=pd.concat([_with_side(ra["ebf"], label_a), _with_side(rb["ebf"], label_b)], ignore_index=True),
-        skips=_merged(ra["skips"], rb["skips"], "act"),
-        only_a=only_a,
-        only_b=only_b,
+        label_a=labels[0],
+        label_b=labels[1],
+        nodes=_nodes_table(figures, pairing),
+        acts=_rank_aligned([r["acts"] for r in reports], labels, "act"),
+        kinds=_merged([r["kinds"] for r in reports], "kind"),
+        lmr=pd.concat([_with_side(r["lmr"], label) for r, label in zip(reports, labels)], ignore_index=True),
+        ebf=pd.concat([_with_side(r["ebf"], label) for r, label in zip(reports, labels)], ignore_index=True),
+        skips=_merged([r["skips"] for r in reports], "act"),
+        only_a=tuple(pairing.label[k] for k in pairing.order if pairing.present[k][0] and not all(pairing.present[k])),
+        only_b=tuple(pairing.label[k] for k in pairing.order
+                     if pairing.present[k][1] and not all(pairing.present[k])),
+        labels=tuple(labels),
+        missing=tuple(tuple(pairing.missing(i)) for i in range(len(sides))),
+        pairing_notes=notes,
     )
 
 
 def compare_sources(source_a: Source, source_b: Source, label_a: str = "A", label_b: str = "B",
                     engine_a: str | None = None, engine_b: str | None = None,
-                    allow_different_positions: bool = False) -> Comparison:
-    """:func:`compare` of two inputs, choosing one engine per side."""
+                    allow_different_positions: bool = False, depth: int | None = None,
+                    more: Sequence[tuple[Source, str]] = (), target: int = BATCH_RECORDS) -> Comparison:
+    """:func:`compare` of two (or, with ``more``, further) inputs, choosing one engine for A and B."""
     sa = select_engine(source_a, engine_a, "A")
     sb = select_engine(source_b, engine_b, "B")
-    return compare(Side(label_a, sa), Side(label_b, sb), allow_different_positions)
+    rest = [Side(label, select_engine(source, None, LETTERS[i + 2].upper())) for i, (source, label) in enumerate(more)]
+    return compare(Side(label_a, sa), Side(label_b, sb), *rest, allow_different_positions=allow_different_positions,
+                   depth=depth, target=target)

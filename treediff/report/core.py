@@ -5,14 +5,14 @@ the modules in :mod:`treediff.report.tables`.
 """
 from __future__ import annotations
 
-from typing import Iterable, Protocol, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
 from treediff.report.grouping import RECORD_KEYS, parse_by
-from treediff.report.table import Batch, Grouping, Report, ReportOptions, Section, concat
+from treediff.report.table import Batch, Grouping, Report, ReportOptions, Section, Table, concat
 from treediff.report.tables import TABLES as REGISTRY
 from treediff.store.source import BATCH_RECORDS, FrameSource, Source
 
@@ -20,7 +20,7 @@ from treediff.store.source import BATCH_RECORDS, FrameSource, Source
 TABLES = tuple(REGISTRY)
 
 __all__ = ["TABLES", "RecordFilter", "Report", "ReportOptions", "Section", "build_report", "columns_for",
-           "parse_tables", "report_frames"]
+           "fold_tables", "parse_tables", "report_frames"]
 
 
 class RecordFilter(Protocol):
@@ -99,14 +99,37 @@ def build_report(source: Source, tables: Sequence[str] | str | None = TABLES,
     """
     keys = parse_by(by)
     names = parse_tables(tables)
+    specs = [REGISTRY[n] for n in names]
+    partials, grouping = fold_tables(source, specs, keys, target, options, keep)
+    report = Report(keys=tuple(keys))
+    for spec, parts in zip(specs, partials):
+        for section in spec.finish(parts, grouping):
+            section.frame = section.frame.reset_index(drop=True)
+            report.sections.append(section)
+    return report
+
+
+def fold_tables(source: Source, specs: Sequence[Table], keys: Sequence[str], target: int = BATCH_RECORDS,
+                options: ReportOptions | None = None,
+                keep: RecordFilter | None = None) -> tuple[list[list[Any]], Grouping]:
+    """Every table's partial of every batch of ``source`` (records filtered by ``keep``), and the grouping.
+
+    The one loop over the batches: :func:`build_report` finishes the tables;
+    :mod:`treediff.report.compare` folds its own small tables with it too.
+    """
+    keys = tuple(keys)
     searches = source.searches
     if len(searches) == 0:
         raise InputError("no searches in the input")
-    specs = [REGISTRY[n] for n in names]
-    columns = columns_for(names, keys)
-    read = list(dict.fromkeys([*columns, *(keep.columns if keep is not None else ())]))
+    columns: dict[str, None] = {}
+    for spec in specs:
+        columns.update(dict.fromkeys(spec.columns))
+    columns.update(dict.fromkeys(columns_for((), keys)))
+    if keep is not None:
+        columns.update(dict.fromkeys(keep.columns))
+    read = list(columns)
     row_of = _row_of(searches)
-    partials: list[list] = [[] for _ in specs]
+    partials: list[list[Any]] = [[] for _ in specs]
     cells = []
     for records in source.batches(read, target):
         records = _check_columns(records, read)
@@ -118,13 +141,7 @@ def build_report(source: Source, tables: Sequence[str] | str | None = TABLES,
         cells.append(batch.cell_frame(np.arange(batch.n_cells)))
         for spec, out in zip(specs, partials):
             out.append(spec.partial(batch))
-    grouping = Grouping(searches, tuple(keys), concat(cells, ["srow", "iter", "key"]), options)
-    report = Report(keys=tuple(keys))
-    for spec, parts in zip(specs, partials):
-        for section in spec.finish(parts, grouping):
-            section.frame = section.frame.reset_index(drop=True)
-            report.sections.append(section)
-    return report
+    return partials, Grouping(searches, keys, concat(cells, ["srow", "iter", "key"]), options)
 
 
 def report_frames(records: pd.DataFrame, searches: pd.DataFrame, tables: Sequence[str] | str | None = TABLES,
