@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from treediff.align import align, kind_confusion, top_divergences
+from treediff.align.summaries import divergence_summary
 from treediff.parse.source import open_source
 
 TRACES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "traces"
@@ -64,7 +65,11 @@ def test_summaries_are_consistent(start):
     # Pruning in typhoon (LMP) vs stockfish's pruning acts both land in PRUNE.
     assert "PRUNE" in table.index and "PRUNE" in table.columns
     top = top_divergences(al, n=5)
-    assert list(top["cost"]) == sorted(top["cost"], reverse=True)
+    shown = top[top["path"] != "(rest)"]
+    assert list(shown["delta"].abs()) == sorted(shown["delta"].abs(), reverse=True)
     first = top.iloc[0]
-    assert first["cost"] == abs(first["nodes_a"] - first["nodes_b"])
+    assert first["delta"] == first["nodes_a"] - first["nodes_b"]
     assert f"`{first['path']}`" in first["sentence"]
+    # Every node is counted once: the listed deltas, (rest) included, and the shared residual add up.
+    residual = divergence_summary(al, n=5).total["shared_residual"]
+    assert int(top["delta"].sum()) + residual == int(al.rows["nodes_a"].iloc[0] - al.rows["nodes_b"].iloc[0])

@@ -97,19 +97,22 @@ def test_kind_confusion_hand_counted(basic):
 
 def test_top_divergences_by_node_cost(basic):
     top = top_divergences(basic, n=4)
-    # g1f3 costs 3; d2d4 and c2c4 cost 2 (tree order); then the first cost-1 row.
-    # Rows inside one-sided subtrees (g1f3/g8f6/b1c3, c2c4/e7e5) are never listed.
-    assert list(top["path"]) == ["g1f3", "d2d4", "c2c4", "0000"]
-    assert list(top["cost"]) == [3, 2, 2, 1]
-    assert top["sentence"][0] == "A searched `g1f3` at full depth (3→2 plies), 3 nodes below it; B pruned it (FP-QUIET)"
+    # Frontier rows (topmost non-same): g1f3 +3, d2d4 +2, c2c4 -2, then the |delta| 1 rows in tree
+    # order: 0000, e2e4/a7a6 (the latter in the (rest) row).  Rows inside a frontier row's subtree
+    # (g1f3/g8f6, d2d4/d7d5, c2c4/e7e5, ...) are never listed: their nodes are already counted.
+    assert list(top["path"]) == ["g1f3", "d2d4", "c2c4", "0000", "(rest)"]
+    assert list(top["delta"]) == [3, 2, -2, -1, -1]
+    assert top["sentence"][0] == "A searched `g1f3` at full depth (3→2 plies); B pruned it (FP-QUIET); delta +3 nodes (A 3, B 0)"
     assert top["sentence"][1] == (
-        "A reduced `d2d4` by 1 ply (LMR, 3→1 plies), then LMR-RESEARCH at 2 plies, 3 nodes below it; "
-        "B reduced it by 1 ply (LMR, 3→1 plies), 1 node below it"
+        "A reduced `d2d4` by 1 ply (LMR, 3→1 plies), then LMR-RESEARCH at 2 plies; "
+        "B reduced it by 1 ply (LMR, 3→1 plies); delta +2 nodes (A 3, B 1)"
     )
-    assert top["sentence"][2] == "B searched `c2c4` at full depth (3→2 plies), 2 nodes below it; A never reached it"
+    assert top["sentence"][2] == "B searched `c2c4` at full depth (3→2 plies); A never reached it; delta -2 nodes (A 0, B 2)"
     everything = top_divergences(basic, n=100)
     assert "g1f3/g8f6/b1c3" not in set(everything["path"]) and "c2c4/e7e5" not in set(everything["path"])
-    assert len(everything) == 10
+    assert len(everything) == 5
+    # They add up: Σ delta + shared residual (0: A and B each have 3 nodes under same rows only) = 9 - 8.
+    assert int(everything["delta"].sum()) == 1
 
 
 def test_notation_variants_meet():

@@ -18,8 +18,9 @@ B = str(FIXTURES / "align_basic_b.log")
 MARKS = [" ", "|", ">", " ", " ", " ", "|", "|", "|", "<", "|", "<", "<", "<", ">", ">", " "]
 
 
-def run(*args: str):
-    result = CliRunner().invoke(main, ["diff", *args])
+def run(*args: str, columns: str = "100"):
+    # A fixed width: the view fits the terminal (COLUMNS), and the test's own terminal must not matter.
+    result = CliRunner().invoke(main, ["diff", *args], env={"COLUMNS": columns})
     return result
 
 
@@ -80,6 +81,11 @@ def test_json_and_csv():
     lines = result.output.splitlines()
     assert lines[0].startswith("path,ply,status,seq_a,kind_a")
     assert [line.split(",")[:3] for line in lines[1:]] == [["", "0", "same"], ["e2e4", "1", "same"], ["d2d4", "1", "only-B"]]
+    # After the aligned columns: each side's path in its notation (empty in a gap) and the source lines.
+    assert lines[0].endswith(",nodes_b,path_a,path_b,line_a,line_b")
+    # Iteration 1: A's root RESULT is line 7, e2e4's MOVE line 6; B's 6 and 4, d2d4's 5 (B only).
+    assert [line.split(",")[-4:] for line in lines[1:]] == [["", "", "7", "6"], ["e2e4", "e2e4", "6", "4"],
+                                                           ["", "d2d4", "", "5"]]
 
 
 def test_meld_files_line_up(tmp_path):
@@ -92,8 +98,9 @@ def test_meld_files_line_up(tmp_path):
     gaps_b = [i for i, line in enumerate(b) if not line.strip()]
     assert gaps_a == [i for i, m in enumerate(MARKS) if m == ">"]
     assert gaps_b == [i for i, m in enumerate(MARKS) if m == "<"]
-    assert a[7].strip().startswith("d2d4  LMR→LMR-RESEARCH") and a[7].endswith("[d2d4]")
-    assert b[7].strip().startswith("d2d4  LMR") and b[7].endswith("[d2d4]")
+    # The source line of the row's decision ends the line: d2d4's LMR is line 16 of A and 18 of B.
+    assert a[7].strip().startswith("d2d4  LMR→LMR-RESEARCH") and a[7].endswith("[d2d4]  line 16")
+    assert b[7].strip().startswith("d2d4  LMR") and b[7].endswith("[d2d4]  line 18")
     if shutil.which("diff"):
         side = subprocess.run(
             ["diff", "-y", "-W", "200", str(tmp_path / "m" / "a.txt"), str(tmp_path / "m" / "b.txt")],
@@ -141,15 +148,25 @@ def test_summaries_in_json_and_text():
     # Hand-counted in test_align_hand.test_kind_confusion_hand_counted.
     assert doc["kind_confusion"]["SEARCH"] == {"SEARCH": 4, "REDUCE": 0, "PRUNE": 1, "NULL_PROBE": 0}
     assert doc["kind_confusion"]["PRUNE"]["SEARCH"] == 1
-    assert [t["path"] for t in doc["top_divergences"][:3]] == ["g1f3", "d2d4", "c2c4"]
-    assert doc["top_divergences"][0]["sentence"].endswith("B pruned it (FP-QUIET)")
-    # --under limits the summaries to the subtree: g1f3 (3), g1f3/g8f6 (1), g1f3/d7d5 (1).
+    # Frontier rows, hand-counted in test_attribution.test_nested_divergences_count_once.
+    assert [(t["path"], t["delta"]) for t in doc["divergences"]] == [
+        ("g1f3", 3), ("d2d4", 2), ("c2c4", -2), ("0000", -1), ("e2e4/a7a6", -1)]
+    assert doc["divergences"][0]["sentence"].startswith("A searched `g1f3` at full depth (3→2 plies); B pruned it")
+    assert {"path", "status", "nodes_a", "nodes_b", "delta", "sentence"} <= set(doc["divergences"][0])
+    total = doc["divergence_total"]
+    assert (total["nodes_a"], total["nodes_b"], total["delta"], total["shared_residual"]) == (9, 8, 1, 0)
+    assert sum(t["delta"] for t in doc["divergences"]) + total["shared_residual"] == total["delta"]
+    # --under limits the summaries to the subtree: g1f3 is its own frontier row and holds all of it.
     doc = json.loads(run(A, B, "--format", "json", "--under", "g1f3").output)
-    assert [(t["path"], t["cost"]) for t in doc["top_divergences"]] == [("g1f3", 3), ("g1f3/g8f6", 1), ("g1f3/d7d5", 1)]
+    assert [(t["path"], t["delta"]) for t in doc["divergences"]] == [("g1f3", 3)]
+    assert doc["divergence_total"]["delta"] == 3 and doc["divergence_total"]["scope"] == "g1f3"
     assert doc["kind_confusion"] == {"SEARCH": {"PRUNE": 1}}
     text = run(A, B).output
-    assert "   1. [3] A searched `g1f3` at full depth (3→2 plies), 3 nodes below it; B pruned it (FP-QUIET)" in text
-    assert "   9. [0] B searched `0000/e7e5` at full depth (1→0 plies), 0 nodes below it; A never reached it" in text
+    assert "   1. [+3] A searched `g1f3` at full depth (3→2 plies); B pruned it (FP-QUIET); delta +3 nodes" in text
+    assert "  total: delta +1 (A 9, B 8) = frontier rows +1 + shared residual +0" in text
+    # --top 2: the other three frontier rows in one (rest) line.
+    text = run(A, B, "--top", "2").output
+    assert "      [-4] (rest) 3 other frontier rows; delta -4 nodes (A 0, B 4)" in text
 
 
 def test_meld_with_json_keeps_stdout_clean(tmp_path):

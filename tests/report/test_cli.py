@@ -159,10 +159,15 @@ def test_compare_same_positions(parquets):
     assert (skips["LMP"]["count_a"], skips["LMP"]["count_b"]) == (0, 5)
     kinds = {r["kind"]: r for r in t["kinds"]["rows"]}
     assert (kinds["PRUNE"]["count_a"], kinds["PRUNE"]["pct_b"]) == (16, pytest.approx(100 * 12 / 32))
-    # Both positions were aligned: every divergence row names one of them, costliest first.
+    # Both positions were aligned: every frontier row names one of them, largest |delta| first, then (rest);
+    # with the shared residual they add up to the aligned iterations' difference, summed over the positions.
     divergences = t["divergences"]["rows"]
-    assert {r["position"] for r in divergences} <= {"p1", "p2"} and divergences
-    assert [r["cost"] for r in divergences] == sorted((r["cost"] for r in divergences), reverse=True)
+    shown = [r for r in divergences if r["path"] != "(rest)"]
+    assert {r["position"] for r in shown} <= {"p1", "p2"} and shown
+    assert [abs(r["delta"]) for r in shown] == sorted((abs(r["delta"]) for r in shown), reverse=True)
+    total = t["divergence_total"]["rows"][0]
+    assert total["positions"] == 2
+    assert sum(r["delta"] for r in divergences) + total["shared_residual"] == total["delta"]
 
 
 def test_compare_refuses_different_positions(parquets):

@@ -778,9 +778,10 @@ def export_frame(rows: pd.DataFrame,
                  notations: tuple[Notation | None, Notation | None] = (None, None)) -> pd.DataFrame:
     """The selected rows with the exported columns (strings for categoricals).
 
-    ``path`` stays the normalized UCI key; ``path_a`` / ``path_b`` are the
-    path in each side's notation (null where the side lacks it); then
-    ``line_a`` / ``line_b`` and the visit columns when the rows have them.
+    :data:`EXPORT_COLUMNS` first (``path`` stays the normalized UCI key),
+    then ``path_a`` / ``path_b`` (the path in each side's notation, null
+    where the side lacks it), then ``line_a`` / ``line_b`` and the visit
+    columns when the rows have them.
     """
     out = rows[EXPORT_COLUMNS + [c for c in OPTIONAL_EXPORT_COLUMNS if c in rows.columns]].copy()
     for col in ("status", "seq_a", "seq_b", "kind_a", "kind_b"):
@@ -790,7 +791,7 @@ def export_frame(rows: pd.DataFrame,
     for side, notation in zip("ab", notations):
         named = named_paths(paths, notation).to_numpy(zero_copy_only=False).astype(object)
         named[status == ("only-B" if side == "a" else "only-A")] = None
-        out.insert(out.columns.get_loc(f"seq_{side}"), f"path_{side}", named)
+        out.insert(len(EXPORT_COLUMNS) + (side == "b"), f"path_{side}", named)
     for col in ("line_a", "line_b"):
         if col in out.columns:
             out[col] = pd.to_numeric(out[col], errors="coerce").astype("Int64")
