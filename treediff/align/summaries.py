@@ -124,6 +124,41 @@ def shared_positions(source_a: Source, source_b: Source) -> list[str]:
     return sorted(set(source_a.searches["position"].astype(str)) & set(source_b.searches["position"].astype(str)))
 
 
+def _position_keys(searches: pd.DataFrame) -> np.ndarray:
+    """Each search's position identity: :func:`~treediff.model.positions.position_key` of its FEN (else its id)."""
+    from treediff.model.positions import position_key
+
+    ids = searches["position"].astype(object).to_numpy()
+    fens = searches["fen"].astype(object).to_numpy() if "fen" in searches.columns else np.full(len(ids), None)
+    known: dict[object, str | None] = {}
+    keys = []
+    for pid, fen in zip(ids, fens):  # one per search, each distinct FEN read once
+        if fen not in known:
+            known[fen] = position_key(fen if isinstance(fen, str) else None)
+        key = known[fen]
+        keys.append(key if key is not None else f"id:{pid}")
+    return np.asarray(keys, dtype=object)
+
+
+def paired_positions(source_a: Source, source_b: Source) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The positions both sources searched, paired by position (board, side, castling, en passant), not by id.
+
+    Returns (label, A's searches rows mask, B's) per position, sorted by label:
+    A's id for the position (B's when A's is missing).  An id that names two
+    different positions pairs nothing; a position under two ids is paired.
+    """
+    sa, sb = source_a.searches, source_b.searches
+    ka, kb = _position_keys(sa), _position_keys(sb)
+    ids_a, ids_b = sa["position"].astype(object).to_numpy(), sb["position"].astype(object).to_numpy()
+    out = []
+    for key in set(ka) & set(kb):
+        mask_a, mask_b = ka == key, kb == key
+        named = [str(p) for p in ids_a[mask_a] if isinstance(p, str) and p] or \
+                [str(p) for p in ids_b[mask_b] if isinstance(p, str) and p] or [str(key)]
+        out.append((named[0], mask_a, mask_b))
+    return sorted(out, key=lambda item: item[0])
+
+
 @dataclass
 class CompareDivergences:
     """compare's divergences over every shared position (see :func:`divergences`)."""
@@ -144,8 +179,10 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
                 min_cost: int = 0) -> CompareDivergences:
     """Align A and B position by position and attribute every node; the ``n`` largest frontier rows overall.
 
-    Only one position's records are read at a time.  Each position is
-    aligned at ``iteration`` (default: the deepest both completed).  The
+    Positions are paired as compare pairs them (:func:`paired_positions`:
+    by the position, not the id).  Only one position's records are read at a
+    time.  Each position is aligned at ``iteration`` (compare's ``--depth``;
+    default: the deepest iteration both completed).  The
     frontier rows of all positions compete for the ``n`` places (largest
     |delta| first; ties: positions in sorted order, then tree order); the
     ``(rest)`` row sums every frontier row not shown, of every position.
@@ -160,9 +197,9 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
     totals = {"positions": 0, "nodes_a": 0, "nodes_b": 0, "delta": 0, "shared_residual": 0,
               "shared_residual_a": 0, "shared_residual_b": 0, "frontier_rows": 0}
     frontier_a = frontier_b = 0
-    for position in shared_positions(source_a, source_b):
-        ra = source_a.select_position(position).records(LOAD_COLUMNS)
-        rb = source_b.select_position(position).records(LOAD_COLUMNS)
+    for position, mask_a, mask_b in paired_positions(source_a, source_b):
+        ra = source_a.select(mask_a).records(LOAD_COLUMNS)
+        rb = source_b.select(mask_b).records(LOAD_COLUMNS)
         try:
             alignment = align(ra, rb, iter=iteration)
         except InputError as exc:

@@ -137,7 +137,8 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         notes.append("note: divergences are aligned for two inputs; run compare A C to align A with C")
         top = 0
     if top > 0:
-        found = divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"), n=top)
+        found = divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"), n=top,
+                            iteration=depth)
         if not found.empty:
             result.divergences, result.divergence_total = found.rows, found.total
             result.divergence_by_kind, result.divergence_by_ply = found.by_kind, found.by_ply
