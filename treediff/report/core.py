@@ -5,7 +5,7 @@ the modules in :mod:`treediff.report.tables`.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
@@ -109,6 +109,28 @@ def build_report(source: Source, tables: Sequence[str] | str | None = TABLES,
     return report
 
 
+def _batches(source: Source, read: list[str], optional: list[str], target: int) -> Iterator[pd.DataFrame]:
+    """``source.batches`` of ``read`` plus the ``optional`` columns when the input has them.
+
+    A table's ``optional_columns`` (e.g. the node-visit columns, absent from
+    files written before the parser made them) are asked for too; an input
+    that cannot give them is read without them.
+    """
+    if not optional:
+        yield from source.batches(read, target)
+        return
+    batches = source.batches([*read, *optional], target)
+    try:
+        first = next(batches)
+    except StopIteration:
+        return
+    except (KeyError, ValueError):  # pyarrow's ArrowInvalid is a ValueError: a column the files do not have
+        yield from source.batches(read, target)
+        return
+    yield first
+    yield from batches
+
+
 def fold_tables(source: Source, specs: Sequence[Table], keys: Sequence[str], target: int = BATCH_RECORDS,
                 options: ReportOptions | None = None,
                 keep: RecordFilter | None = None) -> tuple[list[list[Any]], Grouping]:
@@ -128,10 +150,11 @@ def fold_tables(source: Source, specs: Sequence[Table], keys: Sequence[str], tar
     if keep is not None:
         columns.update(dict.fromkeys(keep.columns))
     read = list(columns)
+    optional = [c for spec in specs for c in getattr(spec, "optional_columns", ()) if c not in columns]
     row_of = _row_of(searches)
     partials: list[list[Any]] = [[] for _ in specs]
     cells = []
-    for records in source.batches(read, target):
+    for records in _batches(source, read, list(dict.fromkeys(optional)), target):
         records = _check_columns(records, read)
         if len(records):
             _check_search_ids(records, row_of)
