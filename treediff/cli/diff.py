@@ -236,7 +236,7 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     if fmt == "table":
         from rich.console import Console
 
-        console = Console(width=fit) if width else Console()
+        console = Console(width=fit)
         render.print_rich(console, alignment, rows, items, full_paths, fit, notations)
         for line in [""] + render.legend_lines(layout, notations, fit) + render.summary_lines(summaries, fit):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
