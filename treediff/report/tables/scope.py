@@ -108,14 +108,19 @@ def _legal_counts(fens: Sequence[str | None], paths: Sequence[str]) -> np.ndarra
                 if step is not None and (step == chess.Move.null() or above.is_legal(step)):
                     board = above.copy(stack=False)
                     board.push(step)
-        if len(boards) > 200_000:
-            boards.clear()
         boards[(fen, path)] = board
         return board
 
+    readable: dict[str, bool] = {}
     for i, (fen, path) in enumerate(zip(fens, paths)):
         if fen is None:
             continue
+        if fen not in readable:
+            readable[fen] = board_at(fen, "") is not None
+        if not readable[fen]:
+            continue
+        if len(boards) > 200_000:  # memory stays bounded on huge traces; positions are re-derived after
+            boards.clear()
         board = board_at(fen, path)
         if board is not None:
             out[i] = board.legal_moves.count()
@@ -132,9 +137,10 @@ def _runs(srow: np.ndarray, iters: np.ndarray) -> np.ndarray:
 
 
 def _pathless_visits(is_move: np.ndarray, node_ply: np.ndarray, key: np.ndarray, new_run: np.ndarray,
-                     levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Visit id of every MOVE record at the given node levels (-1 elsewhere), and per record the index of
-    the record that ends its visit (meaningful on those MOVE records; -1 when the trace ends first)."""
+                     levels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Visit id of every MOVE record at the given node levels (-1 elsewhere), per record the index of the
+    record that ends its visit (meaningful on those MOVE records; -1 when the trace ends first), and those
+    MOVE records in visit-id order (trace order within a visit)."""
     n = len(key)
     prevkey = np.empty(n, dtype=np.int64)
     prevkey[0] = -1
@@ -142,17 +148,23 @@ def _pathless_visits(is_move: np.ndarray, node_ply: np.ndarray, key: np.ndarray,
     prevkey[new_run] = -1
     vid = np.full(n, -1, dtype=np.int64)
     end = np.full(n, -1, dtype=np.int64)
-    for lv in levels.tolist():
+    moves = np.flatnonzero(is_move & np.isin(node_ply, levels))
+    moves = moves[np.argsort(node_ply[moves].astype(np.int16), kind="stable")]  # radix sort of small ints
+    bounds = np.searchsorted(node_ply[moves], levels, side="left"), np.searchsorted(node_ply[moves], levels,
+                                                                                   side="right")
+    for lv, lo, hi in zip(levels.tolist(), *bounds):
         # At node ply lv a visit starts after a record with prevkey <= 2 lv (a shallower record, the node's own
-        # RESULT, or a new search/iteration): a running count of those numbers the visits.
-        cs = np.cumsum(prevkey <= 2 * lv, dtype=np.int64)
-        at = np.flatnonzero(is_move & (node_ply == lv))
-        vid[at] = lv * (n + 2) + cs[at]
-        last = np.searchsorted(cs, cs[at], side="right") - 1  # the visit's last record
-        # It closes the visit when it is not deeper (the node's RESULT, or a shallower record); a deeper last
-        # record means the search or iteration ended first.
+        # RESULT, or a new search/iteration): the number of such starts up to a record numbers its visit.
+        starts = np.flatnonzero(prevkey <= 2 * lv)
+        at = moves[lo:hi]
+        number = np.searchsorted(starts, at, side="right")
+        vid[at] = lv * (n + 2) + number
+        # The visit's last record: just before the next start (or the trace's end).  It closes the visit when
+        # it is not deeper (the node's RESULT, or a shallower record); a deeper last record means the search or
+        # iteration ended first.
+        last = np.where(number < len(starts), starts[np.minimum(number, len(starts) - 1)], n) - 1
         end[at] = np.where(key[last] <= 2 * lv, last, -1)
-    return vid, end
+    return vid, end, moves
 
 
 def scope_counts(batch: Batch) -> pd.DataFrame | None:
@@ -182,12 +194,6 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     probcut = take(batch.equals("act", "PROBCUT"))
     null = take(np.asarray(records["null_move"].fillna(False), dtype=bool)) if "null_move" in records else \
         np.zeros(len(acts), dtype=bool)
-    if "move" in records:
-        m_codes, _ = batch.codes("move")
-    else:  # frames without the column: the path's last move
-        last = records["path"].astype("object").fillna("").str.rpartition("/")[2]
-        m_codes = pd.factorize(last)[0].astype(np.int64)
-    moves = take(m_codes)
     n = len(plies)
 
     node_ply = plies - is_move.astype(np.int64)
@@ -195,40 +201,51 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     new_run = _runs(srow, iters)
     idx = np.flatnonzero(prune)
     levels = np.unique(node_ply[idx])
-    paths = take(records["path"].astype("object").fillna("").to_numpy(dtype=object))
-    bounds = take(records["bound"].astype("object").to_numpy(dtype=object)) if "bound" in records else None
+
+    def paths_at(rows: np.ndarray) -> np.ndarray:
+        """The paths of some records (positions in the sorted order), as Python strings."""
+        orig = rows if order is None else order[rows]
+        return records["path"].iloc[orig].astype("object").fillna("").to_numpy(dtype=object)
+
+    bounds = take(batch.equals("bound", "lower")) if "bound" in records else None  # a RESULT's cutoff
 
     has_pv = "parent_visit" in records and "visit" in records and records["parent_visit"].notna().any()
     if has_pv:
-        vid, cutoff_of = _visits_by_parent_visit(records, take, is_move, is_result, node_ply, srow, iters, paths,
+        vid, cutoff_of = _visits_by_parent_visit(records, take, is_move, is_result, node_ply, srow, iters, paths_at,
                                                  levels, bounds)
+        candidates = np.flatnonzero(vid >= 0)
+        candidates = candidates[np.argsort(vid[candidates], kind="stable")]
     else:
-        vid, end = _pathless_visits(is_move, node_ply, key, new_run, levels)
+        vid, end, candidates = _pathless_visits(is_move, node_ply, key, new_run, levels)
         cutoff_of = np.zeros(n, dtype=bool)
         if bounds is not None:
             e = end[idx]
             ok = e >= 0
             lower = np.zeros(len(idx), dtype=bool)
             ends = e[ok]
-            lower[ok] = is_result[ends] & (plies[ends] == node_ply[idx][ok]) & (bounds[ends] == "lower")
+            lower[ok] = is_result[ends] & (plies[ends] == node_ply[idx][ok]) & bounds[ends]
             cutoff_of[idx] = lower
 
     # The decisions of the visits holding a prune, in trace order within each visit.
-    pv = np.unique(vid[idx])
-    member = np.flatnonzero(is_move & (vid >= 0) & np.isin(vid, pv))
-    member = member[np.argsort(vid[member], kind="stable")]
+    in_pruned = pd.Index(pd.unique(vid[idx])).get_indexer(vid[candidates]) >= 0  # hashed, no sort
+    member = candidates[in_pruned]  # in visit-id order, trace order within a visit
     mv = vid[member]
     starts = np.flatnonzero(np.r_[True, mv[1:] != mv[:-1]])
     visit_of = np.cumsum(np.r_[True, mv[1:] != mv[:-1]]) - 1   # dense visit number per member
     sibling = ~probcut[member]                                   # a later sibling decision
-    decides = sibling & ~null[member] & (moves[member] >= 0)     # decides a legal move
+    if "move" in records:
+        m_codes, _ = batch.codes("move")
+        moves = take(m_codes)[member]
+    else:  # frames without the column: the path's last move
+        moves = pd.factorize(np.asarray([str(p).rpartition("/")[2] for p in paths_at(member).tolist()], object))[0]
+        moves = np.asarray(moves, dtype=np.int64)
+    decides = sibling & ~null[member] & (moves >= 0)             # decides a legal move
     width = int(moves.max()) + 2 if len(moves) else 1
-    pair = visit_of * width + moves[member] + 1
+    pair = visit_of * width + moves + 1
     first = np.zeros(len(member), dtype=bool)
     if decides.any():
         dec = np.flatnonzero(decides)
-        _, first_at = np.unique(pair[dec], return_index=True)
-        first[dec[first_at]] = True
+        first[dec[~pd.Series(pair[dec]).duplicated(keep="first").to_numpy()]] = True
     cum = np.cumsum(first)
     before_visit = np.r_[0, cum][starts]
     upto = cum - before_visit[visit_of]                          # distinct moves decided so far in the visit
@@ -248,13 +265,17 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     fens_all = batch.searches["fen"].astype("object").to_numpy(dtype=object) if "fen" in batch.searches else None
     v_first_prune = np.full(len(starts), -1, dtype=np.int64)
     v_first_prune[p_visit[::-1]] = p_rec[::-1]
-    node_paths = [str(paths[i]).rpartition("/")[0] for i in v_first_prune.tolist()]
-    node_fen = [(fens_all[srow[i]] if fens_all is not None and isinstance(fens_all[srow[i]], str) else None)
-                for i in v_first_prune.tolist()]
-    uniq = pd.DataFrame({"fen": node_fen, "path": node_paths})
-    codes, distinct = pd.factorize(pd.MultiIndex.from_frame(uniq.fillna({"fen": ""})))
-    dfen = [f or None for f, _ in distinct.tolist()]
-    dpath = [p for _, p in distinct.tolist()]
+    node_paths = np.asarray([str(p).rpartition("/")[0] for p in paths_at(v_first_prune).tolist()], dtype=object)
+    fen_codes, fen_values = (pd.factorize(pd.Series(fens_all, dtype="object")) if fens_all is not None
+                             else (np.full(len(batch.searches), -1), np.zeros(0, dtype=object)))
+    node_fen = np.asarray(fen_codes, dtype=np.int64)[srow[v_first_prune]]
+    path_codes, path_values = pd.factorize(node_paths)
+    codes, distinct = pd.factorize(node_fen * (len(path_values) + 1) + path_codes)
+    fen_list = np.asarray(fen_values, dtype=object).tolist()
+    path_list = np.asarray(path_values, dtype=object).tolist()
+    dfen = [None if fc < 0 or not isinstance(fen_list[fc], str) else fen_list[fc]
+            for fc in (np.asarray(distinct) // (len(path_list) + 1)).tolist()]
+    dpath = [str(path_list[pc]) for pc in (np.asarray(distinct) % (len(path_list) + 1)).tolist()]
     legal = _legal_counts(dfen, dpath)[codes]
     p_legal = legal[p_visit]
     known = (p_legal >= 0) & ~cutoff_of[p_rec]
@@ -271,9 +292,8 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     for per_act in (True, False):
         cell = g * na + (a if per_act else 0)
         block = p_visit * na + (a if per_act else 0)
-        _, first_idx = np.unique(block, return_index=True)
-        firsts = np.zeros(len(block), dtype=bool)
-        firsts[first_idx] = True  # member order is trace order within a visit: the first prune of the block
+        # member order is trace order within a visit: the first prune of the block
+        firsts = ~pd.Series(block).duplicated(keep="first").to_numpy()
 
         def count(weights: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
             c = cell if mask is None else cell[mask]
@@ -294,18 +314,18 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
 
 
 def _visits_by_parent_visit(records: pd.DataFrame, take, is_move: np.ndarray, is_result: np.ndarray,
-                            node_ply: np.ndarray, srow: np.ndarray, iters: np.ndarray, paths: np.ndarray,
+                            node_ply: np.ndarray, srow: np.ndarray, iters: np.ndarray, paths_at,
                             levels: np.ndarray, bounds: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Visit ids from the parser's ``parent_visit`` (MOVE) and ``visit`` (RESULT) columns, for MOVE records
     at the given node levels, and per record whether its visit ended in a cutoff (on those records)."""
-    n = len(paths)
+    n = len(is_move)
     pv = take(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan))
     rv = take(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan))
     at_level = np.isin(node_ply, levels)
     moves = np.flatnonzero(is_move & at_level & ~np.isnan(pv))
     results = np.flatnonzero(is_result & at_level & ~np.isnan(rv))
-    parent = pd.Series(paths[moves], dtype="object").str.rpartition("/")[0].to_numpy(dtype=object)
-    node_codes, _ = pd.factorize(np.concatenate([parent, paths[results]]).astype(object))
+    parent = np.asarray([str(p).rpartition("/")[0] for p in paths_at(moves).tolist()], dtype=object)
+    node_codes, _ = pd.factorize(np.concatenate([parent, paths_at(results)]).astype(object))
     m_node, r_node = node_codes[:len(moves)], node_codes[len(moves):]
     frame = pd.DataFrame({"s": np.concatenate([srow[moves], srow[results]]),
                           "i": np.concatenate([iters[moves], iters[results]]),
@@ -316,8 +336,7 @@ def _visits_by_parent_visit(records: pd.DataFrame, take, is_move: np.ndarray, is
     vid[moves] = ids[:len(moves)]
     cutoff_visit = np.zeros(int(ids.max()) + 1 if len(ids) else 1, dtype=bool)
     if bounds is not None and len(results):
-        lower = bounds[results] == "lower"
-        cutoff_visit[ids[len(moves):][lower]] = True
+        cutoff_visit[ids[len(moves):][bounds[results]]] = True
     cutoff = np.zeros(n, dtype=bool)
     cutoff[moves] = cutoff_visit[ids[:len(moves)]]
     return vid, cutoff
