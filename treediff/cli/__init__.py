@@ -14,6 +14,7 @@ import click
 
 from treediff import __version__
 from treediff.model.errors import TreediffError
+from treediff.run.signals import interrupt_status, interrupting
 
 import treediff.cli as _commands_pkg
 
@@ -27,6 +28,26 @@ _KNOWN_HOMES = {
     "parse": "parse", "info": "parse", "report": "report", "compare": "report",
     "diff": "diff", "run": "run", "batch": "run",
 }
+
+
+def quiet_echo(message: str) -> None:
+    """Print to stderr, if there still is one (after SIGHUP the terminal may be gone)."""
+    try:
+        click.echo(message, err=True)
+    except (OSError, ValueError):
+        detach_closed_streams()
+
+
+def detach_closed_streams() -> None:
+    """Point stdout and stderr at /dev/null: a hung-up terminal fails every write, and the interpreter's
+    final flush of stdout would turn the exit status into 120."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            os.dup2(devnull, fd)
+        os.close(devnull)
+    except OSError:
+        pass
 
 
 class _Group(click.Group):
@@ -58,14 +79,20 @@ class _Group(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context):
+        # SIGTERM and SIGHUP (closing the terminal) are handled like Ctrl-C, exit 128 + signum.
+        with interrupting():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except TreediffError as exc:
             click.echo(f"treediff: error: {exc}", err=True)
             ctx.exit(2)
-        except KeyboardInterrupt:
-            click.echo("treediff: interrupted", err=True)
-            ctx.exit(130)
+        except KeyboardInterrupt as exc:
+            signum = getattr(exc, "signum", None)
+            quiet_echo("treediff: interrupted" if signum is None else f"treediff: terminated by {exc}")
+            ctx.exit(interrupt_status(exc))
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except BrokenPipeError:

@@ -66,6 +66,12 @@ def parse_command(logs, output, engine, positions, strict, all_contexts):
     paths = list(logs)
     if paths.count("-") > 1:
         raise InputError("stdin (-) can be given only once")
+    from treediff.model.schema import searches_path_for
+    from treediff.store.files import check_output
+
+    # Both files written must be neither an input nor a symlink/FIFO/device: refused before any work.
+    for target in (output, searches_path_for(output)):
+        check_output(target, [*paths, *([positions] if positions else [])])
     with byte_progress(paths, "parsing") as advance:
         result = parse_to_parquet(paths, output, engine=engine, positions=positions,
                                   strict=strict, all_contexts=all_contexts, progress=advance)

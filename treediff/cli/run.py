@@ -14,6 +14,9 @@ _LIMIT_OPTIONS = [
                  help="Wall-clock seconds per search (engine start-up included); the engine is killed after."),
     click.option("--max-trace-lines", type=click.IntRange(min=1), default=2_000_000, show_default=True,
                  help="Trip-wire: kill the engine when its trace (or its output) passes this many lines."),
+    click.option("--max-trace-bytes", type=click.IntRange(min=1), default=None,
+                 help="Trip-wire in bytes on the trace (and the output), newlines or not.  "
+                      "[default: 256 per --max-trace-lines]"),
     click.option("--engines-config", type=click.Path(dir_okay=False), default=None,
                  help="TOML file defining more engines ([engines.NAME] tables; see docs/RUNNER.md)."),
     click.option("--tmpdir", type=click.Path(file_okay=False), default=None,
@@ -63,7 +66,8 @@ _list_option = click.option("--list-engines", is_flag=True, expose_value=False, 
               help="Also save the engine's stdin/stdout transcript here.")
 @_limit_options
 @_list_option
-def run(engine_arg, cmd, fen, depth, output, transcript, timeout, max_trace_lines, engines_config, tmpdir):
+def run(engine_arg, cmd, fen, depth, output, transcript, timeout, max_trace_lines, max_trace_bytes, engines_config,
+        tmpdir):
     """Run one fixed-depth search safely and save its trace.
 
     The engine starts in a fresh temporary directory, single-threaded, with
@@ -76,19 +80,33 @@ def run(engine_arg, cmd, fen, depth, output, transcript, timeout, max_trace_line
     from treediff.run.search import Limits
     from treediff.run.task import run_one
 
-    spec = parse_engine_arg(engine_arg, _known(engines_config), cmd)
-    check_executable(spec)
+    spec = check_executable(parse_engine_arg(engine_arg, _known(engines_config), cmd))
     from treediff.model.positions import fen_hash_id
 
     clean = validate_fen(fen)
+    _check_run_outputs(output, transcript, spec, engines_config)
     position = Position(id=fen_hash_id(clean), fen=clean)
-    report = run_one(spec, position, depth, Path(output), Limits(timeout=timeout, max_trace_lines=max_trace_lines),
+    limits = Limits(timeout=timeout, max_trace_lines=max_trace_lines, max_trace_bytes=max_trace_bytes)
+    report = run_one(spec, position, depth, Path(output), limits,
                      transcript_out=Path(transcript) if transcript else None, tmp_root=tmpdir)
     click.echo(_run_summary(spec.name, depth, report, output))
     for warning in report.analysis.warnings:
         click.echo(f"treediff: warning: {warning}", err=True)
     if not report.analysis.ok:
         sys.exit(1)
+
+
+def _check_run_outputs(output: str, transcript: str | None, spec, engines_config: str | None) -> None:
+    """Refuse, before the engine starts, outputs that are inputs (the engine's program and files named in its
+    command, the engines config) or not regular files, and a transcript written over the trace."""
+    from treediff.store.files import check_output
+
+    inputs = [a for a in spec.argv if os.path.isfile(a)] + ([engines_config] if engines_config else [])
+    check_output(output, inputs)
+    if transcript:
+        check_output(transcript, [*inputs, output])
+        if os.path.abspath(transcript) == os.path.abspath(output):
+            raise InputError(f"--transcript {transcript}: the same file as -o; give it another name")
 
 
 def _run_summary(name: str, depth: int, report, output: str) -> str:
@@ -135,7 +153,7 @@ def _run_summary(name: str, depth: int, report, output: str) -> str:
 @_limit_options
 @_list_option
 def batch(epd, engine_args, depth, output, jobs, executor_name, scheduler, resume, retry_failed, skip_bad_positions, keep_logs, keep_traces,
-          timeout, max_trace_lines, engines_config, tmpdir):
+          timeout, max_trace_lines, max_trace_bytes, engines_config, tmpdir):
     """Run every EPD position with every engine into a Parquet dataset.
 
     Each result is written atomically as it finishes; Ctrl-C loses no
@@ -162,30 +180,56 @@ def batch(epd, engine_args, depth, output, jobs, executor_name, scheduler, resum
             raise InputError("--executor dask needs Dask: pip install 'treediff[dask]' "
                              "(or: pip install 'dask[distributed]')")
     known = _known(engines_config)
-    engines = [parse_engine_arg(arg, known) for arg in engine_args]
-    for spec in engines:
-        check_executable(spec)
+    engines = [check_executable(parse_engine_arg(arg, known)) for arg in engine_args]
     positions, skipped = read_epd(epd, skip_bad=skip_bad_positions)
     for problem in skipped:
         click.echo(f"treediff: warning: skipped {problem}", err=True)
-    plan = plan_batch(positions, engines, depth, output, Limits(timeout=timeout, max_trace_lines=max_trace_lines),
+    limits = Limits(timeout=timeout, max_trace_lines=max_trace_lines, max_trace_bytes=max_trace_bytes)
+    plan = plan_batch(positions, engines, depth, output, limits,
                       resume=resume, retry_failed=retry_failed, keep_logs=keep_logs, keep_traces=keep_traces,
                       tmp_root=tmpdir, source=str(epd))
-    if jobs is None:
-        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if executor_name == "dask":
-        from treediff.run.dask_executor import DaskExecutor
+    try:
+        if jobs is None:
+            jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        if executor_name == "dask":
+            from treediff.run.dask_executor import DaskExecutor
 
-        executor = DaskExecutor(min(jobs, max(1, len(plan.tasks))), scheduler=scheduler) if plan.tasks \
-            else make_executor(1)
-    else:
-        executor = make_executor(min(jobs, max(1, len(plan.tasks))))
-    summary = _run_with_progress(plan, executor, Console(stderr=True))
-    _print_summary(summary, Console())
+            executor = DaskExecutor(min(jobs, max(1, len(plan.tasks))), scheduler=scheduler) if plan.tasks \
+                else make_executor(1)
+        else:
+            executor = make_executor(min(jobs, max(1, len(plan.tasks))))
+    except BaseException:
+        plan.release()
+        raise
+    from treediff.run.batch import WorkerLost
+    from treediff.run.signals import interrupt_status
+
+    try:
+        summary = _run_with_progress(plan, executor, Console(stderr=True))
+    except WorkerLost as exc:
+        # Not bad input (exit 2): the batch stopped early; what it completed is saved.
+        if exc.summary is not None:
+            _print_quietly(exc.summary)
+        click.echo(f"treediff: error: {exc}", err=True)
+        sys.exit(1)
+    _print_quietly(summary)
     if summary.interrupted:
-        sys.exit(130)
+        sys.exit(interrupt_status(KeyboardInterrupt()) if summary.signal is None
+                 else 128 + summary.signal)
     if summary.failed:
         sys.exit(1)
+
+
+def _print_quietly(summary) -> None:
+    """The summary, unless the terminal is gone (SIGHUP): the exit status still says what happened."""
+    from rich.console import Console
+
+    from treediff.cli import detach_closed_streams
+
+    try:
+        _print_summary(summary, Console())
+    except OSError:
+        detach_closed_streams()
 
 
 def _run_with_progress(plan, executor, console):

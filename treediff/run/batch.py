@@ -17,6 +17,7 @@ import itertools
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -26,11 +27,21 @@ from typing import Callable, Iterator, Protocol, Sequence
 
 from treediff import __version__
 from treediff.model.errors import InputError, TreediffError
-from treediff.store.layout import make_manifest, positions_digest, prepare_dataset, scan_done
+from treediff.store.layout import (
+    DatasetLock,
+    make_dataset_dir,
+    make_manifest,
+    positions_digest,
+    prepare_dataset,
+    remove_temporary_files,
+    scan_done,
+)
+from treediff.run.contain import set_parent_death_signal, start_time, sweep_stale_cgroups
 from treediff.run.engines import EngineSpec
 from treediff.model.positions import Position
 from treediff.run.search import Limits
-from treediff.run.task import Task, TaskResult, run_task
+from treediff.run.signals import deferred, worker_handler
+from treediff.run.task import Task, TaskResult, run_task, sweep_workdirs
 
 TaskFn = Callable[[Task], TaskResult]
 
@@ -54,18 +65,30 @@ class SerialExecutor:
         pass
 
 
+class WorkerLost(TreediffError):
+    """A worker process died (killed, out of memory): the batch stopped; every completed search is saved.
+
+    ``summary`` is the :class:`BatchSummary` so far (set by :func:`run_batch`).
+    """
+
+    summary: "BatchSummary | None" = None
+
+
 class _Terminated(BaseException):
     """SIGTERM in a pool worker: unwinds the running task (engine killed, temp directory removed)."""
 
 
-def _terminate(signum, frame):  # pragma: no cover - runs in pool workers
-    raise _Terminated()
-
-
-def _worker_init() -> None:  # pragma: no cover - runs in pool workers
-    # Ctrl-C reaches the whole foreground group: the parent alone decides, and stops workers with SIGTERM.
+def _worker_init(parent: int | None = None, parent_start: str | None = None) -> None:  # pragma: no cover - workers
+    # Ctrl-C and a terminal's hang-up reach the whole foreground group: the parent alone decides, and stops
+    # workers with SIGTERM, which unwinds the running task (never inside its cleanup: see signals.deferred).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, worker_handler(lambda signum: _Terminated()))
+    # The batch's main process may die without a word (kill -9): its fork server then exits, and so must we,
+    # before taking another task.  The death signal comes from our parent (the fork server, or the main).
+    set_parent_death_signal(signal.SIGTERM)
+    if parent is not None and start_time(parent) != parent_start:
+        os._exit(143)  # the main process is already gone
 
 
 def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - runs in pool workers
@@ -92,8 +115,10 @@ class LocalExecutor:
         if ctx.get_start_method() == "forkserver":
             # Imported once in the fork server (which runs no threads), so each worker starts warm.
             ctx.set_forkserver_preload(["treediff.run.task", "treediff.parse.core"])
-        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(self.jobs, mp_context=ctx,
-                                                                     initializer=_worker_init)
+        _start_helpers_shielded(ctx.get_start_method())
+        main = os.getpid()
+        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
+            self.jobs, mp_context=ctx, initializer=_worker_init, initargs=(main, start_time(main)))
 
     def map_unordered(self, fn: TaskFn, tasks: Sequence[Task]) -> Iterator[TaskResult]:
         pool = self._pool
@@ -115,15 +140,20 @@ class LocalExecutor:
                     try:
                         result = future.result()
                     except BrokenProcessPool:
-                        raise TreediffError(
+                        # A SIGTERM/SIGHUP sent to the whole group also stops the workers: give this process's
+                        # own handler the chance to raise first, so the batch reports an interrupt.
+                        time.sleep(0.2)
+                        raise WorkerLost(
                             "a batch worker process died (killed, or out of memory); every completed search is "
                             "saved: rerun with --resume to continue") from None
                     yield result
         except BaseException:
-            self.abort()
+            with deferred():
+                self.abort()
             raise
         finally:
-            self.close()
+            with deferred():
+                self.close()
 
     def abort(self, grace: float = 5.0) -> None:
         """Stop now: queued tasks are dropped; running ones are unwound by SIGTERM (engines killed).
@@ -166,9 +196,38 @@ class LocalExecutor:
         return self
 
     def __exit__(self, *exc) -> None:
-        if exc[0] is not None:
-            self.abort()
-        self.close()
+        with deferred():
+            if exc[0] is not None:
+                self.abort()
+            self.close()
+
+
+def _start_helpers_shielded(method: str) -> None:
+    """Start multiprocessing's resource tracker and fork server with SIGHUP and SIGTERM ignored.
+
+    They run in the batch's process group: a terminal's hang-up (or a SIGTERM
+    to the group) would kill them under the running workers, and the batch
+    would report a dead worker instead of an interrupt.  They still exit
+    with the batch (their pipes to it close); the ignored dispositions are
+    inherited by the workers, which set their own handlers.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    shielded = (signal.SIGHUP, signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in shielded}
+    try:
+        for sig in shielded:
+            signal.signal(sig, signal.SIG_IGN)
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+        if method == "forkserver":
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def make_executor(jobs: int) -> Executor:
@@ -185,6 +244,14 @@ class BatchPlan:
     already_done: int       #: skipped by --resume (completed, plus failed unless retried)
     engines: list[EngineSpec]
     positions: list[Position]
+    #: The dataset's writer lock, held from planning until :func:`run_batch` ends.
+    lock: DatasetLock | None = None
+    tmp_root: str | None = None
+
+    def release(self) -> None:
+        """Give the dataset lock back (done by :func:`run_batch`; for a plan that is not run)."""
+        if self.lock is not None:
+            self.lock.release()
 
 
 def plan_batch(positions: Sequence[Position], engines: Sequence[EngineSpec], depth: int, dataset: str | Path,
@@ -204,8 +271,17 @@ def plan_batch(positions: Sequence[Position], engines: Sequence[EngineSpec], dep
     digest = positions_digest([(p.id, p.fen, p.phase) for p in positions])
     manifest = make_manifest(depth, [e.describe() for e in engines], len(positions), digest, source)
     manifest["treediff"] = __version__
-    prepare_dataset(dataset, manifest, resume)
-    done = scan_done(dataset, names)
+    make_dataset_dir(dataset)
+    # Held until the batch ends: a second writer (another batch, a second --resume) is refused.
+    lock = DatasetLock(dataset)
+    try:
+        prepare_dataset(dataset, manifest, resume)
+        if resume:
+            remove_temporary_files(dataset)  # left by a writer that was killed; none can be running now
+        done = scan_done(dataset, names)
+    except BaseException:
+        lock.release()
+        raise
     width = max(6, len(str(len(positions) - 1)))
     tasks: list[Task] = []
     skipped = 0
@@ -218,7 +294,8 @@ def plan_batch(positions: Sequence[Position], engines: Sequence[EngineSpec], dep
             tasks.append(Task(key=key, search=p_index * len(engines) + e_index, engine=engine, position=position,
                               depth=depth, dataset=str(dataset), limits=limits, keep_logs=keep_logs,
                               keep_traces=keep_traces, tmp_root=tmp_root))
-    return BatchPlan(dataset, tasks, len(positions) * len(engines), skipped, list(engines), list(positions))
+    return BatchPlan(dataset, tasks, len(positions) * len(engines), skipped, list(engines), list(positions),
+                     lock=lock, tmp_root=tmp_root)
 
 
 @dataclass
@@ -240,6 +317,8 @@ class BatchSummary:
     per_engine: dict[str, EngineTally] = field(default_factory=dict)
     seconds: float = 0.0
     interrupted: bool = False
+    #: The signal that interrupted the batch (SIGINT for Ctrl-C; SIGTERM, SIGHUP).
+    signal: int | None = None
 
     @property
     def ok(self) -> int:
@@ -261,11 +340,31 @@ def run_batch(plan: BatchPlan, executor: Executor, on_result: Callable[[TaskResu
               task_fn: TaskFn = run_task) -> BatchSummary:
     """Run the plan's tasks on ``executor``; a failure never stops the batch.
 
-    On KeyboardInterrupt the executor is aborted, the summary is marked
-    ``interrupted`` and returned (completed results are already on disk).
+    On KeyboardInterrupt (and the SIGTERM/SIGHUP the CLI turns into one) the
+    executor is aborted, the summary is marked ``interrupted`` (``signal``
+    says which) and returned (completed results are already on disk).  A
+    dead worker raises :class:`WorkerLost` carrying the summary so far.  At the
+    end the dataset lock is released and the working directories and cgroups
+    of processes that died (killed workers) are removed.
     """
     summary = BatchSummary(plan=plan, per_engine={e.name: EngineTally() for e in plan.engines})
     t0 = time.perf_counter()
+    try:
+        _run(plan, executor, on_result, task_fn, summary)
+    except WorkerLost as exc:
+        exc.summary = summary
+        raise
+    finally:
+        summary.seconds = time.perf_counter() - t0
+        with deferred():
+            sweep_workdirs(plan.tmp_root)
+            sweep_stale_cgroups()
+            plan.release()
+    return summary
+
+
+def _run(plan: BatchPlan, executor: Executor, on_result: Callable[[TaskResult], None] | None, task_fn: TaskFn,
+         summary: BatchSummary) -> None:
     try:
         for result in executor.map_unordered(task_fn, plan.tasks):
             summary.results.append(result)
@@ -280,8 +379,8 @@ def run_batch(plan: BatchPlan, executor: Executor, on_result: Callable[[TaskResu
             tally.warned += bool(result.warnings)
             if on_result is not None:
                 on_result(result)
-    except KeyboardInterrupt:
-        executor.abort()
+    except KeyboardInterrupt as exc:
+        with deferred():
+            executor.abort()
         summary.interrupted = True
-    summary.seconds = time.perf_counter() - t0
-    return summary
+        summary.signal = int(getattr(exc, "signum", signal.SIGINT))

@@ -17,7 +17,10 @@ Process safety:
   pools run, whatever the Dask configuration says;
 * each task runs its engine under the runner's process-group code, so a
   timeout or trip-wire kills the engine's whole group, on the worker;
-* when a worker is closed (Ctrl-C here, the cluster shut down) a worker plugin
+* the engine gets a parent-death signal: a worker killed outright (out of
+  memory) takes its engine with it; its working directory is removed by the
+  next task on this machine (or at the end of the batch, for a local cluster);
+* when a worker is closed (Ctrl-C, SIGTERM or SIGHUP here, the cluster shut down) a worker plugin
   kills the engines still running there and their tasks write nothing
   (:func:`treediff.run.process.abandon_all`); ``--resume`` reruns them.
 * a worker that dies (killed, out of memory) loses only its running task;
@@ -33,7 +36,8 @@ import uuid
 from typing import Iterator, Sequence
 
 from treediff.model.errors import InputError, TreediffError
-from treediff.run.batch import TaskFn
+from treediff.run.batch import TaskFn, WorkerLost
+from treediff.run.signals import deferred
 from treediff.run.task import Task, TaskResult
 
 
@@ -65,8 +69,9 @@ def _worker_plugin_class():
             import treediff.run.task  # noqa: F401
 
             try:
-                # A terminal's Ctrl-C reaches the whole process group: the client alone decides.
+                # A terminal's Ctrl-C (and its hang-up) reach the whole process group: the client alone decides.
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)
             except ValueError:  # not the main thread (an in-process worker)
                 pass
 
@@ -149,16 +154,20 @@ class DaskExecutor:
                     completed.add(submit(nxt))
                 try:
                     result = future.result()
+                except TreediffError:
+                    raise  # the task's own clear error (e.g. the dataset's disk is full)
                 except Exception as exc:  # noqa: BLE001 - KilledWorker, a lost scheduler, ...
-                    raise TreediffError(
+                    raise WorkerLost(
                         f"a Dask task failed ({type(exc).__name__}: {exc}); every completed search is saved: "
                         "rerun with --resume to continue") from None
                 yield result
         except BaseException:
-            self.abort()
+            with deferred():
+                self.abort()
             raise
         finally:
-            self.close()
+            with deferred():
+                self.close()
 
     def abort(self) -> None:
         """Cancel every submitted future and close the client (and the local cluster, killing its engines)."""
@@ -188,7 +197,8 @@ class DaskExecutor:
         return self
 
     def __exit__(self, *exc) -> None:
-        if exc[0] is not None:
-            self.abort()
-        self.close()
+        with deferred():
+            if exc[0] is not None:
+                self.abort()
+            self.close()
 

@@ -26,12 +26,15 @@ from typing import Any, Mapping
 
 from treediff.model.errors import InputError
 from treediff.parse.dialects import DIALECTS
+from treediff.run.process import unsafe_character
 
 #: The UCI options set when the engine offers them: one search thread, a small fixed hash (MB).
 DEFAULT_UCI_OPTIONS: tuple[tuple[str, str], ...] = (("Threads", "1"), ("Hash", "16"))
 #: xboard commands sent after the handshake, before the position; ``{fen}`` and ``{depth}`` are filled in.
 DEFAULT_XBOARD_SEARCH: tuple[str, ...] = ("post", "force", "setboard {fen}", "sd {depth}", "go")
 _NAME = re.compile(r"^[A-Za-z0-9_.+:-]+$")
+#: Environment variable names an engine may be given (POSIX portable names).
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: typhoon_py's profiles; each writes the TREEDUMP dialect of the same name (see :func:`_typhoon_py`).
 _TYPHOON_PY_PROFILES = ("typhoon", "stockfish", "crafty")
 
@@ -92,6 +95,57 @@ class EngineSpec:
 
     def xboard_commands(self, fen: str, depth: int) -> list[str]:
         return [c.replace("{fen}", fen).replace("{depth}", str(depth)) for c in self.search]
+
+
+def trace_file_problem(rel: str) -> str | None:
+    """Why ``rel`` cannot be a trace file name relative to the engine's working directory, or None."""
+    bad = unsafe_character(rel)
+    if bad is not None:
+        return f"holds a {bad}"
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return "must be a file name inside the engine's working directory (relative; no empty, `.` or `..` parts)"
+    return None
+
+
+def spec_problem(spec: EngineSpec) -> str | None:
+    """What would make ``spec`` unsafe to start, or None: checked before any engine starts.
+
+    Every string that reaches the engine (argv, environment, the commands of
+    ``pre``/``init``/``search``, UCI option names and values) must be free of
+    the characters :func:`~treediff.run.process.unsafe_character` refuses
+    (argv may hold undecodable file-name bytes); environment names must be
+    portable names; the trace file must lie inside the working directory.
+    """
+    if not spec.argv:
+        return "no command"
+    for i, arg in enumerate(spec.argv):
+        bad = unsafe_character(arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+        if bad is not None:
+            return f"argv[{i}] {arg[:60]!r} holds a {bad}"
+    for key, value in spec.env:
+        if not _ENV_KEY.match(key):
+            return f"environment variable name {key[:60]!r} is not a portable name (letters, digits, _; not a digit first)"
+        bad = unsafe_character(value)
+        if bad is not None:
+            return f"environment variable {key} holds a {bad}"
+    for what, commands in (("pre", spec.pre), ("init", spec.init), ("search", spec.search)):
+        for command in commands:
+            bad = unsafe_character(command)
+            if bad is not None:
+                return f"{what} command {command[:60]!r} holds a {bad} (each command is one line sent to the engine)"
+    for name, value in spec.uci_options:
+        for part, text in (("name", name), ("value", value)):
+            bad = unsafe_character(text)
+            if bad is not None:
+                return f"UCI option {name[:60]!r} holds a {bad} in its {part}"
+        if not name.strip():
+            return "a UCI option has an empty name"
+    if spec.trace_file is not None:
+        problem = trace_file_problem(spec.trace_file)
+        if problem is not None:
+            return f"trace_file {spec.trace_file[:60]!r} {problem}"
+    return None
 
 
 def _typhoon_py_argv() -> tuple[str, ...]:
@@ -178,7 +232,13 @@ def _spec_from_table(name: str, table: Mapping[str, Any], known: Mapping[str, En
     changes: dict[str, Any] = {}
     if "argv" in table:
         argv = table["argv"]
-        changes["argv"] = tuple(shlex.split(argv)) if isinstance(argv, str) else _tuple_of_str(argv, f"{where}.argv")
+        if isinstance(argv, str):
+            try:
+                changes["argv"] = tuple(shlex.split(argv))
+            except ValueError as exc:
+                raise InputError(f"{where}.argv: cannot split the command: {exc}") from None
+        else:
+            changes["argv"] = _tuple_of_str(argv, f"{where}.argv")
     if "protocol" in table:
         try:
             changes["protocol"] = Protocol(table["protocol"])
@@ -191,8 +251,12 @@ def _spec_from_table(name: str, table: Mapping[str, Any], known: Mapping[str, En
         changes["dialect"] = dialect
     if "trace_file" in table:
         trace = table["trace_file"] or None
-        if trace is not None and (Path(trace).is_absolute() or ".." in Path(trace).parts):
-            raise InputError(f"{where}.trace_file: must be a file name inside the engine's working directory")
+        if trace is not None and not isinstance(trace, str):
+            raise InputError(f"{where}.trace_file: expected a string")
+        if trace is not None:
+            problem = trace_file_problem(trace)
+            if problem is not None:
+                raise InputError(f"{where}.trace_file: {problem}")
         changes["trace_file"] = trace
     for key in ("pre", "init", "search"):
         if key in table:
@@ -201,11 +265,17 @@ def _spec_from_table(name: str, table: Mapping[str, Any], known: Mapping[str, En
         opts = table["uci_options"]
         if not isinstance(opts, dict):
             raise InputError(f"{where}.uci_options: expected a table of name = value")
+        for k, v in opts.items():
+            if not isinstance(v, (str, int, float, bool)):
+                raise InputError(f"{where}.uci_options.{k}: expected a string, number or boolean")
         changes["uci_options"] = tuple((str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in opts.items())
     if "env" in table:
         env = table["env"]
         if not isinstance(env, dict):
             raise InputError(f"{where}.env: expected a table of NAME = value")
+        for k, v in env.items():
+            if not isinstance(v, (str, int, float, bool)):
+                raise InputError(f"{where}.env.{k}: expected a string or number")
         changes["env"] = tuple((str(k), str(v)) for k, v in env.items())
     if "description" in table:
         changes["description"] = str(table["description"])
@@ -216,6 +286,9 @@ def _spec_from_table(name: str, table: Mapping[str, Any], known: Mapping[str, En
     spec = replace(spec, **changes)
     if (spec.dialect is None) != (spec.trace_file is None):
         raise InputError(f"{where}: give both `dialect` and `trace_file` (an engine with a trace) or neither")
+    problem = spec_problem(spec) if spec.argv else spec_problem(replace(spec, argv=("engine",)))
+    if problem is not None:
+        raise InputError(f"{where}: {problem}")
     return spec
 
 
@@ -235,6 +308,8 @@ def load_config(path: str | Path, known: Mapping[str, EngineSpec] | None = None)
         raise InputError(f"{path}: no such file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a valid TOML file: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the engines config: {exc.strerror or exc}") from None
     engines = data.get("engines")
     if not isinstance(engines, dict) or not engines:
         raise InputError(f"{path}: no [engines.NAME] tables")
@@ -278,14 +353,34 @@ def parse_engine_arg(arg: str, known: Mapping[str, EngineSpec], cmd: str | None 
             raise InputError(f"--engine {arg}: cannot split the command: {exc}") from None
     if not argv:
         raise InputError(f"--engine {arg}: no command; give it as {preset}=ARGV or with --cmd")
-    return replace(spec, name=name, argv=argv)
+    spec = replace(spec, name=name, argv=argv)
+    problem = spec_problem(spec)
+    if problem is not None:
+        raise InputError(f"--engine {arg}: {problem}")
+    return spec
 
 
-def check_executable(spec: EngineSpec) -> None:
-    """Raise :class:`InputError` when the engine's program cannot be found or run."""
+def check_executable(spec: EngineSpec) -> EngineSpec:
+    """The spec with its program made absolute; :class:`InputError` when it cannot be found or run.
+
+    A relative program path (``./engine``, ``bin/engine``) is taken from the
+    current directory, as a shell would, and made absolute: the engine itself
+    starts in a fresh working directory, where it would not be found.
+    """
+    problem = spec_problem(spec)
+    if problem is not None:
+        raise InputError(f"engine {spec.name}: {problem}")
     program = spec.argv[0]
     if os.sep in program:
+        program = os.path.abspath(program)
         if not (os.path.isfile(program) and os.access(program, os.X_OK)):
-            raise InputError(f"engine {spec.name}: {program} is not an executable file")
-    elif shutil.which(program) is None:
-        raise InputError(f"engine {spec.name}: {program!r} not found on PATH (give its path with =ARGV or --cmd)")
+            raise InputError(f"engine {spec.name}: {spec.argv[0]} is not an executable file")
+    else:
+        found = shutil.which(program)
+        if found is None:
+            raise InputError(f"engine {spec.name}: {program!r} not found on PATH (give its path with =ARGV or --cmd)")
+        if not os.path.isabs(found):
+            program = os.path.abspath(found)  # a relative directory on PATH
+    if program != spec.argv[0]:
+        spec = replace(spec, argv=(program, *spec.argv[1:]))
+    return spec

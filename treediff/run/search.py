@@ -20,15 +20,16 @@ from __future__ import annotations
 import enum
 import os
 import re
+import stat
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 import chess
 
-from treediff.run.engines import EngineSpec, Protocol
-from treediff.run.process import EngineExited, EngineProcess, Tripped, WaitTimeout
+from treediff.run.engines import EngineSpec, Protocol, spec_problem
+from treediff.run.process import BYTES_PER_TRACE_LINE, EngineExited, EngineProcess, Tripped, UnsafeCommand, WaitTimeout
 
 _UCI_INFO_DEPTH = re.compile(r"\bdepth\s+(\d+)")
 _UCI_INFO_NODES = re.compile(r"\bnodes\s+(\d+)")
@@ -39,6 +40,10 @@ _XB_MOVE = re.compile(r"^move\s+(\S+)")
 _XB_ERROR = re.compile(r"^(Error|Illegal|tellusererror)\b", re.IGNORECASE)
 #: Seconds an xboard engine has to finish its ``feature`` list (the protocol's own grace period).
 PROTOVER_GRACE = 2.0
+#: Answers that mean "no move" (UCI's null move and what engines print with no legal move): a warning, not a failure.
+NULL_MOVES = ("", "(none)", "0000")
+#: Trace bytes read per trip-wire check, so the waiting thread gets back to its deadline.
+_TRACE_READ_BUDGET = 16 * 1024 * 1024
 
 
 class Failure(str, enum.Enum):
@@ -53,6 +58,7 @@ class Failure(str, enum.Enum):
     ZERO_NODES = "zero-nodes"          #: the search counted no nodes
     UNPARSEABLE = "unparseable-trace"  #: the trace could not be parsed
     START = "start-failed"             #: the program could not be started
+    ILLEGAL_BESTMOVE = "illegal-bestmove"  #: the answer is not a legal move in the position
     INTERNAL = "internal-error"        #: a bug in the runner (reported, never hidden)
 
 
@@ -61,9 +67,11 @@ class Limits:
     """Safety limits of one run.
 
     ``timeout`` and ``quit_grace`` are seconds of wall-clock time;
-    ``max_trace_lines`` is the trip-wire on the trace file (and on the engine's
-    own output); ``linger`` holds the engine this many seconds after it has
-    answered, before ``quit`` (tests use it to give a pondering engine time).
+    ``max_trace_lines`` and ``max_trace_bytes`` are the trip-wire on the trace
+    file (and on the engine's own output), in lines and in bytes (default:
+    :data:`~treediff.run.process.BYTES_PER_TRACE_LINE` per line); ``linger``
+    holds the engine this many seconds after it has answered, before ``quit``
+    (tests use it to give a pondering engine time).
     """
 
     timeout: float = 30.0
@@ -71,6 +79,12 @@ class Limits:
     quit_grace: float = 2.0
     linger: float = 0.0
     check_every: float = 0.05
+    max_trace_bytes: int | None = None
+
+    @property
+    def trace_bytes(self) -> int:
+        """The byte trip-wire in effect."""
+        return self.max_trace_bytes if self.max_trace_bytes is not None else self.max_trace_lines * BYTES_PER_TRACE_LINE
 
 
 @dataclass
@@ -109,36 +123,125 @@ class SearchOutcome:
         return max(d for d, _ in self.iter_nodes) if self.iter_nodes else None
 
 
-class _TraceWatch:
-    """Counts the trace file's lines as it grows; trips past the limit."""
+class BadTrace(Exception):
+    """The trace file is not a regular file inside the working directory (a symlink, FIFO, device...)."""
 
-    def __init__(self, path: Path | None, limit: int):
-        self.path, self.limit = path, limit
+
+def open_trace(workdir: Path, rel: str) -> int | None:
+    """Open ``workdir/rel`` for reading without following any symlink and without blocking; None if absent.
+
+    Every component is opened relative to the one before with ``O_NOFOLLOW``,
+    so a symlinked file or directory cannot lead outside the working
+    directory; a FIFO or device opens without blocking and is refused here,
+    as is a file with another hard link.  Raises :class:`BadTrace`.
+    """
+    parts = rel.split("/")
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        dirfd = os.open(workdir, flags | getattr(os, "O_DIRECTORY", 0))
+    except FileNotFoundError:
+        return None
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, flags | getattr(os, "O_DIRECTORY", 0), dir_fd=dirfd)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                raise BadTrace(f"trace {rel}: {part} is not a directory inside the working directory "
+                               "(a symbolic link?); not read") from None
+            os.close(dirfd)
+            dirfd = nxt
+        try:
+            fd = os.open(parts[-1], flags | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0), dir_fd=dirfd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise BadTrace(f"trace {rel} is a symbolic link or cannot be opened ({exc.strerror}); not read") from None
+    finally:
+        os.close(dirfd)
+    st = os.fstat(fd)
+    kind = None
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a directory" if stat.S_ISDIR(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "not a regular file")
+    elif st.st_nlink > 1:
+        kind = "a hard link to another file"
+    if kind is not None:
+        os.close(fd)
+        raise BadTrace(f"trace {rel} is {kind}, not a regular file the engine wrote; not read")
+    os.set_blocking(fd, True)
+    return fd
+
+
+class _TraceWatch:
+    """Counts the trace file's lines and bytes as it grows; trips past either limit.
+
+    Each :meth:`check` reads at most :data:`_TRACE_READ_BUDGET` bytes, so the
+    thread calling it gets back to its deadline; the file is opened by
+    :func:`open_trace` (never a FIFO, device or symlink).
+    """
+
+    def __init__(self, workdir: Path, rel: str | None, limit: int, byte_limit: int | None = None):
+        self.workdir, self.rel = workdir, rel
+        self.path = workdir / rel if rel else None
+        self.limit = limit
+        self.byte_limit = byte_limit if byte_limit is not None else limit * BYTES_PER_TRACE_LINE
         self.lines = 0
         self.offset = 0
-        self._fh: BinaryIO | None = None
+        self.problem: str | None = None
+        self._fd: int | None = None
+        self._ident: tuple[int, int] | None = None
 
     def check(self) -> None:
-        if self.path is None:
+        if self.rel is None or self.problem is not None:
             return
-        if self._fh is None:
+        if self._fd is None:
             try:
-                self._fh = open(self.path, "rb")
-            except FileNotFoundError:
+                self._fd = open_trace(self.workdir, self.rel)
+            except BadTrace as exc:
+                self.problem = str(exc)
+                raise
+            if self._fd is None:
                 return
-        while True:
-            chunk = self._fh.read(1 << 22)
+            st = os.fstat(self._fd)
+            self._ident = (st.st_dev, st.st_ino)
+        budget = _TRACE_READ_BUDGET
+        while budget > 0:
+            chunk = os.read(self._fd, min(1 << 22, budget))
             if not chunk:
                 break
+            budget -= len(chunk)
             self.offset += len(chunk)
             self.lines += chunk.count(b"\n")
             if self.lines > self.limit:
-                raise Tripped(f"trace trip-wire: more than {self.limit} trace lines")
+                raise Tripped(f"trace trip-wire: more than {self.limit:,} trace lines")
+            if self.offset > self.byte_limit:
+                raise Tripped(f"trace trip-wire: more than {self.byte_limit:,} trace bytes")
+
+    def verify(self) -> Path | None:
+        """After the engine is gone: the trace path if it is still the regular file that was watched."""
+        if self.rel is None or self.problem is not None:
+            return None
+        try:
+            fd = open_trace(self.workdir, self.rel)
+        except BadTrace as exc:
+            self.problem = str(exc)
+            return None
+        if fd is None:
+            return None
+        st = os.fstat(fd)
+        os.close(fd)
+        if self._ident is not None and self._ident != (st.st_dev, st.st_ino):
+            self.problem = f"trace {self.rel} was replaced by another file while the engine ran; not read"
+            return None
+        return self.path
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class _IterNodes:
@@ -181,6 +284,19 @@ def _engine_env(spec: EngineSpec) -> dict[str, str]:
     env.pop("TREEDUMP", None)
     env.update(dict(spec.env))
     return env
+
+
+def illegal_move(move: str, fen: str) -> str | None:
+    """Why ``move`` (UCI) is not a legal move in ``fen``, or None if it is one (or a null-move answer)."""
+    if move in NULL_MOVES:
+        return None
+    shown = ascii(move[:40]) + ("..." if len(move) > 40 else "")
+    board = chess.Board(fen)
+    try:
+        board.parse_uci(move)
+    except ValueError:
+        return f"engine answered bestmove {shown}, not a legal move in the position"
+    return None
 
 
 def _to_uci(move: str, fen: str) -> str:
@@ -270,33 +386,49 @@ def run_search(spec: EngineSpec, fen: str, depth: int, workdir: str | Path, limi
 
     ``workdir`` must be a fresh, empty directory: the engine starts there and
     writes its trace there.  Never raises for engine misbehaviour: the
-    outcome says what went wrong.  The engine's process group is always
-    killed and reaped before this returns.
+    outcome says what went wrong.  The engine and everything it started are
+    killed and reaped before this returns, at the latest about
+    ``limits.timeout`` seconds after the engine started (plus up to
+    ``quit_grace`` when it answered in time).
     """
     workdir = Path(workdir)
     out = SearchOutcome(ok=False)
-    trace_path = workdir / spec.trace_file if spec.trace_file else None
-    watch = _TraceWatch(trace_path, limits.max_trace_lines)
+    watch = _TraceWatch(workdir, spec.trace_file, limits.max_trace_lines, limits.trace_bytes)
     iters = _IterNodes(spec.protocol)
+    problem = spec_problem(spec)
+    if problem is not None:
+        out.failure, out.detail = Failure.START, f"not started: {problem}"
+        return out
+    argv = list(spec.argv)
+    if os.sep in argv[0] and not os.path.isabs(argv[0]):
+        # The engine starts in its working directory: a relative program path means the caller's directory.
+        argv[0] = os.path.abspath(argv[0])
     try:
-        eng = EngineProcess(spec.argv, cwd=str(workdir), env=_engine_env(spec),
-                            max_output_lines=limits.max_trace_lines)
-    except OSError as exc:
-        out.failure, out.detail = Failure.START, f"cannot start {spec.argv[0]}: {exc.strerror or exc}"
+        eng = EngineProcess(argv, cwd=str(workdir), env=_engine_env(spec),
+                            max_output_lines=limits.max_trace_lines, max_output_bytes=limits.trace_bytes)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        out.failure, out.detail = Failure.START, f"cannot start {argv[0]}: {reason}"
         return out
     deadline = eng.t0 + limits.timeout
+    eng.deadline = deadline
     # The trip-wire is watched during every wait, the handshake included.
     eng.check, eng.check_every = watch.check, limits.check_every
+    illegal: str | None = None
     try:
         session = _uci_session if spec.protocol is Protocol.UCI else _xboard_session
         out.bestmove = session(eng, spec, fen, depth, deadline, iters, watch, out, limits)
         out.timings.answered = eng.elapsed()
+        illegal = illegal_move(out.bestmove, fen)
         if limits.linger > 0:
             time.sleep(limits.linger)
+        eng.stop_queueing()
+        # quit and the grace period are bounded by their own clock, not the search deadline (which may be near).
+        eng.deadline = time.monotonic() + limits.quit_grace
         try:
             eng.send("quit")
-        except EngineExited:
-            pass  # it answered and left on its own: judged by its exit status below
+        except (EngineExited, WaitTimeout):
+            pass  # it answered and left on its own (or stopped reading): judged by its exit status below
         eng.close_stdin()
         # Keep watching the trace while the engine shuts down: it may still be writing.
         grace_end = time.monotonic() + limits.quit_grace
@@ -306,7 +438,9 @@ def run_search(spec: EngineSpec, fen: str, depth: int, workdir: str | Path, limi
             watch.check()
         if code is None:
             out.warnings.append(f"engine did not exit within {limits.quit_grace:g} s of quit; killed")
-        elif code != 0:
+        if illegal is not None:
+            out.failure, out.detail = Failure.ILLEGAL_BESTMOVE, illegal
+        elif code is not None and code != 0:
             out.failure, out.detail = Failure.EXIT_CODE, f"engine exited with status {code} after answering"
         out.returncode = code
         out.ok = out.failure is None
@@ -314,31 +448,41 @@ def run_search(spec: EngineSpec, fen: str, depth: int, workdir: str | Path, limi
         out.failure, out.detail = Failure.TIMEOUT, f"no answer within {limits.timeout:g} s; engine killed"
     except Tripped as exc:
         out.failure, out.detail = Failure.TRIPWIRE, f"{exc}; engine killed"
+    except BadTrace as exc:
+        out.failure, out.detail = Failure.UNPARSEABLE, f"{exc}; engine killed"
     except EngineExited as exc:
         code = eng.wait_exit(1.0)
         out.returncode = code
         out.failure = Failure.CRASH
-        out.detail = f"{exc} (exit status {code})" if code is not None else str(exc)
+        out.detail = f"{exc} (exit status {code})" if code is not None else \
+            f"{exc}: it closed its output but still ran; killed"
     except _ProtocolError as exc:
+        out.failure, out.detail = Failure.PROTOCOL, str(exc)
+    except UnsafeCommand as exc:
         out.failure, out.detail = Failure.PROTOCOL, str(exc)
     finally:
         eng.close()
         out.timings.exited = eng.elapsed()
         try:
             watch.check()
-        except Tripped as exc:
+        except (Tripped, BadTrace) as exc:
             if out.failure is None:
-                out.ok, out.failure, out.detail = False, Failure.TRIPWIRE, str(exc)
+                reason = Failure.TRIPWIRE if isinstance(exc, Tripped) else Failure.UNPARSEABLE
+                out.ok, out.failure, out.detail = False, reason, str(exc)
         watch.close()
         out.trace_lines = watch.lines
         out.transcript = eng.transcript.text()
+    if eng.escaped:
+        out.warnings.append(f"{len(eng.escaped)} process(es) the engine started outside its process group "
+                            f"were killed ({eng.containment.mechanism})")
     out.iter_nodes = iters.pairs()
     out.engine_score = iters.score
-    if trace_path is not None and trace_path.exists():
-        out.trace_path = trace_path
-    if out.ok and trace_path is not None and out.trace_path is None:
+    out.trace_path = watch.verify()
+    if out.ok and watch.problem is not None:
+        out.ok, out.failure, out.detail = False, Failure.UNPARSEABLE, watch.problem
+    if out.ok and spec.trace_file is not None and out.trace_path is None:
         out.ok, out.failure, out.detail = False, Failure.NO_TRACE, f"no trace file {spec.trace_file} in the working directory"
-    if out.ok and out.bestmove in ("", "(none)", "0000"):
+    if out.ok and out.bestmove in NULL_MOVES:
         out.warnings.append(f"engine answered no move ({out.bestmove or 'empty'})")
     if out.ok and out.engine_depth is not None and out.engine_depth < depth:
         out.warnings.append(f"engine reported depth {out.engine_depth} < requested {depth}")

@@ -10,8 +10,12 @@ must be reachable from wherever it runs.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
 import shutil
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -23,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treediff.model.errors import InputError
-from treediff.store.files import atomic_output, write_bytes_atomic, write_table_atomic
+from treediff.store.files import OutputError, atomic_output, write_bytes_atomic, write_table_atomic
 from treediff.model.positions import Position, PositionBook, material_phase
 from treediff.store.layout import (
     DATASET_RECORDS_SCHEMA,
@@ -35,10 +39,55 @@ from treediff.store.layout import (
     searches_file,
     trace_path,
 )
+from treediff.run.contain import start_time
 from treediff.run.engines import EngineSpec
 from treediff.run.process import abandoned
-from treediff.run.search import Failure, Limits, SearchOutcome, run_search
+from treediff.run.search import BadTrace, Failure, Limits, SearchOutcome, open_trace, run_search
+from treediff.run.signals import deferred
 from treediff.model.schema import DICT_STR
+
+
+_HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+#: ``treediff-PID-STARTTIME-HOST-...``: a working directory names the process that made it, so one left by a
+#: process that died (a worker killed by the OOM killer) can be recognised and removed.
+_WORKDIR = re.compile(r"^treediff-(\d+)-(\d+)-([0-9a-f]{8})-")
+_SWEPT_ROOTS: set[str] = set()
+
+
+def _workdir_prefix(what: str) -> str:
+    return f"treediff-{os.getpid()}-{start_time(os.getpid()) or 0}-{_HOST}-{what}-"
+
+
+def make_workdir(what: str, tmp_root: str | None = None) -> Path:
+    """A fresh working directory for one search, named after this process (see :func:`sweep_workdirs`)."""
+    root = tmp_root or tempfile.gettempdir()
+    if root not in _SWEPT_ROOTS:
+        _SWEPT_ROOTS.add(root)
+        sweep_workdirs(root)
+    return Path(tempfile.mkdtemp(prefix=_workdir_prefix(what), dir=root))
+
+
+def sweep_workdirs(tmp_root: str | None = None) -> int:
+    """Remove the working directories that processes of this host left when they died; their number."""
+    root = tmp_root or tempfile.gettempdir()
+    removed = 0
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return 0
+    for entry in entries:
+        m = _WORKDIR.match(entry.name)
+        if m is None or m.group(3) != _HOST:
+            continue
+        if start_time(int(m.group(1))) == m.group(2):
+            continue  # its process still runs
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 class TaskAbandoned(Exception):
@@ -196,10 +245,20 @@ def analyze(spec: EngineSpec, position: Position, depth: int, outcome: SearchOut
     return _analyze_engine_counts(spec, position, depth, outcome)
 
 
-def _compress_file(src: Path, dest: Path) -> None:
+def _open_kept_trace(spec: EngineSpec, workdir: Path):
+    """The verified trace file (never through a symlink, FIFO or device), opened for reading; None if absent."""
+    assert spec.trace_file is not None
+    try:
+        fd = open_trace(workdir, spec.trace_file)
+    except BadTrace:
+        return None
+    return None if fd is None else os.fdopen(fd, "rb")
+
+
+def _compress_file(fin, dest: Path) -> None:
     import zstandard
 
-    with atomic_output(dest) as tmp, open(src, "rb") as fin, open(tmp, "wb") as fout:
+    with fin, atomic_output(dest) as tmp, open(tmp, "wb") as fout:
         zstandard.ZstdCompressor(level=3).copy_stream(fin, fout)
 
 
@@ -244,7 +303,7 @@ def run_task(task: Task) -> TaskResult:
     t0 = time.perf_counter()
     spec = task.engine
     result = TaskResult(engine=spec.name, key=task.key, position=task.position.id, ok=False)
-    workdir = Path(tempfile.mkdtemp(prefix=f"treediff-{task.key}-", dir=task.tmp_root))
+    workdir = make_workdir(task.key, task.tmp_root)
     outcome: SearchOutcome | None = None
     try:
         try:
@@ -257,34 +316,46 @@ def run_task(task: Task) -> TaskResult:
         if abandoned():
             # The worker is being shut down and killed this engine: record nothing, --resume reruns it.
             raise TaskAbandoned(f"{spec.name}/{task.key}")
-        dataset = Path(task.dataset)
-        log_rel = None
-        if outcome is not None and (task.keep_logs == "all" or (task.keep_logs == "failed" and not analysis.ok)):
-            dest = log_path(dataset, spec.name, task.key)
-            write_bytes_atomic(dest, outcome.transcript.encode("utf-8", "replace"))
-            log_rel = str(dest.relative_to(dataset))
-        source = f"batch task {spec.name}/{task.key}"
-        if outcome is not None and outcome.trace_path is not None and task.keep_traces:
-            dest = trace_path(dataset, spec.name, task.key)
-            _compress_file(outcome.trace_path, dest)
-            source = str(dest.relative_to(dataset))
-        elif log_rel is not None and not spec.has_trace:
-            source = log_rel
-        if analysis.ok:
-            _write_success(task, analysis, source)
-        else:
-            _write_failure(task, analysis, outcome, log_rel)
-        row = analysis.search_row or {}
-        result.ok, result.failure, result.detail = analysis.ok, (analysis.failure.value if analysis.failure else None), analysis.detail
-        result.nodes = row.get("result_nodes") if row.get("node_source") == "result" else row.get("end_nodes")
-        result.node_source = row.get("node_source")
-        result.contexts = analysis.contexts
-        result.warnings = analysis.warnings
+        try:
+            _record(task, result, outcome, analysis, workdir)
+        except OutputError as exc:
+            raise OutputError(f"{exc}; every completed search is saved: fix this, then rerun with --resume") from None
         result.engine_seconds = outcome.timings.exited if outcome else 0.0
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        with deferred():
+            shutil.rmtree(workdir, ignore_errors=True)
     result.total_seconds = time.perf_counter() - t0
     return result
+
+
+def _record(task: Task, result: TaskResult, outcome: SearchOutcome | None, analysis: Analysis, workdir: Path) -> None:
+    """Write the task's transcript, trace and rows into the dataset and fill ``result``."""
+    spec = task.engine
+    dataset = Path(task.dataset)
+    log_rel = None
+    if outcome is not None and (task.keep_logs == "all" or (task.keep_logs == "failed" and not analysis.ok)):
+        dest = log_path(dataset, spec.name, task.key)
+        write_bytes_atomic(dest, outcome.transcript.encode("utf-8", "replace"))
+        log_rel = str(dest.relative_to(dataset))
+    source = f"batch task {spec.name}/{task.key}"
+    kept = _open_kept_trace(spec, workdir) if (outcome is not None and outcome.trace_path is not None
+                                                and task.keep_traces) else None
+    if kept is not None:
+        dest = trace_path(dataset, spec.name, task.key)
+        _compress_file(kept, dest)
+        source = str(dest.relative_to(dataset))
+    elif log_rel is not None and not spec.has_trace:
+        source = log_rel
+    if analysis.ok:
+        _write_success(task, analysis, source)
+    else:
+        _write_failure(task, analysis, outcome, log_rel)
+    row = analysis.search_row or {}
+    result.ok, result.failure, result.detail = analysis.ok, (analysis.failure.value if analysis.failure else None), analysis.detail
+    result.nodes = row.get("result_nodes") if row.get("node_source") == "result" else row.get("end_nodes")
+    result.node_source = row.get("node_source")
+    result.contexts = analysis.contexts
+    result.warnings = analysis.warnings
 
 
 @dataclass
@@ -304,19 +375,24 @@ def run_one(spec: EngineSpec, position: Position, depth: int, out: Path, limits:
     inspection.  ``transcript_out`` receives the stdin/stdout transcript.
     """
     t0 = time.perf_counter()
-    workdir = Path(tempfile.mkdtemp(prefix="treediff-run-", dir=tmp_root))
+    workdir = make_workdir("run", tmp_root)
     try:
         outcome = run_search(spec, position.fen, depth, workdir, limits)
-        analysis = analyze(spec, position, depth, outcome)
-        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            analysis = analyze(spec, position, depth, outcome)
+        except Exception as exc:  # noqa: BLE001 - a runner bug is reported as a failed search, the trace kept
+            analysis = Analysis(False, Failure.INTERNAL, f"{type(exc).__name__}: {exc}")
         if spec.has_trace:
-            if outcome.trace_path is not None:
-                with atomic_output(out) as tmp:
-                    shutil.copyfile(outcome.trace_path, tmp)
+            # Only the regular file the engine wrote in its directory, never where a symlink points.
+            fin = _open_kept_trace(spec, workdir) if outcome.trace_path is not None else None
+            if fin is not None:
+                with fin, atomic_output(out) as tmp, open(tmp, "wb") as fout:
+                    shutil.copyfileobj(fin, fout, 1 << 20)
         else:
             write_bytes_atomic(out, outcome.transcript.encode("utf-8", "replace"))
         if transcript_out is not None:
             write_bytes_atomic(transcript_out, outcome.transcript.encode("utf-8", "replace"))
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        with deferred():
+            shutil.rmtree(workdir, ignore_errors=True)
     return RunReport(outcome, analysis, time.perf_counter() - t0)

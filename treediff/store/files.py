@@ -5,54 +5,170 @@
   a temporary file beside the destination, fsynced and renamed over it, mode
   as the umask says.  :func:`write_bytes_atomic`, :func:`write_text_atomic`,
   :class:`AtomicParquetWriter` and :func:`write_table_atomic` are built on it.
+  It refuses a destination that is not a regular file (a symlink, FIFO,
+  device or directory: the rename would replace it), and turns a write that
+  fails (disk full, read-only, permission) into :class:`OutputError` naming
+  the file, after removing its temporary file.
+* :func:`check_output` refuses, up front, an output that is one of the
+  command's inputs (the same inode) or not a regular file.
+* :func:`display_path` prints any file name, undecodable bytes included.
 """
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
 import secrets
+import stat
 import sys
+import zlib
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Iterable, Iterator, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from treediff.model.errors import InputError
+from treediff.model.errors import InputError, TreediffError
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+class OutputError(TreediffError, OSError):
+    """An output cannot be written (where, and what to do, in the message); nothing partial is left.
+
+    Also an ``OSError``, so code that handles failed writes as such still does.
+    """
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as text that can always be printed: undecodable bytes of the name shown as ``\\xNN``."""
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
+def _utf8_name_or_error(path: str | os.PathLike[str], what: str) -> None:
+    try:
+        os.fspath(path).encode("utf-8") if isinstance(os.fspath(path), str) else os.fsdecode(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{display_path(path)}: the file name is not valid UTF-8, and treediff records {what} "
+                         "names as text: rename the file (or read it from stdin: - < FILE)") from None
+
+
+def _open_error(path: str | os.PathLike[str], exc: OSError) -> InputError:
+    shown = display_path(path)
+    if isinstance(exc, FileNotFoundError):
+        return InputError(f"{shown}: no such file")
+    if isinstance(exc, IsADirectoryError):
+        return InputError(f"{shown}: is a directory, not a log")
+    if isinstance(exc, PermissionError):
+        return InputError(f"{shown}: permission denied")
+    if exc.errno == errno.ELOOP:
+        return InputError(f"{shown}: too many levels of symbolic links (a symlink loop?); give the real file")
+    return InputError(f"{shown}: cannot open: {exc.strerror or exc}")
+
+
+class _CheckedStream:
+    """A decompressing stream whose corrupt-data errors become ``OSError`` naming the compressed byte offset.
+
+    Readers already turn ``OSError`` into a clear :class:`InputError`; zlib's and
+    zstd's own exceptions are not ``OSError`` and surfaced as internal errors.
+    """
+
+    def __init__(self, stream: Any, raw: Any, kind: str) -> None:
+        self._stream, self._raw, self._kind = stream, raw, kind
+
+    def _fail(self, exc: Exception) -> OSError:
+        try:
+            offset = f" (within the first {self._raw.tell():,} bytes of the file)"
+        except (OSError, ValueError, AttributeError):
+            offset = ""
+        return OSError(f"corrupt {self._kind} data{offset}: {exc}")
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return cast(bytes, self._stream.read(n))
+        except OSError:
+            raise
+        except (zlib.error, ValueError) as exc:
+            raise self._fail(exc) from None
+        except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError and kin
+            if type(exc).__name__ == "ZstdError":
+                raise self._fail(exc) from None
+            raise
+
+    def read1(self, n: int = -1) -> bytes:
+        return self.read(n)
+
+    def readline(self, limit: int = -1) -> bytes:
+        try:
+            return cast(bytes, self._stream.readline(limit))
+        except (zlib.error, ValueError) as exc:
+            raise self._fail(exc) from None
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            line = self.readline()
+            if not line:
+                return
+            yield line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def close(self) -> None:
+        try:
+            self._stream.close()
+        finally:
+            self._raw.close()
+
+    def __enter__(self) -> "_CheckedStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def open_log(path: str | os.PathLike[str]) -> BinaryIO:
     """Open a log for binary reading; gzip and zstd are detected by their magic bytes.
 
-    ``-`` is standard input.  Raises :class:`InputError` for a missing file.
+    ``-`` is standard input.  Raises :class:`InputError` for a file that
+    cannot be opened (missing, a directory, a symlink loop...) or whose name
+    is not valid UTF-8; corrupt compressed data raises ``OSError`` naming the
+    byte offset when read.
     """
     if str(path) == "-":
         raw: BinaryIO = sys.stdin.buffer
     else:
+        _utf8_name_or_error(path, "input")
         try:
             raw = open(path, "rb")  # noqa: SIM115 - returned to the caller
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{path}: is a directory, not a log") from None
-        except PermissionError:
-            raise InputError(f"{path}: permission denied") from None
+        except OSError as exc:
+            raise _open_error(path, exc) from None
     # Only a replaced sys.stdin gets here: typeshed types its buffer as BinaryIO, which lacks the readinto()
     # BufferedReader asks of its raw stream; the binary streams found there at run time (BytesIO, ...) have it.
     buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(io.RawIOBase, raw))
-    head = buffered.peek(4)[:4]
+    try:
+        head = buffered.peek(4)[:4]
+    except OSError as exc:
+        buffered.close()
+        raise _open_error(path, exc) from None
     if head.startswith(_GZIP_MAGIC):
         # GzipFile is a BufferedIOBase, not nominally a typing.BinaryIO, though it has BinaryIO's methods.
-        return cast(BinaryIO, gzip.GzipFile(fileobj=buffered))
+        return cast(BinaryIO, _CheckedStream(gzip.GzipFile(fileobj=buffered), buffered, "gzip"))
     if head.startswith(_ZSTD_MAGIC):
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
+        reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
+        return cast(BinaryIO, _CheckedStream(reader, buffered, "zstd"))
     return buffered
 
 
@@ -77,8 +193,14 @@ class AtomicOutput:
     * :meth:`commit` fsyncs the file, renames it over ``path`` and fsyncs the
       directory, so after a crash the destination holds the old or the new
       content, never a part.
-    * :meth:`abort` (and any exception inside ``with``, Ctrl-C included)
-      removes the temporary file; the destination is left as it was.
+    * :meth:`abort` (and any exception inside ``with``, Ctrl-C and the
+      SIGTERM/SIGHUP the CLI turns into one included) removes the temporary
+      file; the destination is left as it was.
+    * A destination that exists and is not a regular file (symlink, FIFO,
+      device, directory) is refused with :class:`OutputError`: the rename would
+      replace it.  Directories it creates are fsynced into their parents.
+    * A write that fails for want of space, permission or a writable file
+      system raises :class:`OutputError` naming the destination.
 
     As a context manager it yields the temporary path; whatever writes it
     (``open``, pyarrow, matplotlib, shutil) writes to that path by name::
@@ -89,8 +211,14 @@ class AtomicOutput:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = _create_temp_beside(self.path)
+        refuse_special_output(self.path)
+        try:
+            _make_parents(self.path.parent)
+            self.tmp = _create_temp_beside(self.path)
+        except OSError as exc:
+            if is_write_failure(exc):
+                raise write_error(self.path, exc) from None
+            raise
         self._done = False
 
     def commit(self) -> None:
@@ -100,8 +228,10 @@ class AtomicOutput:
         try:
             _fsync_path(self.tmp)
             os.replace(self.tmp, self.path)
-        except BaseException:
+        except BaseException as exc:
             self.tmp.unlink(missing_ok=True)
+            if is_write_failure(exc):
+                raise write_error(self.path, exc) from None
             raise
         _fsync_dir(self.path.parent)
 
@@ -118,6 +248,8 @@ class AtomicOutput:
             self.commit()
         else:
             self.abort()
+            if exc is not None and is_write_failure(exc):
+                raise write_error(self.path, exc) from None
 
 
 def atomic_output(path: str | os.PathLike[str]) -> AtomicOutput:
@@ -140,11 +272,120 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         fh.write(text)
 
 
+#: errnos that mean "this output cannot be written here", each with what to do.
+_WRITE_ERRNOS = {
+    errno.ENOSPC: "no space left on the device: free some space or write elsewhere",
+    errno.EDQUOT: "disk quota exceeded: free some space or write elsewhere",
+    errno.EROFS: "the file system is read-only: write elsewhere",
+    errno.EACCES: "permission denied: write to a directory you may write to",
+    errno.EPERM: "operation not permitted: write to a directory you may write to",
+    errno.EFBIG: "file too large (a file-size limit): write less, or lift the limit",
+    errno.ENOTDIR: "a part of the path is not a directory",
+    errno.ELOOP: "too many levels of symbolic links in the path",
+    errno.ENAMETOOLONG: "the file name is too long",
+    errno.EIO: "input/output error on the device",
+}
+
+
+def is_write_failure(exc: BaseException | None) -> bool:
+    """Whether ``exc`` says an output could not be written (space, permission, read-only...)."""
+    if isinstance(exc, OutputError):
+        return False
+    if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:
+        return True
+    # pyarrow raises OSError without errno, its message carrying the C library's text.
+    if isinstance(exc, OSError) and exc.errno is None:
+        text = str(exc)
+        return any(os.strerror(code) in text for code in _WRITE_ERRNOS)
+    return False
+
+
+def write_error(path: str | os.PathLike[str], exc: BaseException) -> OutputError:
+    """A clear :class:`OutputError` for a failed write of ``path``."""
+    code = exc.errno if isinstance(exc, OSError) else None
+    if code is None and isinstance(exc, OSError):
+        code = next((c for c in _WRITE_ERRNOS if os.strerror(c) in str(exc)), None)
+    hint = _WRITE_ERRNOS.get(code) if code is not None else None
+    reason = hint or (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+    return OutputError(f"cannot write {display_path(path)}: {reason} (nothing partial was left)")
+
+
+def refuse_special_output(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`OutputError` when ``path`` exists and is not a regular file (the rename would replace it)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    raise OutputError(f"{display_path(path)}: is {kind}, not a regular file; treediff writes its outputs by "
+                      "renaming a new file over the name, which would replace it: give another file name")
+
+
+def check_output(path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Refuse, before any work, an output that is not a regular file or is one of ``inputs`` (the same inode).
+
+    ``-`` (stdin) and inputs that do not exist are ignored.  Raises :class:`InputError`.
+    """
+    try:
+        refuse_special_output(path)
+    except OutputError as exc:
+        raise InputError(str(exc)) from None
+    try:
+        out = os.stat(path)
+    except OSError:
+        return
+    for item in inputs:
+        if str(item) == "-":
+            continue
+        try:
+            st = os.stat(item)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise InputError(f"{display_path(path)}: is also an input ({display_path(item)}); writing it would "
+                             "destroy that input: choose another output file")
+
+
+def _make_parents(directory: Path) -> None:
+    """``mkdir -p``, fsyncing each new directory into its parent so the new entries survive a crash."""
+    missing: list[Path] = []
+    here = directory
+    while not here.is_dir():
+        missing.append(here)
+        if here.parent == here:
+            break
+        here = here.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+            continue
+        _fsync_dir(d.parent)
+
+
 def _create_temp_beside(path: Path) -> Path:
-    """A new, empty file ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory; the kernel applies the umask."""
+    """A new, empty file ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory; the kernel applies the umask.
+
+    A name that is not valid UTF-8 is written through a temporary name of its
+    hexadecimal bytes (pyarrow and matplotlib take names as UTF-8 text).
+    """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    name = path.name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        name = os.fsencode(name).hex()
     for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(f".{name}.{secrets.token_hex(4)}.tmp")
         try:
             fd = os.open(tmp, flags, 0o666)
         except FileExistsError:
@@ -188,9 +429,11 @@ class AtomicParquetWriter:
         self.path = self._output.path
         kwargs.setdefault("compression", "zstd")
         try:
-            self._writer = pq.ParquetWriter(self._output.tmp, schema, **kwargs)
-        except BaseException:
+            self._writer = pq.ParquetWriter(str(self._output.tmp), schema, **kwargs)
+        except BaseException as exc:
             self._output.abort()
+            if is_write_failure(exc):
+                raise write_error(self.path, exc) from None
             raise
         self.rows = 0
 
@@ -203,14 +446,18 @@ class AtomicParquetWriter:
     def commit(self) -> None:
         try:
             self._writer.close()
-        except BaseException:
+        except BaseException as exc:
             self._output.abort()
+            if is_write_failure(exc):
+                raise write_error(self.path, exc) from None
             raise
         self._output.commit()
 
     def abort(self) -> None:
         try:
             self._writer.close()
+        except Exception:  # noqa: BLE001 - closing a writer whose disk is full fails again: the file goes anyway
+            pass
         finally:
             self._output.abort()
 
@@ -223,6 +470,8 @@ class AtomicParquetWriter:
             self.commit()
         else:
             self.abort()
+            if exc is not None and is_write_failure(exc):
+                raise write_error(self.path, exc) from None
 
 
 def write_table_atomic(table: pa.Table, path: str | os.PathLike[str]) -> None:

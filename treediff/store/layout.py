@@ -26,13 +26,19 @@ every path from it, never spell ``"records"`` or ``engine=`` themselves.
   :func:`result_path`, :func:`log_path`, :func:`trace_path`.
 * Reading: :func:`is_dataset_dir`, :func:`table_files`, :func:`engine_of`,
   :func:`key_of`, :func:`read_manifest`.
-* Writing: :func:`prepare_dataset`, :func:`scan_done`, :func:`make_manifest`.
+* Writing: :func:`prepare_dataset`, :func:`scan_done`, :func:`make_manifest`,
+  :class:`DatasetLock` (one writer at a time: ``fcntl.flock`` on
+  ``DATASET/.treediff.lock``).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import socket
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
@@ -41,10 +47,12 @@ import pyarrow as pa
 
 from treediff.model.errors import InputError
 from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
-from treediff.store.files import write_bytes_atomic
+from treediff.store.files import display_path, write_bytes_atomic, write_error
 
 MANIFEST = "batch.json"
 MANIFEST_VERSION = 1
+#: The dataset's lock file (hidden: no reader looks at it).
+LOCK_FILE = ".treediff.lock"
 
 #: Records as stored in the dataset: the normalized schema without the partition column.
 DATASET_RECORDS_SCHEMA = pa.schema([f for f in RECORDS_SCHEMA if f.name != "engine"])
@@ -202,6 +210,28 @@ class DoneState:
         return not retry_failed and key in self.failed.get(engine, set())
 
 
+def remove_temporary_files(dataset: Path) -> int:
+    """Remove the ``.NAME.XXXXXXXX.tmp`` files a killed writer left in the dataset; their number.
+
+    Only safe while holding the dataset's :class:`DatasetLock` (no writer is running).
+    """
+    removed = 0
+    for table in (*TABLES, LOGS, TRACES):
+        directory = table_dir(dataset, table)
+        if not directory.is_dir():
+            continue
+        for tmp in directory.glob(f"{PARTITION_COLUMN}=*/.*.tmp"):
+            try:
+                tmp.unlink()
+                removed += 1
+            except OSError:
+                pass
+    for tmp in Path(dataset).glob(f".{MANIFEST}.*.tmp"):
+        tmp.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
 def scan_done(dataset: Path, engines: Iterable[str]) -> DoneState:
     """The completed and failed keys per engine; removes records files left without their searches file."""
     completed, failed = {}, {}
@@ -234,6 +264,87 @@ def make_manifest(depth: int, engines: list[dict[str, Any]], n_positions: int, d
     }
 
 
+_HELD: dict[str, list[int]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+class DatasetLock:
+    """One writer per dataset: an exclusive ``flock`` on ``DATASET/.treediff.lock``, held until :meth:`release`.
+
+    A second ``treediff batch`` (``--resume`` or not) on the same dataset is
+    refused with :class:`InputError` naming the holder (pid, host, start);
+    the lock goes with its process, however it ends (the kernel drops it).
+    Within one process the lock is shared (counted), so planning the same
+    dataset twice in a program is not refused.  On a file system without
+    locks, none is taken.
+    """
+
+    def __init__(self, dataset: str | os.PathLike[str]) -> None:
+        import fcntl
+
+        self.dataset = Path(dataset)
+        self._key = os.path.realpath(dataset)
+        self._released = False
+        with _HELD_LOCK:
+            held = _HELD.get(self._key)
+            if held is not None:
+                held[1] += 1
+                return
+            path = self.dataset / LOCK_FILE
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+            except OSError as exc:
+                raise write_error(path, exc) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    os.close(fd)  # no locks on this file system: go on without one
+                    _HELD[self._key] = [-1, 1]
+                    return
+                try:
+                    holder = os.read(fd, 200).decode("utf-8", "replace").strip()
+                finally:
+                    os.close(fd)
+                raise InputError(f"{display_path(dataset)}: another treediff batch is writing this dataset"
+                                 f"{f' ({holder})' if holder else ''}; wait for it to finish (or stop it), "
+                                 "then use --resume; or choose another directory") from None
+            note = f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, note.encode(), 0)
+            except OSError:
+                pass
+            _HELD[self._key] = [fd, 1]
+
+    def release(self) -> None:
+        """Give the lock back (once; the last holder in the process unlocks)."""
+        if self._released:
+            return
+        self._released = True
+        with _HELD_LOCK:
+            held = _HELD.get(self._key)
+            if held is None:
+                return
+            held[1] -= 1
+            if held[1] == 0:
+                del _HELD[self._key]
+                if held[0] >= 0:
+                    os.close(held[0])  # closing the descriptor drops the flock
+
+    def __enter__(self) -> "DatasetLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
 def has_results(dataset: Path) -> bool:
     return any(table_dir(dataset, t).is_dir() and any(table_dir(dataset, t).rglob("*.parquet")) for t in TABLES)
 
@@ -246,7 +357,7 @@ def prepare_dataset(dataset: Path, manifest: dict[str, Any], resume: bool) -> No
     """
     mpath = manifest_path(dataset)
     if dataset.exists() and not dataset.is_dir():
-        raise InputError(f"{dataset}: exists and is not a directory")
+        raise InputError(f"{display_path(dataset)}: exists and is not a directory")
     if mpath.exists():
         try:
             old = json.loads(mpath.read_text())
@@ -269,9 +380,19 @@ def prepare_dataset(dataset: Path, manifest: dict[str, Any], resume: bool) -> No
                 raise InputError(f"{dataset}: --resume with engine {engine['name']} configured differently "
                                  "than in the batch it holds (see its batch.json)")
     elif has_results(dataset) and not resume:
-        raise InputError(f"{dataset}: holds results but no {MANIFEST}; choose a new directory")
-    dataset.mkdir(parents=True, exist_ok=True)
+        raise InputError(f"{display_path(dataset)}: holds results but no {MANIFEST}; choose a new directory")
+    make_dataset_dir(dataset)
     write_bytes_atomic(mpath, (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+def make_dataset_dir(dataset: Path) -> None:
+    """Create the dataset directory (and its parents); a clear :class:`OutputError` when it cannot be."""
+    if dataset.exists() and not dataset.is_dir():
+        raise InputError(f"{display_path(dataset)}: exists and is not a directory")
+    try:
+        dataset.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(dataset, exc) from None
 
 
 def read_manifest(dataset: Path) -> dict[str, Any] | None:

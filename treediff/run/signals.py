@@ -1,0 +1,130 @@
+"""SIGTERM and SIGHUP handled like Ctrl-C, and cleanup that a signal cannot cut short.
+
+Python runs signal handlers in the main thread between two bytecodes, so an
+exception raised by a handler can land in the middle of a ``finally`` that
+is killing an engine or removing a temporary directory.  :func:`deferred`
+marks such a section: a signal arriving inside it is raised when the
+section ends (if nothing else is propagating by then).
+
+:func:`interrupting` installs the handlers (main thread only): SIGINT raises
+``KeyboardInterrupt`` (when Python's own handler was in place), SIGTERM and
+SIGHUP raise :class:`Terminated`, a ``KeyboardInterrupt`` carrying the
+signal number, so every cleanup Ctrl-C runs also runs for them; the exit
+status is :func:`interrupt_status` (130, 143, 129).
+
+This module imports nothing heavy: the CLI imports it before it knows the command.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Callable, Iterator
+
+#: The signals handled like Ctrl-C (besides SIGINT itself).
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+_state = threading.local()
+#: Signals that arrived inside a :func:`deferred` section, with the exception each raises.
+_pending: list[tuple[int, Callable[[int], BaseException]]] = []
+_received: list[int] = []
+_depth = 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread as Ctrl-C raises KeyboardInterrupt."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def interrupt_status(exc: BaseException) -> int:
+    """The exit status for an interrupt: 130 for Ctrl-C, ``128 + signum`` for :class:`Terminated`."""
+    return 128 + int(getattr(exc, "signum", signal.SIGINT))
+
+
+def received() -> int | None:
+    """The first interrupting signal this process received while :func:`interrupting` was active, else None."""
+    return _received[0] if _received else None
+
+
+def _exception_for(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
+def _handle(signum: int, frame: object) -> None:
+    if not _received:
+        _received.append(signum)
+    if signum != signal.SIGINT:
+        # Once: a second SIGTERM/SIGHUP must not cut short the cleanup the first one started.
+        for sig in TERMINATING_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+    if _depth > 0:
+        _pending.append((signum, _exception_for))
+        return
+    raise _exception_for(signum)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A section no interrupting signal may cut short: one arriving inside is raised at its end."""
+    global _depth
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers only ever run in the main thread
+        return
+    _depth += 1
+    propagating = True
+    try:
+        yield
+        propagating = False
+    finally:
+        _depth -= 1
+        if _depth == 0 and _pending:
+            signum, factory = _pending[0]
+            _pending.clear()
+            if not propagating:
+                raise factory(signum)
+
+
+def run_deferred(fn: Callable[[], None]) -> None:
+    """Call ``fn`` inside :func:`deferred`."""
+    with deferred():
+        fn()
+
+
+@contextlib.contextmanager
+def interrupting(sigint: bool = True) -> Iterator[None]:
+    """While the block runs (main thread only), SIGTERM and SIGHUP (and SIGINT) raise as described above.
+
+    SIGINT is taken over only from Python's own handler (a job started in the
+    background with SIGINT ignored keeps ignoring it).  The previous handlers
+    are restored afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signals = list(TERMINATING_SIGNALS)
+    if sigint and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signals.append(signal.SIGINT)
+    previous = {sig: signal.getsignal(sig) for sig in signals}
+    _received.clear()
+    for sig in signals:
+        signal.signal(sig, _handle)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def worker_handler(exc_factory: Callable[[int], BaseException]) -> Callable[[int, object], None]:
+    """A handler for a worker process: raises ``exc_factory(signum)``, deferred inside :func:`deferred`."""
+
+    def handle(signum: int, frame: object) -> None:
+        if _depth > 0:
+            _pending.append((signum, exc_factory))
+            return
+        raise exc_factory(signum)
+
+    return handle
