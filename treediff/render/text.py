@@ -83,14 +83,16 @@ class Block:
 
 
 def _key_count(section, frame: pd.DataFrame) -> int:
-    """How many leading columns are the section's keys (repeated in every column group)."""
+    """How many leading columns name a row: the section's keys and the text columns right after them
+    (an act, a kind, a phase); they are repeated in every column group and head a transposed table."""
+    numeric = _numeric(frame)
     n = 0
-    for name in frame.columns:
-        if str(name) in section.keys:
+    for name, num in zip(frame.columns, numeric):
+        if str(name) in section.keys or not num:
             n += 1
         else:
             break
-    return n
+    return n if n < len(frame.columns) else 0
 
 
 def _units(section, frame: pd.DataFrame, first: int) -> list[list[int]]:
