@@ -111,8 +111,10 @@ def read_under(text: str, searches: pd.DataFrame) -> UnderPath:
         if key not in cache:
             try:
                 cache[key] = normalize_typed_path(text, fen if isinstance(fen, str) else None)
-            except UnreadableMove:
+            except UnreadableMove as exc:
                 cache[key] = None
+                if exc.position_known:
+                    first = exc  # a SAN move tried on a board says more than "cannot read"
         paths[int(search)] = cache[key]
     if all(p is None for p in paths.values()):
         if not first.position_known:
