@@ -23,9 +23,9 @@ For each PRUNE act and group:
   untried) and whose node's legal moves are known;
   ``pct_remaining_unrecorded`` = 100 · unrecorded / remaining.
 
-Reading it: a later decision proves skip-one-move (``continue``); remaining
-moves that are never recorded mean the engine drops moves silently (e.g.
-move-count pruning), which is not evidence of abandoning the node.  An
+Reading it: a later decision proves skip-one-move; remaining moves that are
+never recorded mean the engine drops moves silently (e.g. move-count
+pruning), which is not evidence of abandoning the node.  An
 ``(all)`` row per group does the same for any PRUNE act.
 
 Node visits: when the records carry ``parent_visit`` (the parser's node
