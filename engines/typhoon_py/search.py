@@ -653,6 +653,7 @@ class Searcher:
         profile for its reduction; write the decision; search it; unmake it."""
         b = self.board
         ply = node.ply
+        mech = self.mech
         self.make(m)
         try:
             gives_check = b.is_check()
@@ -665,12 +666,12 @@ class Searcher:
                 nd += ONE_PLY
                 act = "EXT"
             else:
-                red = self.mech.reduce(node, m, mn, sc, is_cap, quiet)
+                red = mech.reduce(node, m, mn, sc, is_cap, quiet)
                 act = "LMR" if red else "FULL"
             self.decide(act, path, ply + 1, mn, node.depth, nd - red, red, node.alpha, node.beta, node.nt)
             if node.pv and first:
                 return self.child(node.alpha, node.beta, nd, ply, True, False, False)
-            return self.mech.search_move(node, path, mn, nd, red)
+            return mech.search_move(node, path, mn, nd, red)
         finally:
             self.unmake()
 
