@@ -7,7 +7,8 @@ Two tables come out of a parse:
 
 Units: depths (``depth``, ``new_depth``, ``reduction``) are float plies
 (ticks / the search's ``unit``); ``alpha``, ``beta``, ``score``, ``see`` are
-centipawns as the engine wrote them.  ``docs/TREEDUMP_FORMAT.md`` is the
+centipawns as the engine wrote them; ``visit`` (RESULT) and ``parent_visit``
+(MOVE) number node visits.  ``docs/TREEDUMP_FORMAT.md`` is the
 normative description of every column.
 """
 from __future__ import annotations
@@ -58,6 +59,10 @@ RECORDS_SCHEMA = pa.schema(
         pa.field("why", DICT_STR),
         pa.field("extra", pa.string()),
         pa.field("problem", DICT_STR),
+        # Node visits (docs/TREEDUMP_FORMAT.md §3): RESULT records number their node's visits
+        # (1-based, per node = path within one iteration); a MOVE record names its parent's visit.
+        pa.field("visit", pa.int32()),
+        pa.field("parent_visit", pa.int32()),
     ]
 )
 

@@ -6,6 +6,9 @@
  *
  *   ^(MOVE|RESULT)( path=V)?( ply=V)?...( ctx=V)?\r?\n?$     V = [!-~]+
  *
+ * It also holds the parser's node-visit post-pass (visits(), the same numbers
+ * as treediff.parse.visits.visit_numbers).
+ *
  * i.e. a tag, then keys in canonical order, each at most once, each preceded
  * by exactly one space, values of printable non-space ASCII, then an optional
  * CR, an optional LF and the end of the line.  A line that does not have this
@@ -22,6 +25,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Field 0 is the tag; fields 1..N_KEYS are ROW_KEYS in canonical order
@@ -287,9 +291,259 @@ static PyObject *row_keys(PyObject *self, PyObject *unused)
     return t;
 }
 
+
+/* ------------------------------------------------------------------ node visits
+ * visits(): for records of whole iterations, each iteration's records one run
+ * (starts[g] .. starts[g+1]), in record order, the number of each RESULT's visit of its node
+ * and each MOVE's parent_visit, exactly as treediff.parse.visits.visit_numbers:
+ * a node is (group, path) for a RESULT and (group, path without its last move)
+ * for a MOVE; a RESULT's visit is its rank among its node's RESULTs; a MOVE
+ * belongs to the first later RESULT of its node whose depth is >= its own, else
+ * the next later RESULT, else the visit still open (RESULTs before it + 1).
+ * Values the engine wrote (given != INT32_MIN) are used as is. */
+
+#define NO_VISIT INT32_MIN
+
+static inline uint64_t hash_bytes(const unsigned char *s, int32_t len, const unsigned char *end)
+{
+    /* Eight bytes at a time (a multiply-xorshift mix per word): paths are short, so the per-word
+     * cost dominates, not the mixing quality; a collision only costs a memcmp.  The last word is
+     * one 8-byte load, masked, where the buffer has 8 bytes left (a byte loop near its end). */
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    int32_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+    }
+    if (i < len) {
+        uint64_t w = 0;
+        int32_t rest = len - i;
+        if (s + i + 8 <= end) {
+            memcpy(&w, s + i, 8);
+            w &= ~0ULL >> (64 - 8 * rest);
+        } else {
+            for (int32_t k = 0; k < rest; k++)
+                w |= (uint64_t)s[i + k] << (8 * k);
+        }
+        h = (h ^ w) * 0x94D049BB133111EBULL;
+        h ^= h >> 29;
+    }
+    return h ^ (h >> 32);
+}
+
+/* a[0, len) == b[0, len), eight bytes at a time while both have eight bytes before end. */
+static inline int same_bytes(const unsigned char *a, const unsigned char *b, int32_t len, const unsigned char *end)
+{
+    int32_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return 0;
+    }
+    if (i < len) {
+        int32_t rest = len - i;
+        if (a + i + 8 <= end && b + i + 8 <= end) {
+            uint64_t x, y, mask = ~0ULL >> (64 - 8 * rest);
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            return ((x ^ y) & mask) == 0;
+        }
+        return memcmp(a + i, b + i, (size_t)rest) == 0;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(visits_doc,
+"visits(data, offsets, starts, is_result, depth, given, out_visit, out_parent_visit)\n\n"
+"data, offsets (int32, n+1): the records' paths as an Arrow string array's buffers.\n"
+"starts (int64, groups+1): where each iteration's run of records starts, then n; is_result (uint8);\n"
+"depth (float32, NaN unknown); given (int32, INT32_MIN where the engine wrote no visit=).\n"
+"Fills out_visit (int32; RESULT records) and out_parent_visit (int32; MOVE records).");
+
+static PyObject *visits(PyObject *self, PyObject *args)
+{
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7]))
+        return NULL;
+    Py_buffer b[8];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL;
+    int32_t *slots = NULL, *node_len = NULL, *cnt = NULL, *node_of = NULL, *tmp = NULL, *first = NULL,
+            *fill = NULL, *rvis = NULL;
+    int64_t *node_start = NULL;
+    uint64_t *node_hash = NULL;
+    float *rdepth = NULL;
+    for (int i = 0; i < 8; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | (i >= 6 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &b[i], flags) < 0)
+            goto done;
+    }
+    Py_ssize_t n = b[3].len;
+    Py_ssize_t groups = b[2].len / 8 - 1;
+    if (groups < 0 || b[1].len != (n + 1) * 4 || b[4].len != n * 4 || b[5].len != n * 4
+            || b[6].len != n * 4 || b[7].len != n * 4) {
+        PyErr_SetString(PyExc_ValueError, "visits: buffers of inconsistent sizes");
+        goto done;
+    }
+    const unsigned char *data = (const unsigned char *)b[0].buf;
+    const unsigned char *data_end = data + b[0].len;
+    const int32_t *off = (const int32_t *)b[1].buf;
+    const int64_t *starts = (const int64_t *)b[2].buf;
+    const uint8_t *is_res = (const uint8_t *)b[3].buf;
+    const float *depth = (const float *)b[4].buf;
+    const int32_t *given = (const int32_t *)b[5].buf;
+    int32_t *out_visit = (int32_t *)b[6].buf;
+    int32_t *out_pv = (int32_t *)b[7].buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > b[0].len) {
+            PyErr_SetString(PyExc_ValueError, "visits: offsets out of range");
+            goto done;
+        }
+    }
+    /* Per-group arrays, sized for the largest group. */
+    Py_ssize_t largest = 0;
+    if (groups == 0 ? n != 0 : (starts[0] != 0 || starts[groups] != n)) {
+        PyErr_SetString(PyExc_ValueError, "visits: starts must run from 0 to n");
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        if (starts[g + 1] < starts[g]) {
+            PyErr_SetString(PyExc_ValueError, "visits: starts must not decrease");
+            goto done;
+        }
+        if (starts[g + 1] - starts[g] > largest)
+            largest = starts[g + 1] - starts[g];
+    }
+    size_t cap_max = 16;
+    while (cap_max < (size_t)largest * 2)
+        cap_max <<= 1;
+    slots = (int32_t *)malloc(cap_max * sizeof(int32_t));
+    node_len = (int32_t *)malloc((largest + 1) * sizeof(int32_t));
+    cnt = (int32_t *)malloc((largest + 1) * sizeof(int32_t));
+    first = (int32_t *)malloc((largest + 2) * sizeof(int32_t));
+    fill = (int32_t *)malloc((largest + 1) * sizeof(int32_t));
+    node_start = (int64_t *)malloc((largest + 1) * sizeof(int64_t));
+    node_hash = (uint64_t *)malloc((largest + 1) * sizeof(uint64_t));
+    node_of = (int32_t *)malloc((largest + 1) * sizeof(int32_t));
+    tmp = (int32_t *)malloc((largest + 1) * sizeof(int32_t));
+    rvis = (int32_t *)malloc((largest + 1) * sizeof(int32_t));
+    rdepth = (float *)malloc((largest + 1) * sizeof(float));
+    if (!slots || !node_len || !cnt || !first || !fill || !node_start || !node_hash || !node_of || !tmp
+            || !rvis || !rdepth) {
+        PyErr_NoMemory();
+        goto done;
+    }
+
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        Py_ssize_t lo = starts[g], hi = starts[g + 1];
+        size_t cap = 16;
+        while (cap < (size_t)(hi - lo) * 2)
+            cap <<= 1;
+        memset(slots, 0, cap * sizeof(int32_t));
+        int32_t nodes = 0;
+        /* Pass 1: node of each record; RESULTs counted per node as they come. */
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            int64_t start = off[i];
+            int32_t len = off[i + 1] - off[i];
+            if (!is_res[i]) { /* a MOVE's node is its parent: the path up to its last '/' */
+                int32_t cut = 0;
+                for (int32_t c = len - 1; c >= 0; c--) {
+                    if (data[start + c] == '/') {
+                        cut = c;
+                        break;
+                    }
+                }
+                len = cut;
+            }
+            uint64_t h = hash_bytes(data + start, len, data_end);
+            size_t at = (size_t)h & (cap - 1);
+            int32_t id = -1;
+            while (slots[at]) {
+                int32_t s = slots[at] - 1;
+                if (node_hash[s] == h && node_len[s] == len
+                        && same_bytes(data + node_start[s], data + start, len, data_end)) {
+                    id = s;
+                    break;
+                }
+                at = (at + 1) & (cap - 1);
+            }
+            if (id < 0) {
+                id = nodes++;
+                node_hash[id] = h;
+                node_len[id] = len;
+                node_start[id] = start;
+                cnt[id] = 0;
+                slots[at] = id + 1;
+            }
+            node_of[i - lo] = id;
+            if (is_res[i])
+                tmp[i - lo] = ++cnt[id];  /* its ordinal visit */
+            else
+                tmp[i - lo] = cnt[id];    /* RESULTs of its node before it */
+        }
+        /* Pass 2: each node's RESULTs in order (depth, visit number), as one array. */
+        first[0] = 0;
+        for (int32_t id = 0; id < nodes; id++) {
+            first[id + 1] = first[id] + cnt[id];
+            fill[id] = first[id];
+        }
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            if (!is_res[i])
+                continue;
+            int32_t slot = fill[node_of[i - lo]]++;
+            rdepth[slot] = depth[i];
+            rvis[slot] = given[i] != NO_VISIT ? given[i] : tmp[i - lo];
+        }
+        /* Pass 3: the outputs. */
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            int32_t id = node_of[i - lo];
+            if (is_res[i]) {
+                out_visit[i] = given[i] != NO_VISIT ? given[i] : tmp[i - lo];
+                out_pv[i] = 0;
+                continue;
+            }
+            out_visit[i] = 0;
+            if (given[i] != NO_VISIT) {
+                out_pv[i] = given[i];
+                continue;
+            }
+            int32_t k = tmp[i - lo], base = first[id], c = cnt[id];
+            int32_t v = k;
+            float d = depth[i];
+            while (v < c && !(rdepth[base + v] >= d))
+                v++;
+            if (v < c)
+                out_pv[i] = rvis[base + v];
+            else if (k < c)
+                out_pv[i] = rvis[base + k];
+            else
+                out_pv[i] = k + 1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+
+done:
+    for (int i = 0; i < 8; i++) {
+        if (b[i].obj)
+            PyBuffer_Release(&b[i]);
+    }
+    free(slots); free(node_len); free(cnt); free(first); free(fill); free(node_start); free(node_hash);
+    free(node_of); free(tmp); free(rvis); free(rdepth);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"fast_fields", fast_fields, METH_VARARGS, fast_fields_doc},
     {"row_keys", row_keys, METH_NOARGS, "The keys, in the order of the fields after the tag."},
+    {"visits", visits, METH_VARARGS, visits_doc},
     {NULL, NULL, 0, NULL},
 };
 

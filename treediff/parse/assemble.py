@@ -185,6 +185,10 @@ def _record_columns(has_kind: bool) -> list[pl.Expr]:
         pl.col("why"),
         pl.col("extra"),
         pl.col("problem"),
+        # What the engine wrote (visit=, MOVE and RESULT alike); the visit post-pass
+        # (treediff.parse.visits.records_with_visits) makes both columns.
+        pl.col("visit").cast(pl.Int32, strict=False),
+        pl.lit(None, pl.Int32).alias("parent_visit"),
     ]
 
 

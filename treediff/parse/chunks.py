@@ -22,6 +22,7 @@ from treediff.parse.tokenizer import (
     INT_KEYS,
     PATH_SHAPE,
     ROW_KEYS,
+    SLOW_ROW_KEYS,
     is_int,
     split_lines,
     tokenize_chunk,
@@ -142,13 +143,17 @@ def _usable_fast_rows(fast_rows: pl.DataFrame, problems: Problems) -> pl.DataFra
 
 def _all_rows(fast_rows: pl.DataFrame, slow_rows: list[dict]) -> pl.DataFrame:
     """Fast- and slow-path records in one frame, in line order, with ``extra`` and ``problem``."""
-    fast_rows = fast_rows.with_columns(pl.lit(None, pl.String).alias("extra"), pl.lit(None, pl.String).alias("problem"))
+    fast_rows = fast_rows.with_columns(
+        *(pl.lit(None, pl.String).alias(k) for k in SLOW_ROW_KEYS),
+        pl.lit(None, pl.String).alias("extra"),
+        pl.lit(None, pl.String).alias("problem"),
+    )
     if not slow_rows:
         return fast_rows
     slow_frame = pl.DataFrame(
         slow_rows,
         schema={"idx": pl.UInt32, **{k: pl.String for k in FAST_FIELDS}, PATH_SHAPE: pl.UInt8,
-                "extra": pl.String, "problem": pl.String},
+                **{k: pl.String for k in SLOW_ROW_KEYS}, "extra": pl.String, "problem": pl.String},
     )
     return pl.concat([fast_rows, slow_frame], how="vertical_relaxed").sort("idx")
 
@@ -173,7 +178,7 @@ def _slow_row(token, idx: int, problems: Problems) -> dict | None:
     extra = []
     problem = None
     for key, value in fields.items():
-        if key in ROW_KEYS:
+        if key in ROW_KEYS or key in SLOW_ROW_KEYS:
             if key in INT_KEYS and not is_int(value):
                 problems.add(f"with a non-numeric {key}=", idx)
                 problem = problem or f"bad-number:{key}"

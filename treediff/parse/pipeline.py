@@ -8,10 +8,12 @@ Four threads share the work, each on a different chunk:
 2. the caller's thread: the state machine (:mod:`treediff.parse.state`)
    gives each record its search, iteration and context, and paths are made
    UCI (:mod:`treediff.parse.paths`, SAN partly in a worker process);
-3. *convert*: building the chunk's Arrow table (:mod:`treediff.parse.assemble`);
+3. *convert*: building the chunk's Arrow table (:mod:`treediff.parse.assemble`),
+   then numbering node visits (:class:`~treediff.parse.visits.VisitStage`: the
+   records of the iteration still open wait for the next chunk);
 4. *writer*: encoding it to Parquet (:func:`parse_to_parquet` only).
 
-Memory is bounded by the chunk size, not by the log.  The searches table
+Memory is bounded by the chunk size and the largest iteration, not by the log.  The searches table
 and its warnings are made at the end (:mod:`treediff.parse.summary`).
 """
 from __future__ import annotations
@@ -36,6 +38,7 @@ from treediff.parse.paths import PathNormalizer
 from treediff.parse.problems import Problems
 from treediff.parse.state import ParseOptions, SearchState, SearchStates, count_records
 from treediff.parse.summary import searches_table, strict_failures
+from treediff.parse.visits import VisitStage
 from treediff.store.files import AtomicParquetWriter, input_size, open_log, write_table_atomic
 
 #: How the records file is encoded (measured in docs/PERFORMANCE.md: about 30% less CPU than the
@@ -74,7 +77,7 @@ class TreedumpParser:
         self,
         options: ParseOptions | None = None,
         sink: Callable[[pa.Table], None] | None = None,
-        deferred_sink: Callable[[Callable[[], pa.Table]], None] | None = None,
+        deferred_sink: Callable[[Callable[[], list[pa.Table]]], None] | None = None,
     ):
         self.options = options or ParseOptions()
         self._sink = sink
@@ -85,6 +88,8 @@ class TreedumpParser:
         self.warnings: list[str] = []
         self._states = SearchStates(self.options)  # (raises InputError for an unknown --engine)
         self._paths = PathNormalizer()
+        # Touched only by the table builders, which run in order on one thread (see _write).
+        self._visits = VisitStage(all_contexts=self.options.all_contexts)
 
     @property
     def searches(self) -> list[SearchState]:
@@ -99,7 +104,8 @@ class TreedumpParser:
         searches_before = len(self.searches)
         reader = ChunkReader(stream, source, progress)
         line_base = self._read_chunks(reader, source, problems)
-        self._release_finished_searches(None)  # a search never spans two files
+        self._hand_on(self._visits.flush)  # a search never spans two files: nothing stays open
+        self._release_finished_searches(None)
         if reader.tail.strip():
             problems.add("truncated (no newline at end of file; dropped)", line_base)
         if len(self.searches) == searches_before:
@@ -177,20 +183,30 @@ class TreedumpParser:
         table = functools.partial(
             assemble.records_table, rows, assemble.search_constants(by_id, present), present, uci_paths, kinds
         )
+        current = self._states.current
+        open_search = current.search if current is not None else None
+        primary = {s: by_id[s].primary_label for s in present} if self.options.all_contexts else None
+        visits = self._visits
 
-        def build() -> pa.Table:
+        def build() -> list[pa.Table]:
             # Runs on the conversion thread; other_acts is read only by finish(), after the drain.
             records, other = table()
             for search, act, n in other:
                 by_id[search].other_acts[act] += n
-            return records
+            return visits.push(records, open_search, primary)
 
+        self._hand_on(build)
+
+    def _hand_on(self, build: Callable[[], list[pa.Table]]) -> None:
+        """Give a table builder to the sink (or build it here); it gives the chunks complete so far."""
         if self._deferred_sink is not None:
             self._deferred_sink(build)
-        elif self._sink is not None:
-            self._sink(build())
-        else:
-            self._tables.append(build())
+            return
+        for table in build():
+            if self._sink is not None:
+                self._sink(table)
+            else:
+                self._tables.append(table)
 
     # ------------------------------------------------------------------ finish
     def finish(self) -> ParseResult:
@@ -286,7 +302,9 @@ class _BackgroundSink:
                 return
             if self._error is None:
                 try:
-                    self._sink(item() if callable(item) else item)
+                    # A builder gives the tables complete so far (maybe none), in order.
+                    for table in (item() if callable(item) else [item]):
+                        self._sink(table)
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                     self._error = exc
 
@@ -294,8 +312,8 @@ class _BackgroundSink:
         if self._error is not None:
             raise self._error
 
-    def put(self, item: "pa.Table | Callable[[], pa.Table]") -> None:
-        """Queue a table, or a function that builds one (called on the worker thread)."""
+    def put(self, item: "pa.Table | Callable[[], list[pa.Table]]") -> None:
+        """Queue a table, or a function that builds tables (called on the worker thread)."""
         self._check()
         self._queue.put(item)
 

@@ -34,8 +34,11 @@ ROW_KEYS = (
     "path", "ply", "mn", "d", "nd", "act", "red", "a", "b", "nt", "see", "hist", "why",
     "score", "bound", "ctx",
 )
+#: Record keys the fast path does not take (a line with one goes down the slow path): ``visit``,
+#: which engines rarely write (docs/TREEDUMP_FORMAT.md §3).
+SLOW_ROW_KEYS = ("visit",)
 #: Keys whose value must be an integer.
-INT_KEYS = frozenset({"ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "score"})
+INT_KEYS = frozenset({"ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "score", "visit"})
 
 # Printable ASCII without space: an ASCII-only class keeps the regex engine off UTF-8 decoding,
 # which makes the fast path about a quarter cheaper.  Integers are validated after the cast.
