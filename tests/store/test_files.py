@@ -164,3 +164,132 @@ def test_parquet_writer_with_a_bad_option_leaves_no_temp_file(tmp_path):
     with pytest.raises(Exception):
         AtomicParquetWriter(tmp_path / "t.parquet", schema, compression="no-such-codec")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- issue 15: destinations, inputs, failed writes, names ----------------------------------------------------
+
+from treediff.store.files import OutputError, check_output, display_path, open_log  # noqa: E402
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory"])
+def test_a_destination_that_is_not_a_regular_file_is_refused(tmp_path, kind):
+    target = tmp_path / "target"
+    target.write_bytes(b"keep")
+    dest = tmp_path / "dest"
+    if kind == "symlink":
+        dest.symlink_to(target)
+    elif kind == "fifo":
+        os.mkfifo(dest)
+    else:
+        dest.mkdir()
+    with pytest.raises(OutputError, match="not a regular file"):
+        write_bytes_atomic(dest, b"new")
+    assert target.read_bytes() == b"keep"
+    assert {"symlink": stat.S_ISLNK, "fifo": stat.S_ISFIFO, "directory": stat.S_ISDIR}[kind](os.lstat(dest).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest", "target"]  # no temporary file
+
+
+def test_check_output_refuses_an_input(tmp_path):
+    from treediff.model.errors import InputError
+
+    log = tmp_path / "in.log"
+    log.write_bytes(b"x")
+    other = tmp_path / "other.log"
+    check_output(other, [log, "-"])  # absent: fine
+    other.write_bytes(b"y")
+    check_output(other, [log, tmp_path / "missing"])
+    with pytest.raises(InputError, match="is also an input"):
+        check_output(log, [log])
+    link = tmp_path / "hard.log"
+    os.link(log, link)
+    with pytest.raises(InputError, match="is also an input"):
+        check_output(link, [log])  # the same inode under another name
+    sym = tmp_path / "sym.log"
+    sym.symlink_to(other)
+    with pytest.raises(InputError, match="symbolic link"):
+        check_output(sym, [])
+
+
+@pytest.mark.parametrize("code, text", [(28, "no space left"), (30, "the file system is read-only"), (13, "permission denied"),
+                                        (27, "file too large")])
+def test_a_failed_write_is_a_clear_error_and_leaves_nothing(tmp_path, monkeypatch, code, text):
+    import treediff.store.files as files
+
+    def full(path):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(files, "_fsync_path", full)
+    with pytest.raises(OutputError, match=f"cannot write .*out: {text}"):
+        write_bytes_atomic(tmp_path / "out", b"data")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pyarrow_errors_without_errno_are_recognised(tmp_path):
+    from treediff.store.files import is_write_failure, write_error
+
+    exc = OSError(f"IOError: [Errno 28] {os.strerror(28)}. Detail: [errno 28] {os.strerror(28)}")
+    assert is_write_failure(exc) and "no space left" in str(write_error(tmp_path / "x", exc))
+    assert not is_write_failure(OSError("something else"))
+
+
+def test_new_directories_are_fsynced_into_their_parents(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_bytes_atomic(tmp_path / "a" / "b" / "out", b"data")
+    assert str(tmp_path) in synced and str(tmp_path / "a") in synced and str(tmp_path / "a" / "b") in synced
+
+
+def test_a_directory_that_cannot_be_made_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OutputError, match="not a directory"):
+        write_bytes_atomic(blocker / "sub" / "out", b"data")
+
+
+def test_names_that_are_not_utf8(tmp_path):
+    name = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"\xfe.parquet"))
+    write_table_atomic(pa.table({"a": [1]}), name)  # pyarrow takes the (ASCII) temporary name
+    with open(name, "rb") as fh:
+        assert pq.read_table(fh).num_rows == 1
+    assert display_path(name).endswith("\\xfe.parquet")
+    bad = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"\xff.log"))
+    with open(bad, "wb") as fh:
+        fh.write(b"x\n")
+    from treediff.model.errors import InputError
+
+    with pytest.raises(InputError, match=r"\\xff.log: the file name is not valid UTF-8"):
+        open_log(bad)
+
+
+def test_open_log_errors(tmp_path):
+    from treediff.model.errors import InputError
+
+    loop = tmp_path / "loop.log"
+    loop.symlink_to(loop)
+    with pytest.raises(InputError, match="symbolic links"):
+        open_log(loop)
+    with pytest.raises(InputError, match="is a directory"):
+        open_log(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_corrupt_compressed_data_is_an_oserror_naming_the_offset(tmp_path, kind):
+    import gzip
+
+    import zstandard
+
+    data = os.urandom(1 << 16).hex().encode()
+    packed = bytearray(gzip.compress(data) if kind == "gzip" else zstandard.ZstdCompressor(write_checksum=True).compress(data))
+    packed[40:80] = b"\xff" * 40
+    path = tmp_path / f"x.{kind}"
+    path.write_bytes(bytes(packed))
+    with pytest.raises(OSError, match=f"corrupt {kind} data .*bytes of the file"):
+        with open_log(path) as fh:
+            while fh.read(1 << 14):
+                pass

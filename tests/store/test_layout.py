@@ -84,3 +84,46 @@ def test_writer_and_reader_agree_on_the_layout(tmp_path):
     write_table_atomic(DATASET_RECORDS_SCHEMA.empty_table(), records_file(d, "e", "000001"))  # no searches row
     done = scan_done(d, ["e"])
     assert done.completed == {"e": {"000000"}} and not records_file(d, "e", "000001").exists()
+
+
+# -- issue 15: one writer per dataset; leftovers of a killed writer ------------------------------------------
+
+def test_the_dataset_lock_refuses_a_second_process(tmp_path):
+    import subprocess
+    import sys
+
+    from treediff.model.errors import InputError
+    from treediff.store.layout import DatasetLock
+
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from treediff.store.layout import DatasetLock\n"
+         "lock = DatasetLock(sys.argv[1]); print('locked', flush=True); sys.stdin.read()", str(ds)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(InputError, match=rf"another treediff batch is writing this dataset \(pid {holder.pid} "):
+            DatasetLock(ds)
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+    first = DatasetLock(ds)  # the holder is gone: free again; and shared within this process
+    second = DatasetLock(ds)
+    second.release()
+    first.release()
+    first.release()  # once only
+
+
+def test_remove_temporary_files(tmp_path):
+    from treediff.store.layout import remove_temporary_files
+
+    left = [layout.partition_dir(tmp_path, "searches", "e") / ".000000.parquet.abcd1234.tmp",
+            layout.partition_dir(tmp_path, "logs", "e") / ".000000.log.abcd1234.tmp",
+            tmp_path / ".batch.json.abcd1234.tmp"]
+    kept = layout.partition_dir(tmp_path, "searches", "e") / "000001.parquet"
+    for path in [*left, kept]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    assert remove_temporary_files(tmp_path) == 3
+    assert kept.exists() and not any(p.exists() for p in left)

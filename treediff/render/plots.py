@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from treediff.store.files import atomic_output
+from treediff.store.files import atomic_output, write_error
 
 
 def _pyplot():
@@ -99,6 +99,9 @@ def write_plots(acts: pd.DataFrame, ebf_iter: pd.DataFrame, lmr_by_phase: pd.Dat
                 directory: str | os.PathLike) -> list[Path]:
     """Write the three charts into ``directory`` (created if needed); returns the files."""
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(out, exc) from None  # a clear message naming the directory, exit 2
     return [plot_acts(acts, out / "acts.png"), plot_ebf_iter(ebf_iter, out / "ebf_iter.png"),
             plot_lmr_phase(lmr_by_phase, out / "lmr_phase.png")]

@@ -16,6 +16,7 @@ import collections
 import itertools
 import multiprocessing
 import os
+import select
 import signal
 import threading
 import time
@@ -84,19 +85,66 @@ def _worker_init(parent: int | None = None, parent_start: str | None = None) -> 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, worker_handler(lambda signum: _Terminated()))
-    # The batch's main process may die without a word (kill -9): its fork server then exits, and so must we,
-    # before taking another task.  The death signal comes from our parent (the fork server, or the main).
-    set_parent_death_signal(signal.SIGTERM)
-    if parent is not None and start_time(parent) != parent_start:
-        os._exit(143)  # the main process is already gone
+    # The batch's main process may die without a word (kill -9); the pool never tells its workers (each holds
+    # both ends of its queues), so each watches the main itself and leaves, its engine killed, writing nothing.
+    set_parent_death_signal(signal.SIGTERM)  # spawned workers: the parent is the main
+    if parent is not None:
+        _watch_main(parent, parent_start)
+
+
+#: In a pool worker: a task is running (then leaving must unwind it, its engine killed).
+_TASK_RUNNING = threading.Event()
+
+
+def _main_alive(pid: int, start: str | None) -> bool:
+    from treediff.run.contain import process_state
+
+    return start_time(pid) == start and process_state(pid) not in (None, "Z")
+
+
+def _watch_main(pid: int, start: str | None) -> None:  # pragma: no cover - runs in pool workers
+    """A thread that ends this worker as soon as the batch's main process is gone."""
+    try:
+        pidfd: int | None = os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        pidfd = None
+    if not _main_alive(pid, start):
+        os._exit(143)
+
+    def watch() -> None:
+        if pidfd is not None:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            while not poller.poll(1000) and _main_alive(pid, start):
+                pass
+        else:
+            while _main_alive(pid, start):
+                time.sleep(0.2)
+        _leave_without_main()
+
+    threading.Thread(target=watch, name="treediff-watch-main", daemon=True).start()
+
+
+def _leave_without_main() -> None:  # pragma: no cover - runs in pool workers
+    from treediff.run.process import abandon_all
+
+    abandon_all()  # the running task's engine dies now, and the task writes nothing
+    if not _TASK_RUNNING.is_set():
+        os._exit(143)
+    os.kill(os.getpid(), signal.SIGTERM)  # unwinds the task: working directory removed, then exit 143
+    time.sleep(5.0)
+    os._exit(143)
 
 
 def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - runs in pool workers
+    _TASK_RUNNING.set()
     try:
         return fn(task)
     except _Terminated:
         # The task's cleanup has run; leave now instead of taking the next queued task.
         os._exit(143)
+    finally:
+        _TASK_RUNNING.clear()
 
 
 class LocalExecutor:

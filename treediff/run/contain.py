@@ -78,6 +78,12 @@ def start_time(pid: int) -> str | None:
         return None
 
 
+def process_state(pid: int) -> str | None:
+    """A process's state letter (``R``, ``S``, ``Z`` for a zombie...), None if there is no such process."""
+    fields = _stat_fields(pid)
+    return fields[0].decode() if fields else None
+
+
 def _stat_fields(pid: int) -> list[bytes] | None:
     """``/proc/PID/stat`` after the command name: state, ppid, pgrp, session, ..."""
     try:

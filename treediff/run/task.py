@@ -255,11 +255,24 @@ def _open_kept_trace(spec: EngineSpec, workdir: Path):
     return None if fd is None else os.fdopen(fd, "rb")
 
 
-def _compress_file(fin, dest: Path) -> None:
+def _copy_at_most(fin, fout, limit: int) -> int:
+    """Copy at most ``limit`` bytes; the number copied."""
+    copied = 0
+    while copied < limit:
+        block = fin.read(min(1 << 20, limit - copied))
+        if not block:
+            break
+        fout.write(block)
+        copied += len(block)
+    return copied
+
+
+def _compress_file(fin, dest: Path, limit: int) -> None:
     import zstandard
 
     with fin, atomic_output(dest) as tmp, open(tmp, "wb") as fout:
-        zstandard.ZstdCompressor(level=3).copy_stream(fin, fout)
+        with zstandard.ZstdCompressor(level=3).stream_writer(fout, closefd=False) as zout:
+            _copy_at_most(fin, zout, limit)
 
 
 def _write_failure(task: Task, analysis: Analysis, outcome: SearchOutcome | None, log_rel: str | None) -> None:
@@ -342,7 +355,7 @@ def _record(task: Task, result: TaskResult, outcome: SearchOutcome | None, analy
                                                 and task.keep_traces) else None
     if kept is not None:
         dest = trace_path(dataset, spec.name, task.key)
-        _compress_file(kept, dest)
+        _compress_file(kept, dest, task.limits.trace_bytes)
         source = str(dest.relative_to(dataset))
     elif log_rel is not None and not spec.has_trace:
         source = log_rel
@@ -387,7 +400,8 @@ def run_one(spec: EngineSpec, position: Position, depth: int, out: Path, limits:
             fin = _open_kept_trace(spec, workdir) if outcome.trace_path is not None else None
             if fin is not None:
                 with fin, atomic_output(out) as tmp, open(tmp, "wb") as fout:
-                    shutil.copyfileobj(fin, fout, 1 << 20)
+                    # At most the trip-wire's bytes: a runaway engine writes on until it is killed.
+                    _copy_at_most(fin, fout, limits.trace_bytes)
         else:
             write_bytes_atomic(out, outcome.transcript.encode("utf-8", "replace"))
         if transcript_out is not None:

@@ -216,9 +216,8 @@ class AtomicOutput:
             _make_parents(self.path.parent)
             self.tmp = _create_temp_beside(self.path)
         except OSError as exc:
-            if is_write_failure(exc):
-                raise write_error(self.path, exc) from None
-            raise
+            # Making the directory or the temporary file: always a problem of where the output goes.
+            raise write_error(self.path, exc) from None
         self._done = False
 
     def commit(self) -> None:
