@@ -171,6 +171,9 @@ class Searcher:
     """One search of one position.  Tables start empty, so the result depends only on
     the position (and its game history), the depth and the configuration."""
 
+    #: The profile's mechanisms; set for the duration of ``run``.
+    mech: Mechanisms
+
     def __init__(
         self,
         board: chess.Board,
@@ -200,7 +203,7 @@ class Searcher:
         self.qnodes = 0
         self.tt: dict = {}
         self.history = [0] * (2 * 64 * 64)
-        self.killers = [[None, None] for _ in range(MAX_PLY + 2)]
+        self.killers: list[list[Optional[chess.Move]]] = [[None, None] for _ in range(MAX_PLY + 2)]
         self.countermoves: dict[int, chess.Move] = {}
         self.pfx = [""] * (MAX_PLY + 2)
         self.root_best: Optional[chess.Move] = None
@@ -210,8 +213,6 @@ class Searcher:
         self.mg, self.eg, self.ph, self.mat = mg, eg, ph, mat
         self.estack: list = []
         self.keys: list = self._history_keys()
-        #: The profile's mechanisms, for the duration of ``run``.
-        self.mech: Optional[Mechanisms] = None
 
     # ------------------------------------------------------------------ board
     def _history_keys(self) -> list:
@@ -359,14 +360,14 @@ class Searcher:
         out = self.out
         b = self.board
         if out is not None and header:
-            self._write_header(position_id, phase)
+            self._write_header(out, position_id, phase)
         self.mech = make_mechanisms(self.config, self)
         try:
             best, score, done_depth, aborted = self._deepen(depth, on_iteration)
         finally:
             # The mechanisms refer back to the searcher: dropping them lets reference
             # counting free the search's tables now instead of the cycle collector later.
-            self.mech = None
+            del self.mech
         pv = self.principal_variation(best, max(done_depth, 1))
         if out is not None:
             best_txt = f" best={self.prof.move_text(b, best)}" if best is not None else ""
@@ -401,7 +402,8 @@ class Searcher:
                 break
         return best, score, done_depth, False
 
-    def _write_header(self, position_id: Optional[str], phase: Optional[str]) -> None:
+    def _write_header(self, out: Callable[[str], object], position_id: Optional[str],
+                      phase: Optional[str]) -> None:
         parts = [f"TREEDUMP engine={self.prof.name} v=1 unit={self.prof.unit}"]
         if position_id:
             parts.append(f"id={position_id}")
@@ -411,7 +413,7 @@ class Searcher:
         if self.ctx:
             parts.append(f"ctx={self.ctx}")
         parts.append(f"fen={self.board.fen()}")
-        self.out(" ".join(parts) + "\n")
+        out(" ".join(parts) + "\n")
 
     def principal_variation(self, first: Optional[chess.Move], max_len: int) -> list[chess.Move]:
         """The PV from the transposition table, starting with ``first``; board left unchanged."""

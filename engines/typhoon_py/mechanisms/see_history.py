@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import chess
 
-from typhoon_py.mechanisms.base import Node
+from typhoon_py.mechanisms.base import Mechanisms, Node
 from typhoon_py.profiles import ONE_PLY
 
 
-class SeeHistoryLmr:
-    """A mixin put before a profile's mechanisms class (see ``make_mechanisms``)."""
+class SeeHistoryLmr(Mechanisms):
+    """Put before a profile's mechanisms class (``make_mechanisms`` makes the combined class)."""
 
     __slots__ = ()
 
