@@ -707,6 +707,10 @@ class Summaries:
     notes: list[str] = field(default_factory=list)
 
 
+def _signed(n: int) -> str:
+    return f"{n:+,}" if n else "0"
+
+
 def _scope_text(summaries: Summaries) -> str:
     if summaries.scope is None:
         return "the whole tree"
@@ -736,15 +740,15 @@ def summary_lines(summaries: Summaries, width: int | None = None) -> list[str]:
         lines.append("  (no differing row)")
     for i, r in enumerate(top.itertuples(), start=1):
         if r.path == "(rest)":
-            lead = f"      [{int(r.delta):+,}] (rest) "
+            lead = f"      [{_signed(int(r.delta))}] (rest) "
         else:
-            lead = f"  {i:>2}. [{int(r.delta):+,}] "
+            lead = f"  {i:>2}. [{_signed(int(r.delta))}] "
         lines += wrap(str(r.sentence), width, " " * 8, lead)
-    lines += wrap(f"shared residual (nodes under no differing row): {total['shared_residual']:+,} "
+    lines += wrap(f"shared residual (nodes under no differing row): {_signed(total['shared_residual'])} "
                   f"(A {total['shared_residual_a']:,}, B {total['shared_residual_b']:,})", width, "    ", "  ")
-    lines += wrap(f"total: delta {total['delta']:+,} (A {total['nodes_a']:,}, B {total['nodes_b']:,}) = "
-                  f"frontier rows {total['delta'] - total['shared_residual']:+,} "
-                  f"+ shared residual {total['shared_residual']:+,}", width, "    ", "  ")
+    lines += wrap(f"total: delta {_signed(total['delta'])} (A {total['nodes_a']:,}, B {total['nodes_b']:,}) = "
+                  f"frontier rows {_signed(total['delta'] - total['shared_residual'])} "
+                  f"+ shared residual {_signed(total['shared_residual'])}", width, "    ", "  ")
     for title, frame in (("delta by frontier kind (A's kind, B's kind), nodes:", summaries.by_kind),
                          ("delta by frontier ply, nodes:", summaries.by_ply)):
         lines += ["", title]
@@ -888,11 +892,11 @@ def markdown_lines(alignment: Alignment, rows: pd.DataFrame, items: pd.DataFrame
         if r.path == "(rest)":
             out.append(f"- **(rest)** {_md(r.sentence)}")
         else:
-            out.append(f"{i}. **{int(r.delta):+,}** {_md(r.sentence)}")
+            out.append(f"{i}. **{_signed(int(r.delta))}** {_md(r.sentence)}")
     total = summaries.total
-    out += ["", f"Shared residual (nodes under no differing row): {total['shared_residual']:+,} "
+    out += ["", f"Shared residual (nodes under no differing row): {_signed(total['shared_residual'])} "
                 f"(A {total['shared_residual_a']:,}, B {total['shared_residual_b']:,}).  "
-                f"Total: delta {total['delta']:+,} (A {total['nodes_a']:,}, B {total['nodes_b']:,}).", ""]
+                f"Total: delta {_signed(total['delta'])} (A {total['nodes_a']:,}, B {total['nodes_b']:,}).", ""]
     numbers = ["rows", "nodes_a", "nodes_b", "delta"]
     out += ["#### Delta by frontier kind (nodes)", ""] + _md_table(summaries.by_kind, numbers)
     out += ["", "#### Delta by frontier ply (nodes)", ""] + _md_table(summaries.by_ply, numbers)
