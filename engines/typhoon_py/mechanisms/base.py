@@ -35,6 +35,9 @@ SKIP = ""
 class Node:
     """A non-quiescence node as the hooks see it.
 
+    ``depth`` is in ticks (``dp`` in whole plies), ``ev`` the static
+    evaluation (``-INF`` in check), ``nt`` the expected node type written in
+    the trace, ``reduced`` whether a reduced move led here.
     ``alpha`` and ``best`` follow the move loop (the current window's lower
     bound and the best score so far); ``skip_quiets`` is for a prune rule
     that drops all later quiet moves.  ``hbase`` indexes the side to move's
