@@ -16,7 +16,7 @@ from support.align_helpers import records_from_fixture, records_from_text
 from support.attribution_helpers import brute_attribution, frame_of, record
 from support.synthetic import STOCKFISH_LIKE, TYPHOON_LIKE, synthetic_tree
 from treediff.align import align, align_trees
-from treediff.align.attribution import attribute, by_kind, by_ply, difference, divergence_rows
+from treediff.align.attribution import attribute, by_kind, by_ply, difference, divergence_rows, main_rows, sentence
 from treediff.align.summaries import divergence_summary
 
 
@@ -104,7 +104,8 @@ def test_nested_divergences_count_once():
 
 
 def test_sentences_say_what_differs_at_the_row():
-    rows = divergence_summary(_basic(), n=5).rows.set_index("path")
+    al = _basic()
+    rows = divergence_summary(al, n=5).rows.set_index("path")
     assert rows.loc["g1f3", "sentence"] == (
         "A searched `g1f3` at full depth (3→2 plies); B pruned it (FP-QUIET); delta +3 nodes (A 3, B 0)")
     # The same act at other depths: NMP to depth 0 in A, to depth 1 in B.
@@ -112,9 +113,21 @@ def test_sentences_say_what_differs_at_the_row():
         "both decided `0000` with NMP but at other depths: A 3→0 plies, B 3→1 plies; delta -1 node (A 0, B 1)")
     assert rows.loc["c2c4", "sentence"] == (
         "B searched `c2c4` at full depth (3→2 plies); A never reached it; delta -2 nodes (A 0, B 2)")
+    # A visited d2d4 twice (RESULTs on lines 18 and 23; the LMR visit has 1 node), said when the rows count visits.
+    visits = "; A visited it 2 times (1 node outside the main visit)" if "visits_a" in al.rows.columns else ""
     assert rows.loc["d2d4", "sentence"] == (
         "A reduced `d2d4` by 1 ply (LMR, 3→1 plies), then LMR-RESEARCH at 2 plies; "
-        "B reduced it by 1 ply (LMR, 3→1 plies); delta +2 nodes (A 3, B 1)")
+        f"B reduced it by 1 ply (LMR, 3→1 plies){visits}; delta +2 nodes (A 3, B 1)")
+
+
+def test_sentence_counts_visits_when_the_rows_do():
+    row = pd.Series({"path": "", "status": "differs", "seq_a": "", "seq_b": "", "kind_a": None, "kind_b": None,
+                     "nodes_a": 10297, "nodes_b": 4000, "visits_a": 2, "visits_b": 1,
+                     "other_visit_nodes_a": 4466, "other_visit_nodes_b": 0})
+    assert sentence(row) == ("A visited `(root)` without a move decision; B visited it without a move decision; "
+                             "A visited it 2 times (4,466 nodes outside the main visit); "
+                             "delta +6,297 nodes (A 10,297, B 4,000)")
+    assert "times" not in sentence(row.drop(["visits_a", "visits_b"]))
 
 
 def test_identical_decision_with_a_different_subtree_is_not_blamed():
@@ -204,3 +217,27 @@ def test_difference_of_a_row_alone():
     rows = _basic().rows.set_index("path", drop=False)
     assert difference(rows.loc["e2e4/a7a6"], "`a7a6`") == (
         "A pruned `a7a6` (FP-QUIET); B searched it at full depth (2→1 plies)")
+
+
+def test_extra_visit_rows_are_left_to_their_paths_row():
+    """With a row per other visit (``visits="all"``: right after its path's row, inside that row's span,
+    its parent the path's parent), the attribution is the one of the main rows: the visit's nodes are
+    already in its path's subtree count."""
+    rows = _basic().rows.copy()
+    rows["visit_label"] = "main"
+    at = int((rows["path"] == "d2d4").to_numpy().nonzero()[0][0])  # row 7
+    extra = rows.iloc[[at]].copy()
+    extra["visit_label"], extra["subtree_rows"], extra["status"] = "verify", 1, "differs"
+    extra["nodes_a"], extra["nodes_b"] = 1, 0
+    with_extra = pd.concat([rows.iloc[: at + 1], extra, rows.iloc[at + 1:]], ignore_index=True)
+    parent = with_extra["parent"].to_numpy()
+    with_extra["parent"] = np.where(parent > at, parent + 1, parent)
+    size = with_extra["subtree_rows"].to_numpy().copy()
+    size[0] += 1      # the root's span
+    size[at] += 1     # d2d4's span holds its other visit
+    with_extra["subtree_rows"] = size
+    back = main_rows(with_extra)
+    pd.testing.assert_frame_equal(back[["path", "parent", "subtree_rows"]],
+                                  rows[["path", "parent", "subtree_rows"]].reset_index(drop=True))
+    a, b = attribute(back), attribute(rows)
+    assert list(a.frontier) == list(b.frontier) and (a.residual_a, a.residual_b) == (b.residual_a, b.residual_b)

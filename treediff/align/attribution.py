@@ -93,8 +93,34 @@ def _own(nodes: np.ndarray, parent: np.ndarray) -> np.ndarray:
     return nodes - children
 
 
+def main_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per path: the aligned rows without the extra rows of other node visits (``visits="all"``).
+
+    Those rows' nodes are already in their path's row (subtree counts count
+    every visit), so the attribution runs on the main rows; ``parent`` and
+    ``subtree_rows`` are renumbered (columnar).  Rows without ``visit_label``
+    are returned as they are.
+    """
+    if "visit_label" not in rows.columns:
+        return rows
+    keep = (rows["visit_label"].astype(object) == "main").to_numpy()
+    if keep.all():
+        return rows
+    kept = np.concatenate(([0], np.cumsum(keep)))
+    size = rows["subtree_rows"].to_numpy(dtype=np.int64)
+    start = np.arange(len(rows))
+    parent = rows["parent"].to_numpy(dtype=np.int64)
+    out = rows[keep].copy()
+    out["subtree_rows"] = (kept[start + size] - kept[start])[keep]
+    out["parent"] = np.where(parent >= 0, kept[np.maximum(parent, 0)], -1)[keep]
+    return out.reset_index(drop=True)
+
+
 def attribute(rows: pd.DataFrame, scope: int = 0, drill: bool = False) -> Attribution:
     """Attribute the nodes of row ``scope``'s subtree (default: the whole tree) to frontier rows.
+
+    ``rows``: one row per path (:func:`main_rows`), depth-first, with
+    ``status``, ``nodes_*``, ``parent`` and ``subtree_rows``.
 
     ``drill``: the scope row itself never counts as a frontier row, so the
     attribution is repeated inside its subtree (its own nodes, and those
@@ -336,11 +362,29 @@ def difference(row, path_text: str) -> str:
     return f"A {describe_side(row, 'a', path_text)}; B {describe_side(row, 'b', 'it')}"
 
 
+def _visits(row) -> str:
+    """", A visited it 2 times (1 node outside the main visit)" when a side visited the row more than once."""
+    if "visits_a" not in row or "visits_b" not in row:
+        return ""
+    parts = []
+    for side in ("a", "b"):
+        count = row[f"visits_{side}"]
+        if not _present(count) or int(count) <= 1:
+            continue
+        other = row.get(f"other_visit_nodes_{side}")
+        outside = f" ({nodes_text(int(other))} outside the main visit)" if _present(other) else ""
+        parts.append(f"{side.upper()} visited it {int(count)} times{outside}")
+    return ("; " + ", ".join(parts)) if parts else ""
+
+
 def sentence(row, path_text: str | None = None) -> str:
-    """One frontier row as a sentence: what differs at it, then its delta (``nodes_a - nodes_b``, its subtree)."""
+    """One frontier row as a sentence: what differs at it, then its delta (``nodes_a - nodes_b``, its subtree).
+
+    When the rows count node visits and a side visited the row more than once, the sentence says so.
+    """
     path = path_text if path_text is not None else f"`{row['path'] or '(root)'}`"
     na, nb = int(row["nodes_a"]), int(row["nodes_b"])
-    return f"{difference(row, path)}; delta {signed_nodes(na - nb)} (A {na:,}, B {nb:,})"
+    return f"{difference(row, path)}{_visits(row)}; delta {signed_nodes(na - nb)} (A {na:,}, B {nb:,})"
 
 
 def rest_sentence(count: int, nodes_a: int, nodes_b: int) -> str:

@@ -22,6 +22,7 @@ from treediff.align.attribution import (
     by_kind,
     by_ply,
     divergence_rows,
+    main_rows,
     merge_breakdowns,
     rest_sentence,
 )
@@ -92,7 +93,7 @@ def divergence_summary(alignment: Alignment, n: int = 10, under: str | None = No
     ``min_cost``: only frontier rows with |delta| >= it are listed (the others
     are in the ``(rest)`` row).  ``name``: how sentences write a path.
     """
-    rows = alignment.rows
+    rows = main_rows(alignment.rows)
     scope = 0
     if under:
         hits = np.flatnonzero(rows["path"].to_numpy(dtype=object) == under)
@@ -205,9 +206,10 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
         except InputError as exc:
             notes.append(f"divergences: position {position} not aligned ({exc})")
             continue
-        att = attribute(alignment.rows)
+        rows = main_rows(alignment.rows)
+        att = attribute(rows)
         # Only a position's own top n can be among the overall top n: the rest is summed.
-        top = divergence_rows(alignment.rows, att, n=n, min_cost=min_cost)
+        top = divergence_rows(rows, att, n=n, min_cost=min_cost)
         top = top[top["path"] != REST]
         top.insert(0, "position", position)
         top.insert(1, "iter_a", alignment.iter_a)
@@ -219,8 +221,8 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
         for key, value in att.total().items():
             totals[key] += value
         kinds_tables.append(kind_confusion(alignment))
-        kind_parts.append(by_kind(alignment.rows, att))
-        ply_parts.append(by_ply(alignment.rows, att))
+        kind_parts.append(by_kind(rows, att))
+        ply_parts.append(by_ply(rows, att))
     if not tops:
         return CompareDivergences(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
                                   notes)
