@@ -22,7 +22,7 @@ Titles and notes wrap at word boundaries.  Nothing is ever elided.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import pandas as pd
@@ -31,6 +31,8 @@ from treediff.render.formatting import format_cell
 
 #: A table with at most this many rows is transposed when that makes it fit.
 TRANSPOSE_MAX_ROWS = 6
+#: A long text column (a sentence) is wrapped when at least this many characters are left for it.
+MIN_WRAP = 24
 
 #: Sections shown side by side per engine, and the columns each engine block keeps.
 SIDE_BY_SIDE = {"acts": ("act", "count", "pct_of_moves"), "kinds": ("kind", "count", "pct_of_moves"),
@@ -80,6 +82,8 @@ class Block:
     records: bool = False
     #: A line above the grid (the engine of a side-by-side block shown on its own).
     caption: str | None = None
+    #: Text columns (index in the block) wrapped at word boundaries to at most that many characters.
+    wrap: dict[int, int] = field(default_factory=dict)
 
 
 def _key_count(section, frame: pd.DataFrame) -> int:
@@ -155,24 +159,30 @@ def plan_blocks(section, frame: pd.DataFrame, width: int | None, sep: int = 2, e
     key_w = [widths[c] for c in key_cols]
     groups: list[list[int]] = []
     current: list[int] = []
+    wrapped: dict[int, int] = {}
     for unit in _units(section, frame, keys):
         trial = current + unit
-        if _grid_width(key_w + [widths[c] for c in trial], sep, edge) <= width:
+        if _grid_width(key_w + [min(widths[c], wrapped.get(c, widths[c])) for c in trial], sep, edge) <= width:
             current = trial
             continue
         if current:
             groups.append(current)
         current = unit
         if _grid_width(key_w + [widths[c] for c in unit], sep, edge) > width:
-            if _grid_width([widths[c] for c in unit], sep, edge) > width:
+            room = width - _grid_width(key_w + [0], sep, edge)
+            if len(unit) == 1 and not numeric[unit[0]] and room >= MIN_WRAP:
+                wrapped[unit[0]] = room  # a long text column (a sentence): wrapped beside the keys
+            elif _grid_width([widths[c] for c in unit], sep, edge) > width:
                 return [Block(header, rows, numeric, records=True)]  # 3. a cell alone is too wide
     if current:
         groups.append(current)
     blocks = []
     for group in groups:
-        cols = (key_cols if _grid_width(key_w + [widths[c] for c in group], sep, edge) <= width else []) + group
+        fits = _grid_width(key_w + [min(widths[c], wrapped.get(c, widths[c])) for c in group], sep, edge) <= width
+        cols = (key_cols if fits else []) + group
         blocks.append(Block([header[c] for c in cols], [[r[c] for c in cols] for r in rows],
-                            [numeric[c] for c in cols]))
+                            [numeric[c] for c in cols],
+                            wrap={i: wrapped[c] for i, c in enumerate(cols) if c in wrapped}))
     return blocks
 
 
@@ -194,15 +204,23 @@ def _record_lines(block: Block, width: int | None) -> list[str]:
     return out
 
 
+def _cell_lines(block: Block, row: list[str]) -> list[list[str]]:
+    """A row as one or more lines of cells (wrapped columns continue on the following lines)."""
+    parts = [textwrap.wrap(cell, block.wrap[i], break_on_hyphens=False) or [""] if i in block.wrap else [cell]
+             for i, cell in enumerate(row)]
+    height = max(len(p) for p in parts)
+    return [[p[k] if k < len(p) else "" for p in parts] for k in range(height)]
+
+
 def _grid_lines(block: Block) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in block.rows)) if block.rows else len(h)
-              for i, h in enumerate(block.header)]
+    lines = [block.header, *(cells for r in block.rows for cells in _cell_lines(block, r))]
+    widths = [max(len(cells[i]) for cells in lines) for i in range(len(block.header))]
 
     def line(cells: list[str]) -> str:
         return "  ".join(c.rjust(w) if num else c.ljust(w)
                          for c, w, num in zip(cells, widths, block.numeric)).rstrip()
 
-    return [line(block.header), *(line(r) for r in block.rows)]
+    return [line(cells) for cells in lines]
 
 
 def render_markdown(sections) -> str:
@@ -270,8 +288,11 @@ def render_rich(sections, console, width: int | None = None) -> None:
             if block.caption:
                 title = f"{section.title}: {block.caption}" if i == 0 else block.caption
             table = Table(title=title, title_justify="left", header_style="bold")
-            for name, num in zip(block.header, block.numeric):
-                table.add_column(name, justify="right" if num else "left", no_wrap=True)
+            for j, (name, num) in enumerate(zip(block.header, block.numeric)):
+                if j in block.wrap:  # rich wraps it at word boundaries within the width
+                    table.add_column(name, justify="left", no_wrap=False, max_width=block.wrap[j] + 2)
+                else:
+                    table.add_column(name, justify="right" if num else "left", no_wrap=True)
             for row in block.rows:
                 table.add_row(*row)
             console.print(table, width=fit)
