@@ -96,11 +96,11 @@ class Comparison:
             Section("skips", "Unsearched skips (kind PRUNE) as % of MOVE decisions", self.skips, ("act",)),
         ]
         if self.divergences is not None:
-            out.append(Section("divergences", "Divergences: frontier rows of largest |delta| (nodes A - B; "
-                               "every node counted once, at its topmost differing row)", self.divergences))
+            out.append(Section("divergences", "Divergences: frontier rows of largest |delta| "
+                               "(delta = nodes A - B, each node counted once)", self.divergences))
         if self.divergence_total is not None:
-            out.append(Section("divergence_total", "Divergence total over the aligned positions: "
-                               "sum of delta (frontier rows) + shared_residual = delta", self.divergence_total))
+            out.append(Section("divergence_total", "Divergence total (aligned iterations): "
+                               "sum of delta + shared_residual = delta", self.divergence_total))
         if self.divergence_by_kind is not None:
             out.append(Section("divergence_by_kind", "Delta by frontier kind in A x kind in B (nodes)",
                                self.divergence_by_kind, ("kind_a", "kind_b")))
