@@ -28,7 +28,9 @@ def longest(text: str) -> int:
 
 @pytest.mark.parametrize("width", [60, 100, 140])
 def test_report_and_compare_fit_the_width(width, tmp_path):
+    traces = FIX.parent / "traces"
     commands = [
+        ["compare", traces / "typhoon_start.log", traces / "stockfish_start.log"],  # with divergence sentences
         ["report", *LOGS],
         ["report", *LOGS, "--by", "phase,position"],
         ["compare", LOGS[1], LOGS[2], "--top", "0"],
