@@ -20,7 +20,20 @@ from pathlib import Path
 
 from support.runner_helpers import FAKE, ROOT, START
 
-TREEDIFF = (sys.executable, "-c", "from treediff.cli import main; main()")
+#: ``treediff``, writing its own peak RSS (VmHWM: this process image, not the parent it was forked from, as
+#: ``wait4``'s ``ru_maxrss`` would count) into ``$TREEDIFF_TEST_PEAK`` when it exits.
+TREEDIFF = (sys.executable, "-c",
+            "import atexit, os\n"
+            "def _peak():\n"
+            "    path = os.environ.get('TREEDIFF_TEST_PEAK')\n"
+            "    if path:\n"
+            "        with open('/proc/self/status') as fh:\n"
+            "            kb = next(line.split()[1] for line in fh if line.startswith('VmHWM'))\n"
+            "        with open(path, 'w') as out:\n"
+            "            out.write(kb)\n"
+            "atexit.register(_peak)\n"
+            "from treediff.cli import main\n"
+            "main()\n")
 TACTIC = "2q1r1k1/1ppb4/r2p1Pp1/p4n1p/2P1n3/5NPP/PP3Q1K/2BRRB2 w - - 0 1"
 
 
@@ -100,11 +113,14 @@ def wait_gone(pids, timeout: float = 3.0) -> list[int]:
 
 
 class Cli:
-    """``treediff ARGS`` in its own session; its output collected on a thread; ``wait`` records time and peak RSS."""
+    """``treediff ARGS`` in its own session; its output collected on a thread; ``wait`` records its time and
+    its peak RSS (``maxrss_mb``, the treediff process alone, None if it did not exit normally)."""
 
     def __init__(self, *args: object, cwd: Path, env: dict[str, str] | None = None, stdin=None,
                  wrap: tuple[str, ...] = (), preexec=None):
         self.args = [str(a) for a in args]
+        self._peak = Path(cwd) / f".peak-{time.monotonic_ns()}"
+        env = dict(os.environ if env is None else env, TREEDIFF_TEST_PEAK=str(self._peak))
         self.proc = subprocess.Popen([*wrap, *TREEDIFF, *self.args], cwd=str(cwd), env=env,
                                      stdin=subprocess.DEVNULL if stdin is None else stdin,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
@@ -136,11 +152,15 @@ class Cli:
         """Wait (at most ``timeout`` s) for the exit; the exit status, negative for a signal (as Popen)."""
         deadline = time.monotonic() + timeout
         while True:
-            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
             if pid:
                 self.seconds = time.monotonic() - self.t0
-                self.maxrss_mb = usage.ru_maxrss / 1024
                 self.proc.returncode = os.waitstatus_to_exitcode(status)
+                try:
+                    self.maxrss_mb = int(self._peak.read_text()) / 1024
+                    self._peak.unlink()
+                except (OSError, ValueError):
+                    self.maxrss_mb = None
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"treediff {' '.join(self.args[:2])} still running after {timeout:g} s:\n"

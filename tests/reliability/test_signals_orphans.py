@@ -187,3 +187,49 @@ def test_dask_batch_terminated(cli, tmp_path, work, record):
     assert not wait_gone(pids_in(pids), 2.0), "engines survived"
     assert not wait_gone(session_members(c.pid), 10.0), "Dask processes survived"
     assert not list(work.iterdir()) and not _no_tmp_files(ds)
+
+
+@pytest.mark.parametrize("launcher", ["setpriv", "preexec"])
+def test_engine_dies_with_the_process_that_started_it(tmp_path, launcher, record):
+    """PR_SET_PDEATHSIG on the engine, set by the setpriv launcher or, without one, in a preexec function."""
+    import os
+    import sys
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = dict(os.environ, TREEDIFF_LAUNCHER="1" if launcher == "setpriv" else "0")
+    if launcher == "setpriv":
+        from treediff.run.contain import _setpriv
+
+        if _setpriv() is None:
+            pytest.skip("no setpriv with --pdeathsig here (the preexec variant is the one in use)")
+    code = ("import sys, time\nfrom treediff.run.process import EngineProcess\n"
+            "eng = EngineProcess(sys.argv[1:], cwd=sys.argv[1 + sys.argv[1:].index('--pid-dir') + 1])\n"
+            "print(eng.containment.mechanism, flush=True)\ntime.sleep(120)\n")
+    from support.runner_helpers import fake_argv
+
+    holder = subprocess.Popen([sys.executable, "-c", code, *fake_argv("--mode", "hang", "--pid-dir", str(pids))],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() in ("cgroup", "subreaper")
+        assert wait_until(lambda: pids_in(pids), 20)
+        engine = pids_in(pids)[0]
+        t0 = time.monotonic()
+        holder.kill()
+        holder.wait(10)
+        assert not wait_gone([engine], 3.0), "the engine outlived the process that started it"
+        record(f"engine's starter SIGKILLed ({launcher})", "engine died after", time.monotonic() - t0, 3.0)
+        from treediff.run.contain import cgroup_base, sweep_stale_cgroups
+
+        sweep_stale_cgroups()  # what the next run does first: the dead process's cgroup goes
+        base = cgroup_base()
+        assert base is None or not [e for e in os.listdir(base) if e.startswith(f"treediff-{holder.pid}-")]
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        for pid in pids_in(pids):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass

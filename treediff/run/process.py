@@ -181,11 +181,11 @@ class EngineProcess:
         self._stop = threading.Event()
         self._closed = False
         self.containment = Containment()
+        command, preexec = self.containment.command(list(argv))
         try:
             self.proc = subprocess.Popen(
-                list(argv), cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True, close_fds=True, bufsize=0,
-                preexec_fn=self.containment.preexec,
+                command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, start_new_session=True, close_fds=True, bufsize=0, preexec_fn=preexec,
             )
         except BaseException:
             self.containment.start_failed()

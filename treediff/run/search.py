@@ -381,6 +381,32 @@ class _ProtocolError(Exception):
     pass
 
 
+def _program_missing(program: str, env: dict[str, str]) -> str | None:
+    """Why ``program`` cannot be executed (checked before starting: the launcher would only exit 127), or None."""
+    import shutil
+
+    if os.sep in program:
+        if not os.path.isfile(program):
+            return "no such file"
+        if not os.access(program, os.X_OK):
+            return "not executable"
+        return None
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        return "not found on PATH"
+    return None
+
+
+def _launch_error(eng: EngineProcess, code: int | None) -> str | None:
+    """The launcher's own message when it could not execute the engine (exit 126/127), else None."""
+    if code not in (126, 127):
+        return None
+    for line in eng.transcript.lines[:5]:
+        text = line.split(" < ", 1)[-1]
+        if text.startswith("setpriv: "):
+            return text[len("setpriv: "):]
+    return None
+
+
 def run_search(spec: EngineSpec, fen: str, depth: int, workdir: str | Path, limits: Limits = Limits()) -> SearchOutcome:
     """Run one fixed-depth search of ``fen`` (already validated) by ``spec`` in ``workdir``.
 
@@ -403,8 +429,13 @@ def run_search(spec: EngineSpec, fen: str, depth: int, workdir: str | Path, limi
     if os.sep in argv[0] and not os.path.isabs(argv[0]):
         # The engine starts in its working directory: a relative program path means the caller's directory.
         argv[0] = os.path.abspath(argv[0])
+    env = _engine_env(spec)
+    missing = _program_missing(argv[0], env)
+    if missing is not None:
+        out.failure, out.detail = Failure.START, f"cannot start {argv[0]}: {missing}"
+        return out
     try:
-        eng = EngineProcess(argv, cwd=str(workdir), env=_engine_env(spec),
+        eng = EngineProcess(argv, cwd=str(workdir), env=env,
                             max_output_lines=limits.max_trace_lines, max_output_bytes=limits.trace_bytes)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -454,8 +485,12 @@ def run_search(spec: EngineSpec, fen: str, depth: int, workdir: str | Path, limi
         code = eng.wait_exit(1.0)
         out.returncode = code
         out.failure = Failure.CRASH
-        out.detail = f"{exc} (exit status {code})" if code is not None else \
-            f"{exc}: it closed its output but still ran; killed"
+        launch_error = _launch_error(eng, code)
+        if launch_error is not None:
+            out.failure, out.detail = Failure.START, f"cannot start {argv[0]}: {launch_error}"
+        else:
+            out.detail = f"{exc} (exit status {code})" if code is not None else \
+                f"{exc}: it closed its output but still ran; killed"
     except _ProtocolError as exc:
         out.failure, out.detail = Failure.PROTOCOL, str(exc)
     except UnsafeCommand as exc:
