@@ -233,3 +233,22 @@ def test_engine_dies_with_the_process_that_started_it(tmp_path, launcher, record
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def test_run_sigkilled_leaves_nothing_for_long(cli, tmp_path, work, record):
+    """kill -9 of `treediff run`: the engine dies with it; the next run removes its working directory."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    c = cli("run", "--engine", f"uci={fake('--mode', 'hang', '--pid-dir', pids)}", "--fen", START, "--depth", 2,
+            "--timeout", 60, "-o", tmp_path / "out.log", "--tmpdir", work)
+    assert wait_until(lambda: pids_in(pids), 20), c.output
+    t0 = time.monotonic()
+    c.signal(signal.SIGKILL)
+    c.wait(10)
+    assert not wait_gone(pids_in(pids), 3.0), "the engine outlived treediff run"
+    record("run SIGKILLed", "its engine died after", time.monotonic() - t0, 3.0)
+    assert list(work.iterdir())  # a SIGKILLed process cleans nothing itself...
+    nxt = cli("run", "--engine", f"uci={fake()}", "--fen", START, "--depth", 1, "-o", tmp_path / "b.log",
+              "--tmpdir", work)
+    assert nxt.wait(60) == 0, nxt.output
+    assert not list(work.iterdir())  # ...the next run on the machine does
