@@ -213,40 +213,9 @@ def _main_visits_by_code(records: list[dict]) -> dict[str, int]:
 
 
 # ---------------------------------------------------------------- columnar = definition, on random traces
-def _random_search(rng: random.Random) -> list[dict]:
-    """A depth-first trace with re-searches, nested verification visits and aspiration re-searches."""
-    out: list[dict] = []
-    moves = ["a", "b", "c", "d"]
-
-    def node(path: str, d: int) -> None:
-        if d >= 3 and path and rng.random() < 0.2:  # verification: the same path, half depth, nested
-            node(path, d // 2)
-        for m in rng.sample(moves, rng.randint(0, 3)):
-            child = f"{path}/{m}" if path else m
-            out.append({"tag": "MOVE", "path": child, "d": d})
-            if d > 1 and rng.random() < 0.8:
-                nd = d - 1 - (rng.random() < 0.4)
-                node(child, nd)
-                if nd < d - 1 and rng.random() < 0.5:  # reduced, then re-searched
-                    out.append({"tag": "MOVE", "path": child, "d": d})
-                    node(child, d - 1)
-        out.append({"tag": "RESULT", "path": path, "d": d})
-
-    for it in (1, 2, 3, 4):
-        start = len(out)
-        for attempt in range(rng.randint(1, 2)):
-            node("", it - attempt if it > 1 else it)
-        for r in out[start:]:
-            r["iter"] = it
-    for r in out:
-        if rng.random() < 0.03:
-            r["given"] = rng.randint(1, 4)
-    return out
-
-
 @pytest.mark.parametrize("seed", range(25))
 def test_columnar_passes_match_the_definitions(seed):
-    records = _random_search(random.Random(seed))
+    records = ref.random_search(random.Random(seed))
     want_v, want_p = ref.visits(records), ref.parent_visits(records)
     iters = np.array([r["iter"] for r in records], dtype=np.int64)
     path = pa.array([r["path"] for r in records], pa.string())
@@ -264,7 +233,7 @@ def test_columnar_passes_match_the_definitions(seed):
 
 @pytest.mark.parametrize("seed", range(25))
 def test_visit_tree_matches_the_definitions(seed):
-    records = _random_search(random.Random(100 + seed))
+    records = ref.random_search(random.Random(100 + seed))
     for r in records:
         r.pop("given", None)
     numbers, parents = ref.visits(records), ref.parent_visits(records)

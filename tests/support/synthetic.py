@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from treediff.parse.dialects import DIALECTS
+from treediff.parse.visits import visit_numbers
 
 _SQUARES = [f + r for r in "12345678" for f in "abcdefgh"]
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -197,7 +198,22 @@ def synthetic_tree(profile: Profile, root_depth: int, seed: int = 1, position: s
             "act": acts,
             "kind": kinds,
         }
-    )
+    ).pipe(with_visit_columns)
+
+
+def with_visit_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``line`` (seq + 2: after a header line) and the parser's ``visit`` / ``parent_visit`` columns
+    (docs/TREEDUMP_FORMAT.md §3.1) of one iteration's records, as ``treediff parse`` would write them."""
+    frame = frame.copy()
+    is_result = (frame["tag"] == "RESULT").to_numpy()
+    path = frame["path"].to_numpy(dtype=object)
+    parent = np.asarray([p.rpartition("/")[0] for p in path], dtype=object)
+    node, _ = pd.factorize(np.where(is_result, path, parent))
+    visit, parent_visit = visit_numbers(node.astype(np.int64), is_result, frame["depth"].to_numpy(dtype=np.float64))
+    frame["line"] = frame["seq"].to_numpy(dtype=np.int64) + 2
+    frame["visit"] = pd.arrays.IntegerArray(visit.astype(np.int32), ~is_result)
+    frame["parent_visit"] = pd.arrays.IntegerArray(parent_visit.astype(np.int32), is_result)
+    return frame
 
 
 def synthetic_pair(records: int, seed: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, int]:
@@ -230,4 +246,7 @@ def synthetic_pair(records: int, seed: int = 1) -> tuple[pd.DataFrame, pd.DataFr
         kept.add(move)
     a = a[np.isin(root_a, list(kept))]
     b = b[np.isin(root_b, list(kept))]
-    return a.iloc[:records].reset_index(drop=True), b.iloc[:records].reset_index(drop=True), depth
+    # Visits numbered again on what is kept, as the parser would on a trace stopped there.
+    a = with_visit_columns(a.iloc[:records].reset_index(drop=True))
+    b = with_visit_columns(b.iloc[:records].reset_index(drop=True))
+    return a, b, depth

@@ -6,6 +6,8 @@ the code under test.
 """
 from __future__ import annotations
 
+import random
+
 
 def parent_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
@@ -88,3 +90,34 @@ def main_visits(records: list[dict]) -> dict[str, int]:
         if belongs:
             main[path] = max(belongs)[2]
     return main
+
+
+def random_search(rng: random.Random) -> list[dict]:
+    """A depth-first trace with re-searches, nested verification visits and aspiration re-searches."""
+    out: list[dict] = []
+    moves = ["a", "b", "c", "d"]
+
+    def node(path: str, d: int) -> None:
+        if d >= 3 and path and rng.random() < 0.2:  # verification: the same path, half depth, nested
+            node(path, d // 2)
+        for m in rng.sample(moves, rng.randint(0, 3)):
+            child = f"{path}/{m}" if path else m
+            out.append({"tag": "MOVE", "path": child, "d": d})
+            if d > 1 and rng.random() < 0.8:
+                nd = d - 1 - (rng.random() < 0.4)
+                node(child, nd)
+                if nd < d - 1 and rng.random() < 0.5:  # reduced, then re-searched
+                    out.append({"tag": "MOVE", "path": child, "d": d})
+                    node(child, d - 1)
+        out.append({"tag": "RESULT", "path": path, "d": d})
+
+    for it in (1, 2, 3, 4):
+        start = len(out)
+        for attempt in range(rng.randint(1, 2)):
+            node("", it - attempt if it > 1 else it)
+        for r in out[start:]:
+            r["iter"] = it
+    for r in out:
+        if rng.random() < 0.03:
+            r["given"] = rng.randint(1, 4)
+    return out

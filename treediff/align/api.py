@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from treediff.align.core import align_trees
+from treediff.align.core import VISIT_MODES, align_trees
 from treediff.align.select import SideChoice, choose_iterations, choose_searches
 from treediff.model.errors import InputError
 
@@ -22,18 +22,29 @@ class Alignment:
       new depths and reductions, in the same order), ``differs`` (both have
       it, decided differently: other acts, or the same acts at other depths),
       ``only-A`` / ``only-B`` (one side has no record at or below the path);
-    * per side (suffix ``_a`` / ``_b``): ``seq`` (the acts of the path's
-      decisions in ``seq`` order, joined by ``→``, e.g. ``LMR→LMR-RESEARCH``;
-      ``""`` when the side made no decision there), ``kind`` (of the first
-      decision), ``depth`` (node depth of the first decision, plies; for a
-      path with no decision, e.g. the root, its first RESULT's depth),
-      ``new_depth`` (first decision), ``final_depth`` (last decision's new
-      depth: the depth of a re-search), ``reduction`` (first decision), ``mn``,
-      ``decisions`` (how many);
+    * per side (suffix ``_a`` / ``_b``), about the decisions made in the
+      parent's main visit (docs/ALIGN.md, "Node visits"; all the path's
+      decisions when that visit made none): ``seq`` (their acts in ``seq``
+      order, joined by ``→``, e.g. ``LMR→LMR-RESEARCH``; ``""`` when the side
+      made no decision there), ``kind`` (of the first decision), ``depth``
+      (node depth of the first decision, plies; for a path with no decision,
+      e.g. the root, its main visit's RESULT depth), ``new_depth`` (first
+      decision), ``final_depth`` (last decision's new depth: the depth of a
+      re-search), ``reduction`` (first decision), ``mn``, ``decisions`` (how
+      many), ``line`` (source line of the first decision, the row's main
+      decision; for a path with no decision, its main visit's RESULT's line;
+      null when unknown), ``visits`` (the path's RESULT records: its visits);
     * ``nodes_a`` / ``nodes_b``: RESULT records at the path or below it (the
       subtree's node count, all of the iteration's visits);
+      ``other_visit_nodes_a`` / ``_b``: those of them under the path's other
+      visits (not under its main visit);
     * ``parent``: row number of the parent path (-1 for the root);
       ``subtree_rows``: rows in the subtree, the row itself included.
+
+    With ``visits="all"``: ``visit_label`` (``main`` for the path's row;
+    ``verify`` or ``re-search`` for a row of one of its other visits, which
+    follows the path's row), ``visit_a`` / ``_b`` (the visit's number) and
+    ``visit_depth_a`` / ``_b`` (its RESULT ``d``).
     """
 
     rows: pd.DataFrame
@@ -70,14 +81,19 @@ def align(
     records_b: pd.DataFrame,
     iter: int | None = None,
     position: str | None = None,
+    visits: str = "main",
 ) -> Alignment:
     """Align A's and B's trees of one position and one iteration each.
 
-    ``records_*`` are records tables (``treediff.store.files.load(...).records``); see
+    ``records_*`` are records tables (``Source.records(LOAD_COLUMNS)``); see
     :mod:`treediff.align.select` for how the search and iteration are chosen
-    and :class:`Alignment` for the result.  Raises :class:`InputError` when
-    the choice is impossible or ambiguous.
+    and :class:`Alignment` for the result.  ``visits``: ``"main"`` (one row
+    per path) or ``"all"`` (also a row per other visit of a path in its
+    parent's main visit, labelled in ``visit_label``).  Raises
+    :class:`InputError` when the choice is impossible or ambiguous.
     """
+    if visits not in VISIT_MODES:
+        raise ValueError(f"visits must be one of {', '.join(VISIT_MODES)}, not {visits!r}")
     search_a, search_b, pos = choose_searches(records_a, records_b, position)
     ra = _where(records_a, records_a["search"].to_numpy() == search_a)
     rb = _where(records_b, records_b["search"].to_numpy() == search_b)
@@ -91,7 +107,7 @@ def align(
         choice = SideChoice(label, _engine(recs), pos, int(search), int(it), its[0], its[1])
         sides.append((recs, choice))
     (ra, ca), (rb, cb) = sides
-    rows = align_trees(ra, rb)
+    rows = align_trees(ra, rb, visits=visits)
     dropped = int(ra["path"].isna().sum()) + int(rb["path"].isna().sum())
     if dropped:
         notes.append(f"{dropped} record(s) without a path were left out")

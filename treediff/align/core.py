@@ -21,6 +21,12 @@ paths neither side decided, such as the root, last), then rows A decided
 before rows only B decided before undecided rows, then by first ``seq`` of the
 deciding side (undecided rows: by path).
 
+Node visits (docs/ALIGN.md, "Node visits"): a row's decisions are those made
+in its parent's main visit (:func:`treediff.parse.visits.visit_tree`), found
+from the records' ``visit`` / ``parent_visit`` columns (worked out here when
+the records lack them).  With ``visits="all"`` each other visit of a row in
+its parent's main visit gets a row of its own after the row.
+
 Units: depths are plies (float), node counts are RESULT records.
 """
 from __future__ import annotations
@@ -33,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treediff.model.schema import KIND_VALUES
+from treediff.parse.visits import VisitTree, visit_numbers, visit_tree
 
 SEQ_SEPARATOR = "→"
 
@@ -48,11 +55,20 @@ class Status(str, enum.Enum):
 
 STATUS_VALUES = [s.value for s in Status]
 
-#: Columns the aligner needs from the records table.
-NEEDED_COLUMNS = ("tag", "seq", "path", "mn", "act", "kind", "depth", "new_depth", "reduction")
+#: Columns the aligner reads from the records table.  ``line``, ``visit`` and
+#: ``parent_visit`` may be missing: lines are then null, and visits are worked
+#: out from the records (:data:`OPTIONAL_COLUMNS`).
+NEEDED_COLUMNS = ("tag", "seq", "line", "path", "mn", "act", "kind", "depth", "new_depth", "reduction",
+                  "visit", "parent_visit")
+OPTIONAL_COLUMNS = ("line", "visit", "parent_visit")
 
 #: Records columns the aligner's callers read (``treediff diff``, compare's divergences).
 LOAD_COLUMNS = ("position", "fen", "iter", "ply", *NEEDED_COLUMNS)
+
+#: ``align_trees(..., visits=...)``: one row per path (its main visit's decisions), or also one per other visit.
+VISIT_MODES = ("main", "all")
+#: ``visit_label`` values (``visits="all"``), in the order a path's rows come.
+VISIT_LABELS = ("main", "verify", "re-search")
 _PATH_DTYPE = pa.large_string()
 # The big transient Arrow buffers (hash tables, parent strings) go to the
 # system allocator, which hands them back when freed; Arrow's default pool
@@ -64,13 +80,16 @@ class _Side:
     """One side's records reduced to numpy arrays, in record order."""
 
     def __init__(self, records: pd.DataFrame):
-        missing = [c for c in NEEDED_COLUMNS if c not in records.columns]
+        missing = [c for c in NEEDED_COLUMNS if c not in records.columns and c not in OPTIONAL_COLUMNS]
         if missing:
             raise ValueError(f"records lack column(s): {', '.join(missing)}")
         keep = records["path"].notna().to_numpy()
         self.dropped = int((~keep).sum())
         if self.dropped:
             records = records[keep]
+        seq = records["seq"].to_numpy(dtype=np.int64)
+        if len(seq) > 1 and not bool(np.all(seq[1:] >= seq[:-1])):
+            records = records.iloc[np.argsort(seq, kind="stable")]  # visits are read in record order
         self.n = len(records)
         self.path = _as_arrow_strings(records["path"])
         self.is_move = equals(records["tag"], "MOVE")
@@ -84,6 +103,25 @@ class _Side:
         self.reduction = records["reduction"].to_numpy(dtype=np.float32, na_value=np.nan)
         self.act = _labels(records["act"])
         self.kind = _labels(records["kind"])
+        self.line = (records["line"].to_numpy(dtype=np.float64, na_value=np.nan) if "line" in records.columns
+                     else np.full(self.n, np.nan))
+        # The parser's visit numbers (0: unknown); None when the records carry none (worked out later).
+        self.visit: np.ndarray | None = None
+        self.parent_visit: np.ndarray | None = None
+        if "visit" in records.columns and "parent_visit" in records.columns:
+            visit = records["visit"].to_numpy(dtype=np.float64, na_value=np.nan)
+            parent_visit = records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan)
+            if not (np.isnan(visit[self.is_result]).all() and np.isnan(parent_visit[self.is_move]).all()):
+                self.visit = np.nan_to_num(visit, nan=0.0).astype(np.int64)
+                self.parent_visit = np.nan_to_num(parent_visit, nan=0.0).astype(np.int64)
+
+    def visits(self, codes: np.ndarray, parent: np.ndarray, ply: np.ndarray) -> VisitTree:
+        """This side's visit tree over the shared path codes (the columns' numbers, else worked out)."""
+        if self.visit is None or self.parent_visit is None:
+            node = np.where(self.is_result, codes, parent[codes]).astype(np.int64)
+            self.visit, self.parent_visit = visit_numbers(node, self.is_result, self.depth)
+        return visit_tree(codes, parent, ply, self.is_result, self.is_move, self.depth, self.visit,
+                          self.parent_visit)
 
 
 def equals(series: pd.Series, value: str) -> np.ndarray:
@@ -162,25 +200,53 @@ def _tree_of(uniques: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     return uniques, ply, parent
 
 
-class _Decisions:
-    """One side's MOVE records grouped by path code, in ``seq`` order within a path."""
+def _main_decisions(side: _Side, codes: np.ndarray, parent: np.ndarray, tree: VisitTree, n_paths: int) -> np.ndarray:
+    """The MOVE records that are the rows' decisions: those made in the parent's main visit.
 
-    def __init__(self, side: _Side, codes: np.ndarray, n_paths: int, act: np.ndarray, kind: np.ndarray):
-        move_codes = codes[side.is_move]
-        seq = side.seq[side.is_move]
+    A path its parent's main visit made no decision about (reached only under
+    other visits of the parent, or the parent has no main visit) takes the
+    decisions of the last visit of its parent that made one (the highest
+    ``parent_visit`` among its MOVE records): a row's decisions always come
+    from one visit of its parent.
+    """
+    moves = np.flatnonzero(side.is_move)
+    assert side.parent_visit is not None  # (side.visits() ran first)
+    pv = side.parent_visit[moves]
+    move_codes = codes[moves]
+    p = parent[move_codes]
+    main_of_parent = tree.main_visit[np.maximum(p, 0)]
+    in_main = (p >= 0) & (main_of_parent > 0) & (pv == main_of_parent)
+    decided = np.bincount(move_codes[in_main], minlength=n_paths) > 0
+    latest = np.full(n_paths, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(latest, move_codes, pv)
+    keep = in_main | (~decided[move_codes] & (pv == latest[move_codes]))
+    mask = np.zeros(side.n, dtype=bool)
+    mask[moves[keep]] = True
+    return mask
+
+
+class _Decisions:
+    """One side's MOVE records (those of ``keep``) grouped by path code, in ``seq`` order within a path."""
+
+    def __init__(self, side: _Side, codes: np.ndarray, n_paths: int, act: np.ndarray, kind: np.ndarray,
+                 keep: np.ndarray | None = None):
+        chosen = side.is_move if keep is None else keep
+        move_codes = codes[chosen]
+        seq = side.seq[chosen]
         if len(seq) < 2 or bool(np.all(seq[1:] >= seq[:-1])):
             order = np.argsort(move_codes, kind="stable")
         else:
             order = np.lexsort((seq, move_codes))
         self.count = np.bincount(move_codes, minlength=n_paths)
         self.start = np.cumsum(self.count) - self.count
-        self.act = act[side.is_move][order]
-        self.kind = kind[side.is_move][order]
-        self.depth = side.depth[side.is_move][order]
-        self.new_depth = side.new_depth[side.is_move][order]
-        self.reduction = side.reduction[side.is_move][order]
-        self.mn = side.mn[side.is_move][order]
+        self.act = act[chosen][order]
+        self.kind = kind[chosen][order]
+        self.depth = side.depth[chosen][order]
+        self.new_depth = side.new_depth[chosen][order]
+        self.reduction = side.reduction[chosen][order]
+        self.mn = side.mn[chosen][order]
         self.seq = seq[order]
+        self.line = side.line[chosen][order]
 
     def first(self, values: np.ndarray, fill) -> np.ndarray:
         has = self.count > 0
@@ -254,17 +320,6 @@ def _compare(da: _Decisions, db: _Decisions, rows: np.ndarray) -> tuple[np.ndarr
     return acts_eq, all_eq
 
 
-def _first_result_depth(side: _Side, codes: np.ndarray, n_paths: int) -> np.ndarray:
-    res_codes = codes[side.is_result]
-    order = np.argsort(res_codes, kind="stable")
-    count = np.bincount(res_codes, minlength=n_paths)
-    start = np.cumsum(count) - count
-    out = np.full(n_paths, np.nan)
-    has = count > 0
-    out[has] = side.depth[side.is_result][order][start[has]]
-    return out
-
-
 def _sibling_key(dec_a: "_Decisions", dec_b: "_Decisions", paths: pa.Array) -> np.ndarray:
     """Sort key among siblings: A's move number, A-decided before B-only before undecided, first seq."""
     has_a, has_b = dec_a.count > 0, dec_b.count > 0
@@ -324,12 +379,25 @@ def _status(sums: np.ndarray, dec_a: "_Decisions", dec_b: "_Decisions", src: np.
     return status
 
 
-def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFrame:
+def _per_path_result(tree: VisitTree, values: np.ndarray, n_paths: int) -> np.ndarray:
+    """Per path: ``values`` (per record) of its main visit's RESULT, else of its first RESULT (NaN: none)."""
+    out = np.full(n_paths, np.nan, dtype=np.float64)
+    codes, first = np.unique(tree.code, return_index=True)  # (RESULTs are in record order)
+    out[codes] = values[tree.result[first]]
+    main = np.flatnonzero(tree.is_main)
+    out[tree.code[main]] = values[tree.result[main]]
+    return out
+
+
+def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = "main") -> pd.DataFrame:
     """Align two sides' records of one search iteration; one row per path, depth-first.
 
     Both frames hold the records of exactly one tree (one search, one
-    iteration).  Returns the rows described in :class:`treediff.align.Alignment`.
+    iteration).  Returns the rows described in :class:`treediff.align.Alignment`;
+    ``visits="all"`` adds a row per other visit of a path (see docs/ALIGN.md).
     """
+    if visits not in VISIT_MODES:
+        raise ValueError(f"visits must be one of {', '.join(VISIT_MODES)}, not {visits!r}")
     a, b = _Side(records_a), _Side(records_b)
     # One memo table across both chunks: codes agree, the last chunk's dictionary has every path.
     encoded = pc.dictionary_encode(pa.chunked_array([a.path, b.path], type=_PATH_DTYPE), memory_pool=_POOL)
@@ -343,19 +411,25 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
     n_paths = len(paths)
     codes_a, codes_b = codes[: a.n], codes[a.n :]
 
+    # Node visits: each side's visit tree, and the decisions made in each row's parent's main visit.
+    tree_a, tree_b = a.visits(codes_a, parent, ply), b.visits(codes_b, parent, ply)
     act_a, act_b, act_labels = _unify(a.act, b.act)
     kind_a, kind_b, kind_labels = _unify(a.kind, b.kind, order=KIND_VALUES)
-    dec_a = _Decisions(a, codes_a, n_paths, act_a, kind_a)
-    dec_b = _Decisions(b, codes_b, n_paths, act_b, kind_b)
+    dec_a = _Decisions(a, codes_a, n_paths, act_a, kind_a, _main_decisions(a, codes_a, parent, tree_a, n_paths))
+    dec_b = _Decisions(b, codes_b, n_paths, act_b, kind_b, _main_decisions(b, codes_b, parent, tree_b, n_paths))
 
     # Per-path own counts, later summed over subtrees: RESULTs (nodes) and all
-    # records (presence) per side, and 1 per row (subtree size in rows).
-    sums = np.zeros((n_paths, 5), dtype=np.int64 if a.n + b.n >= 2**31 else np.int32)
+    # records (presence) per side, 1 per row (subtree size in rows), and the
+    # RESULTs whose chain of visits is main up to this path (main-visit nodes).
+    sums = np.zeros((n_paths, 7), dtype=np.int64 if a.n + b.n >= 2**31 else np.int32)
     sums[:, 0] = np.bincount(codes_a[a.is_result], minlength=n_paths)
     sums[:, 1] = np.bincount(codes_b[b.is_result], minlength=n_paths)
     sums[:, 2] = np.bincount(codes_a, minlength=n_paths)
     sums[:, 3] = np.bincount(codes_b, minlength=n_paths)
     sums[:, 4] = 1
+    sums[:, 5] = np.bincount(tree_a.anchor[tree_a.anchor >= 0], minlength=n_paths)
+    sums[:, 6] = np.bincount(tree_b.anchor[tree_b.anchor >= 0], minlength=n_paths)
+    visit_counts = (sums[:, 0].astype(np.int32), sums[:, 1].astype(np.int32))
 
     level_key = (ply.astype(np.int64) << 40) | (parent + 1)
     order = np.lexsort((_sibling_key(dec_a, dec_b, paths), level_key))
@@ -381,10 +455,12 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
     sums = sums[final]
     status = _status(sums, dec_a, dec_b, src)
 
-    def side_columns(dec: _Decisions, side: _Side, side_codes: np.ndarray, suffix: str) -> dict:
+    def side_columns(dec: _Decisions, side: _Side, tree: VisitTree, count: np.ndarray, suffix: str) -> dict:
         depth = dec.first(dec.depth, np.nan)
+        line = dec.first(dec.line, np.nan)
         no_move = dec.count == 0
-        depth[no_move] = _first_result_depth(side, side_codes, n_paths)[no_move]
+        depth[no_move] = _per_path_result(tree, side.depth, n_paths)[no_move]
+        line[no_move] = _per_path_result(tree, side.line, n_paths)[no_move]
         seq_codes, seq_categories = dec.sequence(act_labels)
         kind_codes = np.where(dec.count > 0, dec.first(dec.kind, -1), -1)
         return {
@@ -396,6 +472,8 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
             f"reduction_{suffix}": dec.first(dec.reduction, np.nan)[src].astype(np.float32),
             f"mn_{suffix}": dec.first(dec.mn, np.nan)[src].astype(np.float32),
             f"decisions_{suffix}": dec.count[src].astype(np.int32),
+            f"visits_{suffix}": count[src],
+            f"line_{suffix}": _nullable_ints(line[src]),
         }
 
     columns: dict[str, object] = {
@@ -403,12 +481,14 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
         "ply": ply[src].astype(np.int16),
         "status": pd.Categorical.from_codes(status, categories=STATUS_VALUES),
     }
-    columns.update(side_columns(dec_a, a, codes_a, "a"))
-    columns.update(side_columns(dec_b, b, codes_b, "b"))
+    columns.update(side_columns(dec_a, a, tree_a, visit_counts[0], "a"))
+    columns.update(side_columns(dec_b, b, tree_b, visit_counts[1], "b"))
     columns.update(
         {
             "nodes_a": sums[:, 0].astype(np.int64),
             "nodes_b": sums[:, 1].astype(np.int64),
+            "other_visit_nodes_a": (sums[:, 0] - sums[:, 5]).astype(np.int64),
+            "other_visit_nodes_b": (sums[:, 1] - sums[:, 6]).astype(np.int64),
             "parent": parent_row,
             "subtree_rows": sums[:, 4].astype(np.int64),
         }
@@ -416,4 +496,187 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame) -> pd.DataFram
     # copy=False keeps one block per column: consolidating ~20 columns of
     # millions of rows into 2-D blocks would cost more than the alignment.
     rows = pd.DataFrame(columns, copy=False)
+    if visits == "all":
+        sides = (_VisitSide(a, tree_a, act_a, kind_a, parent), _VisitSide(b, tree_b, act_b, kind_b, parent))
+        rows = _with_visit_rows(rows, src, sides, act_labels, kind_labels)
     return rows
+
+
+def _nullable_ints(values: np.ndarray) -> pd.arrays.IntegerArray:
+    """Float values (NaN: none) as a nullable Int64 array."""
+    missing = np.isnan(values)
+    return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
+
+
+# ---------------------------------------------------------------------- visits="all"
+class _VisitSide:
+    """One side's visits that get rows of their own: the other visits of a path within its parent's main visit."""
+
+    def __init__(self, side: _Side, tree: VisitTree, act: np.ndarray, kind: np.ndarray, parent: np.ndarray):
+        self.side, self.tree, self.act, self.kind = side, tree, act, kind
+        code = tree.code
+        p = parent[code]
+        main_of_parent = tree.main_visit[np.maximum(p, 0)]
+        in_parents_main = (p < 0) | ((main_of_parent > 0) & (tree.parent_visit == main_of_parent))
+        has_main = tree.main_visit[code] > 0
+        main_idx = np.full(len(tree.main_visit), -1, dtype=np.int64)
+        main_idx[code[tree.is_main]] = np.flatnonzero(tree.is_main)
+        other = np.flatnonzero(in_parents_main & has_main & ~tree.is_main & (main_idx[code] >= 0))
+        m = main_idx[code[other]]
+        depth = side.depth[tree.result]
+        before = tree.result[other] < tree.result[m]
+        # verify: a shallower visit before the main one; re-search: any other (an earlier visit at the
+        # main visit's depth or deeper, e.g. the root's earlier aspiration attempts; a later, shallower one).
+        verify = before & (depth[other] < depth[m])
+        self.visits = other                       #: RESULT indices (into the tree's arrays)
+        self.label = np.where(verify, 1, 2)       #: index into VISIT_LABELS
+        self.main_idx = main_idx                  #: per path code: its main visit's RESULT index (-1: none)
+        # Rank among the path's visits of the same label, in visit order.
+        key = code[other] * 4 + self.label
+        o = np.lexsort((tree.result[other], key))
+        first = np.r_[True, key[o][1:] != key[o][:-1]] if len(o) else np.zeros(0, dtype=bool)
+        run = np.cumsum(first) - 1
+        starts = np.flatnonzero(first)
+        rank = np.empty(len(other), dtype=np.int64)
+        rank[o] = np.arange(len(o)) - starts[run] if len(o) else np.zeros(0, dtype=np.int64)
+        self.rank = rank
+
+    def frame(self) -> pd.DataFrame:
+        """The keys of these visits: path code, label, rank, and the RESULT index."""
+        t = self.tree
+        return pd.DataFrame({"code": t.code[self.visits], "label": self.label, "rank": self.rank,
+                             "r": self.visits})
+
+    def columns(self, r: np.ndarray, suffix: str, act_labels: np.ndarray, kind_labels: np.ndarray) -> dict:
+        """Per visit (RESULT index, -1: this side has no such visit): its entering decision and its nodes."""
+        t, side = self.tree, self.side
+        has = r >= 0
+        rr = np.maximum(r, 0)
+        e = np.where(has, t.entering[rr] if len(t.entering) else -1, -1)
+        dec = e >= 0
+        ee = np.maximum(e, 0)
+
+        def of_entry(values: np.ndarray, fill=np.nan) -> np.ndarray:
+            out = np.full(len(r), fill, dtype=np.float64)
+            out[dec] = values[ee[dec]]
+            return out
+
+        def of_result(values: np.ndarray, fill=np.nan) -> np.ndarray:
+            out = np.full(len(r), fill, dtype=np.float64)
+            out[has] = values[t.result[rr[has]]]
+            return out
+
+        act = np.full(len(r), -1, dtype=np.int64)
+        act[dec] = self.act[ee[dec]]
+        kind = np.full(len(r), -1, dtype=np.int64)
+        kind[dec] = self.kind[ee[dec]]
+        names = np.asarray([*act_labels, "?"], dtype=object)
+        seq = np.where(dec, names[np.where(act >= 0, act, len(act_labels))], "")
+        nodes = np.zeros(len(r), dtype=np.int64)
+        nodes[has] = t.nodes[rr[has]]
+        visit = np.zeros(len(r), dtype=np.float64)
+        visit[has] = t.visit[rr[has]]
+        visit[~has] = np.nan
+        new_depth = of_entry(side.new_depth)
+        return {
+            f"seq_{suffix}": seq,
+            f"kind_{suffix}": pd.Categorical.from_codes(kind, categories=list(kind_labels)),
+            f"depth_{suffix}": of_entry(side.depth).astype(np.float32),
+            f"new_depth_{suffix}": new_depth.astype(np.float32),
+            f"final_depth_{suffix}": new_depth.astype(np.float32),
+            f"reduction_{suffix}": of_entry(side.reduction).astype(np.float32),
+            f"mn_{suffix}": of_entry(side.mn).astype(np.float32),
+            f"decisions_{suffix}": dec.astype(np.int32),
+            f"line_{suffix}": _nullable_ints(of_result(side.line)),
+            f"nodes_{suffix}": nodes,
+            f"other_visit_nodes_{suffix}": np.zeros(len(r), dtype=np.int64),
+            f"visit_{suffix}": _nullable_ints(visit),
+            f"visit_depth_{suffix}": of_result(side.depth).astype(np.float32),
+            "_act": act,
+        }
+
+
+def _with_visit_rows(rows: pd.DataFrame, src: np.ndarray, sides: tuple[_VisitSide, _VisitSide],
+                     act_labels: np.ndarray, kind_labels: np.ndarray) -> pd.DataFrame:
+    """``rows`` with a row per other visit inserted after each path's row (``visits="all"``)."""
+    n = len(rows)
+    row_of_code = np.empty(len(src), dtype=np.int64)
+    row_of_code[src] = np.arange(n)
+    # The main rows: their main visit's number and depth per side.
+    for vs, suffix in zip(sides, ("a", "b")):
+        idx = vs.main_idx[src]
+        has = idx >= 0
+        ii = np.maximum(idx, 0)
+        visit = np.where(has, vs.tree.visit[ii] if len(vs.tree.visit) else 0, 0).astype(np.float64)
+        visit[~has] = np.nan
+        depth = np.full(n, np.nan)
+        depth[has] = vs.side.depth[vs.tree.result[ii[has]]]
+        rows[f"visit_{suffix}"] = _nullable_ints(visit)
+        rows[f"visit_depth_{suffix}"] = depth.astype(np.float32)
+    rows["visit_label"] = VISIT_LABELS[0]
+    # Other visits, paired across the sides by (path, label, rank).
+    fa, fb = sides[0].frame(), sides[1].frame()
+    pairs = fa.merge(fb, on=["code", "label", "rank"], how="outer", suffixes=("_a", "_b"))
+    if len(pairs) == 0:
+        rows["visit_label"] = pd.Categorical(rows["visit_label"], categories=list(VISIT_LABELS))
+        return rows
+    ra = pairs["r_a"].fillna(-1).to_numpy(dtype=np.int64)
+    rb = pairs["r_b"].fillna(-1).to_numpy(dtype=np.int64)
+    code = pairs["code"].to_numpy(dtype=np.int64)
+    label = pairs["label"].to_numpy(dtype=np.int64)
+    at = row_of_code[code]
+    seq_of = [sides[0].tree.result, sides[1].tree.result]
+    when = np.where(ra >= 0, seq_of[0][np.maximum(ra, 0)] if len(seq_of[0]) else 0,
+                    (seq_of[1][np.maximum(rb, 0)] if len(seq_of[1]) else 0))
+    o = np.lexsort((when, (ra < 0).astype(np.int64), at))
+    ra, rb, code, label, at = ra[o], rb[o], code[o], label[o], at[o]
+    ca = sides[0].columns(ra, "a", act_labels, kind_labels)
+    cb = sides[1].columns(rb, "b", act_labels, kind_labels)
+    act_a, act_b = ca.pop("_act"), cb.pop("_act")
+    both = (ra >= 0) & (rb >= 0)
+    same = both & (act_a == act_b)
+    for col in ("depth", "new_depth", "reduction", "visit_depth"):
+        same &= _same_float(np.asarray(ca[f"{col}_a"], dtype=np.float64), np.asarray(cb[f"{col}_b"], dtype=np.float64))
+    status = np.where(same, 0, np.where(both, 1, np.where(ra >= 0, 2, 3)))
+    extra: dict[str, object] = {
+        "path": rows["path"].to_numpy(dtype=object)[at],
+        "ply": rows["ply"].to_numpy()[at],
+        "status": pd.Categorical.from_codes(status, categories=STATUS_VALUES),
+    }
+    extra.update(ca)
+    extra.update(cb)
+    extra.update({
+        "visits_a": rows["visits_a"].to_numpy()[at],
+        "visits_b": rows["visits_b"].to_numpy()[at],
+        "parent": rows["parent"].to_numpy()[at],
+        "subtree_rows": np.ones(len(at), dtype=np.int64),
+        "visit_label": np.asarray(VISIT_LABELS, dtype=object)[label],
+    })
+    extra_frame = pd.DataFrame(extra)
+    # New positions: a path's row, then its other visits, then its subtree.
+    per_row = np.bincount(at, minlength=n)
+    before = np.cumsum(per_row) - per_row            # other-visit rows attached to rows before each row
+    new_pos = np.arange(n) + before
+    rank_in_row = np.arange(len(at)) - np.searchsorted(at, at)
+    extra_pos = new_pos[at] + 1 + rank_in_row
+    size = rows["subtree_rows"].to_numpy()
+    end = np.arange(n) + size                         # first row after each subtree
+    attached_until = np.concatenate(([0], np.cumsum(per_row)))
+    new_size = size + attached_until[end] - attached_until[np.arange(n)]
+    main = rows.copy()
+    main["subtree_rows"] = new_size
+    parent = main["parent"].to_numpy()
+    main["parent"] = np.where(parent >= 0, new_pos[np.maximum(parent, 0)], -1)
+    extra_frame["parent"] = np.where(extra_frame["parent"] >= 0, new_pos[np.maximum(extra_frame["parent"], 0)], -1)
+    merged = pd.concat([main, extra_frame[main.columns]], ignore_index=True)
+    order = np.empty(len(merged), dtype=np.int64)
+    order[new_pos] = np.arange(n)
+    order[extra_pos] = n + np.arange(len(at))
+    out = merged.iloc[order].reset_index(drop=True)
+    for col in ("seq_a", "seq_b"):
+        out[col] = pd.Categorical(out[col].astype(object))
+    for col in ("kind_a", "kind_b"):
+        out[col] = pd.Categorical(out[col].astype(object), categories=list(kind_labels))
+    out["status"] = pd.Categorical(out["status"].astype(object), categories=STATUS_VALUES)
+    out["visit_label"] = pd.Categorical(out["visit_label"], categories=list(VISIT_LABELS))
+    return out

@@ -536,3 +536,126 @@ def visit_tree(
     return VisitTree(result=res, code=r_code, visit=r_visit, entering=entering, parent_visit=r_pv,
                      parent_result=parent_result, is_main=is_main, anchor=anchor, nodes=nodes,
                      main_visit=main_visit)
+
+
+# ---------------------------------------------------------------------- main visits without paths
+def main_visit_flags(
+    group: np.ndarray,
+    ply: np.ndarray,
+    is_result: np.ndarray,
+    is_move: np.ndarray,
+    move: np.ndarray,
+    depth: np.ndarray,
+    visit: np.ndarray,
+    parent_visit: np.ndarray,
+) -> np.ndarray:
+    """Whether each RESULT record closes its node's main visit, from ply, last move and the visit columns.
+
+    For report tables, which read no paths (strings are costly to read).
+    Records are in record order; ``group`` numbers iterations (one search, one
+    iteration; several per call), ``move`` is a code of the path's last move,
+    ``visit`` / ``parent_visit`` are < 1 where unknown.  It gives
+    :func:`visit_tree`'s main visits for depth-first traces (what every
+    TREEDUMP producer writes): a RESULT's entering decision is the latest MOVE
+    before it at its ply with its last move; the visit of the parent it
+    belongs to (``parent_visit`` of that decision) is closed by the first
+    RESULT one ply up, after it, with that visit number; among the children
+    of one visit, a node is its last move.  Iterations where no visit or
+    parent visit exceeds 1 are answered at once: every RESULT is main.
+    """
+    n = len(group)
+    is_main = np.asarray(is_result, dtype=bool).copy()
+    if n == 0:
+        return is_main
+    group = np.asarray(group, dtype=np.int64)
+    visit = np.asarray(visit, dtype=np.int64)
+    parent_visit = np.asarray(parent_visit, dtype=np.int64)
+    revisit = (is_result & (visit > 1)) | (is_move & (parent_visit > 1))
+    if not revisit.any():
+        return is_main
+    # Only the iterations with a node visited twice need the work.
+    groups = np.unique(group[revisit])
+    rows = np.flatnonzero(np.isin(group, groups))
+    is_main[rows] = False
+    g = np.searchsorted(groups, group[rows]).astype(np.int64)
+    p = np.asarray(ply, dtype=np.int64)[rows]
+    res = np.asarray(is_result, dtype=bool)[rows]
+    mov = np.asarray(is_move, dtype=bool)[rows]
+    mv = np.asarray(move, dtype=np.int64)[rows]
+    d = np.asarray(depth, dtype=np.float64)[rows]
+    v = visit[rows]
+    pv_all = parent_visit[rows]
+    pos = np.arange(len(rows), dtype=np.int64)
+    span = np.int64(len(rows) + 1)
+    big_p = np.int64(int(p.max(initial=0)) + 2)
+    big_m = np.int64(int(mv.max(initial=0)) + 2)
+    big_v = np.int64(max(int(v.max(initial=0)), int(pv_all.max(initial=0))) + 2)
+
+    r = np.flatnonzero(res)
+    m = np.flatnonzero(mov)
+    r_p, r_v = p[r], np.clip(v[r], 0, big_v - 1)
+    # Entering decision: the latest MOVE before the RESULT in its iteration, at its ply, with its last move.
+    m_key = np.sort(((g[m] * big_p + p[m]) * big_m + mv[m] + 1) * span + pos[m])
+    q_key = ((g[r] * big_p + r_p) * big_m + mv[r] + 1) * span + pos[r]
+    j = np.searchsorted(m_key, q_key) - 1
+    j_safe = np.maximum(j, 0)
+    has_entry = (j >= 0) & (len(m_key) > 0)
+    if len(m_key):
+        has_entry &= (m_key[j_safe] // span) == (q_key // span)
+    entry = np.where(has_entry, m_key[j_safe] % span if len(m_key) else 0, -1)
+    r_pv = np.where(has_entry, pv_all[np.maximum(entry, 0)], 0)
+    # The parent visit's RESULT: the first RESULT one ply up, after it, with that visit number.
+    v_order = np.lexsort((pos[r], r_v, r_p, g[r]))
+    v_key = (((g[r] * big_p + r_p) * big_v + r_v) * span + pos[r])[v_order]
+    up = r_p >= 1
+    lost = up & (r_pv < 1)
+    if lost.any():
+        # No entering decision (or no parent_visit on it): the parent's first visit to close after it.
+        a_order = np.lexsort((pos[r], r_p, g[r]))
+        a_key = ((g[r] * big_p + r_p) * span + pos[r])[a_order]
+        want = (g[r][lost] * big_p + r_p[lost] - 1) * span + pos[r][lost]
+        k = np.searchsorted(a_key, want)
+        k_safe = np.minimum(k, len(a_key) - 1)
+        ok = (k < len(a_key)) & ((a_key[k_safe] // span) == want // span)
+        r_pv[np.flatnonzero(lost)[ok]] = r_v[a_order[k_safe[ok]]]
+    parent_res = np.full(len(r), -1, dtype=np.int64)
+    want = ((g[r] * big_p + r_p - 1) * big_v + np.clip(r_pv, 0, big_v - 1)) * span + pos[r]
+    k = np.searchsorted(v_key, want)
+    k_safe = np.minimum(k, len(v_key) - 1)
+    ok = up & (r_pv >= 1) & (k < len(v_key)) & ((v_key[k_safe] // span) == want // span)
+    parent_res[ok] = v_order[k_safe[ok]]
+
+    # The root's main visit: its last, or the one its MOVE records show still open.
+    n_groups = len(groups)
+    root_main = np.zeros(n_groups, dtype=np.int64)
+    root = r[r_p == 0]
+    np.maximum.at(root_main, g[root], np.clip(v[root], 0, None))
+    ply1 = m[p[m] == 1]
+    np.maximum.at(root_main, g[ply1], np.clip(pv_all[ply1], 0, None))
+    main = np.zeros(len(r), dtype=bool)
+    # The last root RESULT with the main number.
+    at_root = np.flatnonzero(r_p == 0)
+    hit = at_root[r_v[at_root] == root_main[g[r][at_root]]]
+    if len(hit):
+        last = np.unique(g[r][hit][::-1], return_index=True)[1]
+        main[hit[::-1][last]] = True
+    depth_key = np.where(np.isnan(d[r]), -np.inf, d[r])
+    for level in range(1, int(r_p.max(initial=0)) + 1):
+        at = np.flatnonzero(r_p == level)
+        if not len(at):
+            continue
+        pr = parent_res[at]
+        in_main = np.where(pr >= 0, main[np.maximum(pr, 0)], False)
+        if level == 1:  # a root visit that never closed
+            in_main |= (pr < 0) & (r_pv[at] >= 1) & (r_pv[at] == root_main[g[r][at]])
+        cand = at[in_main]
+        if not len(cand):
+            continue
+        # Per (parent visit, last move): the deepest, the last among equals.
+        parent_id = np.where(parent_res[cand] >= 0, parent_res[cand], -1 - g[r][cand])
+        srt = cand[np.lexsort((pos[r][cand], depth_key[cand], mv[r][cand], parent_id))]
+        sid = np.where(parent_res[srt] >= 0, parent_res[srt], -1 - g[r][srt])
+        last = np.r_[(sid[1:] != sid[:-1]) | (mv[r][srt][1:] != mv[r][srt][:-1]), True]
+        main[srt[last]] = True
+    is_main[rows[r]] = main
+    return is_main

@@ -30,9 +30,14 @@ Depth
     ``ebf_iter`` = sqrt(Σ N(d) / Σ N(d − 2)) over those pairs.
 
 ``ebf_ply`` (one row per group and ply, final iterations only)
-    ``nodes``: RESULT records at that ply in each search's final iteration,
-    summed over the group's searches; ``fanout`` = nodes(p + 1) / nodes(p), NaN at the group's deepest
-    ply (never 0, also when another group of the report goes deeper).
+    Over all visits: ``nodes``: RESULT records at that ply in each search's final iteration,
+    summed over the group's searches (a node visited twice, e.g. the root searched again after an
+    aspiration fail high, counts twice); ``fanout`` = nodes(p + 1) / nodes(p), NaN at the group's deepest
+    ply (never 0, also when another group of the report goes deeper).  Over main visits:
+    ``nodes_main``: the RESULT records at that ply that close their node's main visit (docs/ALIGN.md,
+    "Node visits": one root per iteration, each node at most once), ``fanout_main`` =
+    nodes_main(p + 1) / nodes_main(p), undefined the same way; both null when the records carry no node
+    visits (``visit`` / ``parent_visit``: files written before the parser numbered them).
 
 Engine-sourced per-iteration counts come from the searches column
 ``iter_nodes``: a JSON list of ``[depth, nodes]`` pairs holding the engine's
@@ -50,6 +55,7 @@ import pandas as pd
 from typing import Sequence
 
 from treediff.model.errors import InputError
+from treediff.parse.visits import main_visit_flags
 from treediff.report.grouping import RECORD_KEYS, key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 
@@ -110,17 +116,59 @@ class ResultPartial:
 
     results: pd.DataFrame  #: srow, iter, ply, count
     root: pd.DataFrame     #: srow, depth (plies)
+    #: srow, iter, ply, count of the RESULT records closing their node's main visit; None without visit columns.
+    main: pd.DataFrame | None = None
+
+
+#: Records columns the main-visit counts read when the input has them (files written before the
+#: parser numbered visits do not).
+VISIT_COLUMNS = ("seq", "move", "visit", "parent_visit")
+
+
+def _per_cell_ply(batch: Batch, mask: np.ndarray) -> pd.DataFrame:
+    """Records of ``mask`` counted per (srow, iter, ply) cell."""
+    rg = batch.record_groups.record_group
+    plies = batch.plies[mask]
+    width = int(plies.max()) + 1 if len(plies) else 1
+    flat = np.bincount(rg[mask] * width + plies, minlength=batch.n_cells * width)
+    cells = np.flatnonzero(flat)
+    return batch.cell_frame(cells // width, ply=cells % width, count=flat[cells].astype(np.int64))
+
+
+def main_visits(batch: Batch) -> np.ndarray | None:
+    """Per record: does this RESULT close its node's main visit (None when the records carry no visits)."""
+    records = batch.records
+    if any(c not in records.columns for c in VISIT_COLUMNS) or not len(records):
+        return None
+    visit = np.asarray(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan))
+    parent_visit = np.asarray(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan))
+    if np.isnan(visit[batch.is_result]).all():
+        return None
+    # Record order within each search (batches hold whole searches; the columnar readers keep it).
+    seq = np.asarray(records["seq"], dtype=np.int64)
+    sort = np.lexsort((seq, batch.srow))
+    order: np.ndarray | None = None if bool(np.all(sort == np.arange(len(sort)))) else sort
+    move_codes, _ = batch.codes("move")
+    arrays = [batch.srow * (1 << 16) + batch.iters, batch.plies, batch.is_result, batch.is_move,
+              np.asarray(move_codes, dtype=np.int64), np.asarray(records["depth"], dtype=np.float64),
+              np.nan_to_num(visit, nan=0.0), np.nan_to_num(parent_visit, nan=0.0)]
+    if order is not None:
+        arrays = [a[order] for a in arrays]
+    flags = main_visit_flags(*arrays)
+    if order is not None:
+        back = np.empty_like(flags)
+        back[order] = flags
+        flags = back
+    return flags
 
 
 def result_partial(batch: Batch) -> ResultPartial:
-    """RESULT counts of a batch per (srow, iter, ply) cell, and the deepest root RESULT ``d`` per search."""
+    """RESULT counts of a batch per (srow, iter, ply) cell (all visits and main visits), and the deepest
+    root RESULT ``d`` per search."""
     res = batch.is_result
-    rg = batch.record_groups.record_group
-    plies = batch.plies[res]
-    width = int(plies.max()) + 1 if len(plies) else 1
-    flat = np.bincount(rg[res] * width + plies, minlength=batch.n_cells * width)
-    cells = np.flatnonzero(flat)
-    results = batch.cell_frame(cells // width, ply=cells % width, count=flat[cells].astype(np.int64))
+    results = _per_cell_ply(batch, res)
+    flags = main_visits(batch)
+    main = _per_cell_ply(batch, res & flags) if flags is not None else None
     root = res & (batch.plies == 0)
     if root.any():
         depth = np.asarray(batch.records["depth"], dtype=np.float64)[root]
@@ -128,7 +176,7 @@ def result_partial(batch: Batch) -> ResultPartial:
         roots = pd.DataFrame({"srow": deepest.index.to_numpy(), "depth": deepest.to_numpy()})
     else:
         roots = pd.DataFrame({"srow": np.zeros(0, dtype=np.int64), "depth": np.zeros(0)})
-    return ResultPartial(results, roots)
+    return ResultPartial(results, roots, main)
 
 
 @dataclass
@@ -137,6 +185,8 @@ class MergedResults:
 
     nodes: SearchNodes
     grid: np.ndarray
+    #: The same grid over main visits only; None when a batch's records carried no node visits.
+    grid_main: np.ndarray | None = None
 
 
 def merge_results(partials: Sequence[ResultPartial], grouping: Grouping) -> MergedResults:
@@ -151,7 +201,17 @@ def merge_results(partials: Sequence[ResultPartial], grouping: Grouping) -> Merg
     sn = search_nodes(searches, ResultCounts(srow, iters, count, root_depth))
     sg = grouping.search_groups
     grid = ply_grid(len(sg.groups), sg.search_group, sn, srow, iters, res["ply"].to_numpy(dtype=np.int64), count)
-    return MergedResults(sn, grid)
+    grid_main = None
+    if partials and all(p.main is not None for p in partials):
+        main = concat([p.main for p in partials if p.main is not None], ["srow", "iter", "ply", "count"])
+        grid_main = ply_grid(len(sg.groups), sg.search_group, sn, main["srow"].to_numpy(dtype=np.int64),
+                             main["iter"].to_numpy(dtype=np.int64), main["ply"].to_numpy(dtype=np.int64),
+                             main["count"].to_numpy(dtype=np.float64))
+        # Same shape as the all-visits grid (main counts never reach a ply the others do not).
+        padded = np.zeros_like(grid)
+        padded[:, :min(grid.shape[1], grid_main.shape[1])] = grid_main[:, :grid.shape[1]]
+        grid_main = padded
+    return MergedResults(sn, grid, grid_main)
 
 
 def search_nodes(searches: pd.DataFrame, counts: ResultCounts) -> SearchNodes:
@@ -229,19 +289,32 @@ def ply_grid(n_groups: int, search_group: np.ndarray, sn: SearchNodes, srow: np.
     return grid.astype(np.int64)
 
 
-def ebf_ply_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
-    """RESULT nodes per ply in each search's final iteration, summed per group, and the fanout to the next ply."""
-    grid = merged.grid
-    width = grid.shape[1]
+def _fanout(grid: np.ndarray) -> np.ndarray:
+    """nodes(p + 1) / nodes(p) per group and ply of a [groups, plies] grid."""
     fanout = np.full(grid.shape, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         # Undefined (NaN) at a group's deepest ply: no nodes below it, even when another group's tree goes deeper.
         fanout[:, :-1] = np.where((grid[:, :-1] > 0) & (grid[:, 1:] > 0), grid[:, 1:] / np.maximum(grid[:, :-1], 1),
                                   np.nan)
+    return fanout
+
+
+def ebf_ply_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
+    """RESULT nodes per ply in each search's final iteration, summed per group, and the fanout to the next ply:
+    over all visits (``nodes``, ``fanout``) and over main visits (``nodes_main``, ``fanout_main``)."""
+    grid = merged.grid
+    width = grid.shape[1]
     cells = np.flatnonzero(grid.ravel())
     groups, plies = cells // width, cells % width
-    body = pd.DataFrame({"ply": plies, "nodes": grid.ravel()[cells].astype(np.int64),
-                         "fanout": fanout.ravel()[cells]})
+    columns: dict[str, object] = {"ply": plies, "nodes": grid.ravel()[cells].astype(np.int64),
+                                  "fanout": _fanout(grid).ravel()[cells]}
+    if merged.grid_main is not None:
+        columns["nodes_main"] = merged.grid_main.ravel()[cells].astype(np.int64)
+        columns["fanout_main"] = _fanout(merged.grid_main).ravel()[cells]
+    else:
+        columns["nodes_main"] = pd.array([pd.NA] * len(cells), dtype="Int64")
+        columns["fanout_main"] = np.full(len(cells), np.nan)
+    body = pd.DataFrame(columns)
     return pd.concat([key_frame(grouping.search_groups.groups, groups), body], axis=1)
 
 
@@ -336,6 +409,7 @@ class EbfTable:
 
     name = "ebf"
     columns = ("tag", "iter", "ply", "depth")
+    optional_columns = VISIT_COLUMNS
 
     def partial(self, batch: Batch) -> ResultPartial:
         return result_partial(batch)
