@@ -179,3 +179,83 @@ def test_synthetic_trees_without_visit_columns():
     for i in np.flatnonzero(all_rows["visit_label"] == "main")[:200]:
         inside = paths[i + 1:i + sizes[i]]
         assert all(p == paths[i] or p.startswith(paths[i] + "/") or paths[i] == "" for p in inside)
+
+
+# ---------------------------------------------------------------- random traces
+def _frame(records: list[dict]) -> pd.DataFrame:
+    acts = {"FULL": "SEARCH", "LMR": "REDUCE"}
+    rows = [{"tag": r["tag"], "path": r["path"], "seq": i, "line": i + 3,
+             "act": r.get("act", "FULL") if r["tag"] == "MOVE" else None,
+             "kind": acts[r.get("act", "FULL")] if r["tag"] == "MOVE" else None,
+             "depth": float(r["d"]), "new_depth": float(r["d"] - 1) if r["tag"] == "MOVE" else np.nan,
+             "reduction": np.nan, "mn": 1 if r["tag"] == "MOVE" else None}
+            for i, r in enumerate(records)]
+    frame = pd.DataFrame(rows)
+    for col in ("tag", "act", "kind"):
+        frame[col] = frame[col].astype("category")
+    frame["mn"] = frame["mn"].astype("Int16")
+    return frame
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rows_read_the_parents_main_visit_on_random_traces(seed):
+    import random
+
+    from support import visits_reference as ref
+
+    records = [r for r in ref.random_search(random.Random(300 + seed)) if r["iter"] == 4]
+    for r in records:
+        r.pop("given", None)
+    for r, v, p in zip(records, ref.visits(records), ref.parent_visits(records)):
+        r["visit"], r["parent_visit"] = v, p
+    main = ref.main_visits(records)
+    frame = _frame(records)
+    rows = align_trees(frame, frame).set_index("path")
+    for path in {r["path"] for r in records if r["tag"] == "MOVE"}:
+        parent = ref.parent_of(path)
+        moves = [(r, i) for i, r in enumerate(records) if r["tag"] == "MOVE" and r["path"] == path]
+        chosen = [i for r, i in moves if parent in main and r["parent_visit"] == main[parent]]
+        if not chosen:  # the last visit of the parent that decided the move
+            last = max(r["parent_visit"] for r, _ in moves)
+            chosen = [i for r, i in moves if r["parent_visit"] == last]
+        row = rows.loc[path]
+        assert row["decisions_a"] == len(chosen), path
+        assert row["line_a"] == chosen[0] + 3 and row["depth_a"] == records[chosen[0]]["d"], path
+        assert row["visits_a"] == sum(r["tag"] == "RESULT" and r["path"] == path for r in records)
+    # Visit rows: every other visit inside the parent's main visit, and the tree kept.
+    every = align_trees(frame, frame, visits="all")
+    assert every["status"].astype(str).eq("same").all()
+    main_rows = every[every["visit_label"] == "main"].reset_index(drop=True)
+    pd.testing.assert_series_equal(main_rows["path"], align_trees(frame, frame)["path"])
+    sizes, paths = every["subtree_rows"].to_numpy(), every["path"].tolist()
+    for i in range(len(every)):
+        inside = paths[i + 1:i + sizes[i]]
+        assert all(p == paths[i] or p.startswith(paths[i] + "/") or paths[i] == "" for p in inside)
+        parent = every["parent"].iloc[i]
+        if parent >= 0:
+            assert every["visit_label"].iloc[parent] == "main" and parent < i
+
+
+def test_visits_all_on_messy_traces_keeps_the_path_rows():
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    record = st.tuples(st.lists(st.sampled_from(["e2e4", "d2d4", "0000"]), max_size=3).map("/".join),
+                       st.booleans(), st.sampled_from([1.0, 2.0, np.nan]))
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(record, min_size=1, max_size=20), st.lists(record, min_size=1, max_size=20))
+    def check(ra, rb):
+        def frame(recs):
+            return _frame([{"tag": "MOVE" if m and p else "RESULT", "path": p, "d": d} for p, m, d in recs])
+
+        a, b = frame(ra), frame(rb)
+        rows = align_trees(a, b)
+        every = align_trees(a, b, visits="all")
+        main = every[every["visit_label"] == "main"].reset_index(drop=True)
+        pd.testing.assert_frame_equal(main[rows.columns].drop(columns=["parent", "subtree_rows"]),
+                                      rows.drop(columns=["parent", "subtree_rows"]), check_categorical=False)
+        assert int(every["subtree_rows"].iloc[0]) == len(every)
+        assert (rows["other_visit_nodes_a"] <= rows["nodes_a"]).all()
+
+    check()
