@@ -50,12 +50,15 @@ def parse_tables(tables: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(t for t in TABLES if t in items)
 
 
-def columns_for(tables: Sequence[str], keys: Sequence[str] = ()) -> list[str]:
-    """The records columns the given tables need (``iter`` always: partials are kept per iteration;
-    ``tag`` and ``ply`` or ``depth`` for the record-level keys)."""
+def columns_for(tables: Sequence[str], keys: Sequence[str] = (), optional: bool = True) -> list[str]:
+    """The records columns the given tables read (``iter`` always: partials are kept per iteration;
+    ``tag`` and ``ply`` or ``depth`` for the record-level keys), with the tables' ``optional_columns``
+    unless ``optional`` is False (then only what they cannot do without)."""
     cols: dict[str, None] = {}
     for t in tables:
         cols.update(dict.fromkeys(REGISTRY[t].columns))
+        if optional:
+            cols.update(dict.fromkeys(getattr(REGISTRY[t], "optional_columns", ())))
     cols["iter"] = None
     for key in RECORD_KEYS:
         if key in keys:
@@ -146,7 +149,7 @@ def fold_tables(source: Source, specs: Sequence[Table], keys: Sequence[str], tar
     columns: dict[str, None] = {}
     for spec in specs:
         columns.update(dict.fromkeys(spec.columns))
-    columns.update(dict.fromkeys(columns_for((), keys)))
+    columns.update(dict.fromkeys(columns_for((), keys, optional=False)))
     if keep is not None:
         columns.update(dict.fromkeys(keep.columns))
     read = list(columns)
