@@ -103,8 +103,8 @@ class _Side:
         self.reduction = records["reduction"].to_numpy(dtype=np.float32, na_value=np.nan)
         self.act = _labels(records["act"])
         self.kind = _labels(records["kind"])
-        self.line = (records["line"].to_numpy(dtype=np.float64, na_value=np.nan) if "line" in records.columns
-                     else np.full(self.n, np.nan))
+        #: Source line of each record (-1: unknown), int32 when every line fits.
+        self.line = _lines(records["line"] if "line" in records.columns else None, self.n)
         # The parser's visit numbers (0: unknown); None when the records carry none (worked out later).
         self.visit: np.ndarray | None = None
         self.parent_visit: np.ndarray | None = None
@@ -112,8 +112,9 @@ class _Side:
             visit = records["visit"].to_numpy(dtype=np.float64, na_value=np.nan)
             parent_visit = records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan)
             if not (np.isnan(visit[self.is_result]).all() and np.isnan(parent_visit[self.is_move]).all()):
-                self.visit = np.nan_to_num(visit, nan=0.0).astype(np.int64)
-                self.parent_visit = np.nan_to_num(parent_visit, nan=0.0).astype(np.int64)
+                self.visit = np.nan_to_num(visit, nan=0.0).astype(np.int32)
+                self.parent_visit = np.nan_to_num(parent_visit, nan=0.0).astype(np.int32)
+            del visit, parent_visit
 
     def visits(self, codes: np.ndarray, parent: np.ndarray, ply: np.ndarray) -> VisitTree:
         """This side's visit tree over the shared path codes (the columns' numbers, else worked out)."""
@@ -122,6 +123,14 @@ class _Side:
             self.visit, self.parent_visit = visit_numbers(node, self.is_result, self.depth)
         return visit_tree(codes, parent, ply, self.is_result, self.is_move, self.depth, self.visit,
                           self.parent_visit)
+
+
+def _lines(series: pd.Series | None, n: int) -> np.ndarray:
+    if series is None:
+        return np.full(n, -1, dtype=np.int32)
+    values = series.to_numpy(dtype=np.float64, na_value=-1.0)
+    fits = len(values) == 0 or float(values.max()) < 2**31
+    return values.astype(np.int32 if fits else np.int64)
 
 
 def equals(series: pd.Series, value: str) -> np.ndarray:
@@ -379,9 +388,9 @@ def _status(sums: np.ndarray, dec_a: "_Decisions", dec_b: "_Decisions", src: np.
     return status
 
 
-def _per_path_result(tree: VisitTree, values: np.ndarray, n_paths: int) -> np.ndarray:
-    """Per path: ``values`` (per record) of its main visit's RESULT, else of its first RESULT (NaN: none)."""
-    out = np.full(n_paths, np.nan, dtype=np.float64)
+def _per_path_result(tree: VisitTree, values: np.ndarray, n_paths: int, fill=np.nan) -> np.ndarray:
+    """Per path: ``values`` (per record) of its main visit's RESULT, else of its first RESULT (``fill``: none)."""
+    out = np.full(n_paths, fill, dtype=values.dtype)
     codes, first = np.unique(tree.code, return_index=True)  # (RESULTs are in record order)
     out[codes] = values[tree.result[first]]
     main = np.flatnonzero(tree.is_main)
@@ -411,12 +420,25 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = 
     n_paths = len(paths)
     codes_a, codes_b = codes[: a.n], codes[a.n :]
 
-    # Node visits: each side's visit tree, and the decisions made in each row's parent's main visit.
-    tree_a, tree_b = a.visits(codes_a, parent, ply), b.visits(codes_b, parent, ply)
+    # Node visits, one side at a time (a visit tree is large and short-lived): the decisions made in each
+    # row's parent's main visit, and per path its main visit's RESULT depth and line and its main-visit nodes.
+    keep, result_of, anchored, trees = [], [], [], []
+    for side, side_codes in ((a, codes_a), (b, codes_b)):
+        tree = side.visits(side_codes, parent, ply)
+        keep.append(_main_decisions(side, side_codes, parent, tree, n_paths))
+        result_of.append((_per_path_result(tree, side.depth, n_paths).astype(np.float32),
+                          _per_path_result(tree, side.line, n_paths, -1)))
+        anchored.append(np.bincount(tree.anchor[tree.anchor >= 0], minlength=n_paths))
+        if visits == "all":  # (the visit rows read the trees again)
+            trees.append(tree)
+        else:
+            side.visit = side.parent_visit = None
+        del tree
     act_a, act_b, act_labels = _unify(a.act, b.act)
     kind_a, kind_b, kind_labels = _unify(a.kind, b.kind, order=KIND_VALUES)
-    dec_a = _Decisions(a, codes_a, n_paths, act_a, kind_a, _main_decisions(a, codes_a, parent, tree_a, n_paths))
-    dec_b = _Decisions(b, codes_b, n_paths, act_b, kind_b, _main_decisions(b, codes_b, parent, tree_b, n_paths))
+    dec_a = _Decisions(a, codes_a, n_paths, act_a, kind_a, keep[0])
+    dec_b = _Decisions(b, codes_b, n_paths, act_b, kind_b, keep[1])
+    del keep
 
     # Per-path own counts, later summed over subtrees: RESULTs (nodes) and all
     # records (presence) per side, 1 per row (subtree size in rows), and the
@@ -427,8 +449,8 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = 
     sums[:, 2] = np.bincount(codes_a, minlength=n_paths)
     sums[:, 3] = np.bincount(codes_b, minlength=n_paths)
     sums[:, 4] = 1
-    sums[:, 5] = np.bincount(tree_a.anchor[tree_a.anchor >= 0], minlength=n_paths)
-    sums[:, 6] = np.bincount(tree_b.anchor[tree_b.anchor >= 0], minlength=n_paths)
+    sums[:, 5], sums[:, 6] = anchored
+    del anchored
     visit_counts = (sums[:, 0].astype(np.int32), sums[:, 1].astype(np.int32))
 
     level_key = (ply.astype(np.int64) << 40) | (parent + 1)
@@ -455,12 +477,12 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = 
     sums = sums[final]
     status = _status(sums, dec_a, dec_b, src)
 
-    def side_columns(dec: _Decisions, side: _Side, tree: VisitTree, count: np.ndarray, suffix: str) -> dict:
+    def side_columns(dec: _Decisions, results: tuple[np.ndarray, np.ndarray], count: np.ndarray, suffix: str) -> dict:
         depth = dec.first(dec.depth, np.nan)
-        line = dec.first(dec.line, np.nan)
+        line = dec.first(dec.line, -1)
         no_move = dec.count == 0
-        depth[no_move] = _per_path_result(tree, side.depth, n_paths)[no_move]
-        line[no_move] = _per_path_result(tree, side.line, n_paths)[no_move]
+        depth[no_move] = results[0][no_move]
+        line[no_move] = results[1][no_move]
         seq_codes, seq_categories = dec.sequence(act_labels)
         kind_codes = np.where(dec.count > 0, dec.first(dec.kind, -1), -1)
         return {
@@ -481,8 +503,9 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = 
         "ply": ply[src].astype(np.int16),
         "status": pd.Categorical.from_codes(status, categories=STATUS_VALUES),
     }
-    columns.update(side_columns(dec_a, a, tree_a, visit_counts[0], "a"))
-    columns.update(side_columns(dec_b, b, tree_b, visit_counts[1], "b"))
+    columns.update(side_columns(dec_a, result_of[0], visit_counts[0], "a"))
+    columns.update(side_columns(dec_b, result_of[1], visit_counts[1], "b"))
+    del result_of
     columns.update(
         {
             "nodes_a": sums[:, 0].astype(np.int64),
@@ -497,15 +520,18 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = 
     # millions of rows into 2-D blocks would cost more than the alignment.
     rows = pd.DataFrame(columns, copy=False)
     if visits == "all":
-        sides = (_VisitSide(a, tree_a, act_a, kind_a, parent), _VisitSide(b, tree_b, act_b, kind_b, parent))
+        sides = (_VisitSide(a, trees[0], act_a, kind_a, parent), _VisitSide(b, trees[1], act_b, kind_b, parent))
         rows = _with_visit_rows(rows, src, sides, act_labels, kind_labels)
     return rows
 
 
 def _nullable_ints(values: np.ndarray) -> pd.arrays.IntegerArray:
-    """Float values (NaN: none) as a nullable Int64 array."""
-    missing = np.isnan(values)
-    return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
+    """Values (NaN or negative: none) as a nullable integer array (Int32 when they fit, else Int64)."""
+    values = np.asarray(values)
+    missing = np.isnan(values) if values.dtype.kind == "f" else values < 0
+    kept = np.where(missing, 0, values)
+    fits = len(kept) == 0 or int(kept.max()) < 2**31
+    return pd.arrays.IntegerArray(kept.astype(np.int32 if fits else np.int64), missing)
 
 
 # ---------------------------------------------------------------------- visits="all"
@@ -587,7 +613,7 @@ class _VisitSide:
             f"reduction_{suffix}": of_entry(side.reduction).astype(np.float32),
             f"mn_{suffix}": of_entry(side.mn).astype(np.float32),
             f"decisions_{suffix}": dec.astype(np.int32),
-            f"line_{suffix}": _nullable_ints(of_result(side.line)),
+            f"line_{suffix}": _nullable_ints(np.where(of_result(side.line) < 0, np.nan, of_result(side.line))),
             f"nodes_{suffix}": nodes,
             f"other_visit_nodes_{suffix}": np.zeros(len(r), dtype=np.int64),
             f"visit_{suffix}": _nullable_ints(visit),
