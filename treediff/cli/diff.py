@@ -136,6 +136,9 @@ def _fen_of(records, search: int) -> str | None:
               help=f"Identical rows kept around each change; longer identical runs are folded (default {DEFAULT_CONTEXT}).")
 @click.option("--top", "top_n", type=click.IntRange(min=0), metavar="N", default=TOP_N, show_default=True,
               help="Frontier rows listed (largest |delta|); a (rest) row sums the others.")
+@click.option("--visits", type=click.Choice(["main", "all"]), default="main", show_default=True,
+              help="main: one row per path, its parent's main visit; all: also a row per other visit of a path "
+                   "(labelled verify or re-search after the move).")
 @click.option("--notation", type=click.Choice(NOTATIONS), default="own", show_default=True,
               help="How moves are written: own (each side's dialect: SAN for Crafty), uci or san.")
 @click.option("--width", type=click.IntRange(min=20), metavar="N",
@@ -146,8 +149,8 @@ def _fen_of(records, search: int) -> str | None:
               help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are blank lines), for meld or diff -y.")
 @click.option("--engine-a", metavar="NAME", help="The engine to take from A when it holds several (e.g. a batch dataset).")
 @click.option("--engine-b", metavar="NAME", help="The engine to take from B when it holds several.")
-def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, context, top_n, notation, width, fmt,
-         meld_dir, engine_a, engine_b) -> None:
+def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, context, top_n, visits, notation, width,
+         fmt, meld_dir, engine_a, engine_b) -> None:
     """Show A's and B's search trees of one position side by side, aligned by move path.
 
     Rows are in depth-first tree order; a path only one side has leaves a gap
@@ -171,7 +174,7 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     chosen = position if position is not None else _shared_position(source_a, source_b)
     records_a = _read_side(source_a, a, "A", chosen)
     records_b = _read_side(source_b, b, "B", chosen)
-    alignment = align(records_a, records_b, iter=iteration, position=position)
+    alignment = align(records_a, records_b, iter=iteration, position=position, visits=visits)
     alignment.rows = _with_source_lines(alignment, records_a, records_b)
     fen_a, fen_b = _fen_of(records_a, alignment.a.search), _fen_of(records_b, alignment.b.search)
     notations = (render.side_notation(notation, alignment.a.engine, fen_a),

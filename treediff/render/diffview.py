@@ -41,7 +41,7 @@ EXPORT_COLUMNS = [
 ]
 #: Exported after :data:`EXPORT_COLUMNS` when the rows have them (source lines; node visits).
 OPTIONAL_EXPORT_COLUMNS = ["line_a", "line_b", "visits_a", "visits_b", "other_visit_nodes_a",
-                           "other_visit_nodes_b", "visit"]
+                           "other_visit_nodes_b", "visit", "visit_label"]
 _CELLS = ("tree", "acts", "depth", "red", "nodes", "line")
 _HEADINGS = {"tree": "move", "acts": "act", "depth": "depth", "red": "red", "nodes": "nodes", "line": "line"}
 _RIGHT = ("nodes", "red", "line")
@@ -252,6 +252,11 @@ def arrow_cells(rows: pd.DataFrame, side: str, base_ply: int = 0, full_paths: bo
         depth_of = np.maximum(rows["ply"].to_numpy(dtype=np.int64) - base_ply, 0)
         indents = pa.array(["  " * k for k in range(int(depth_of.max(initial=0)) + 1)], pa.string())
         tree = _join(indents.take(pa.array(depth_of)), moves)
+    if "visit_label" in rows.columns:
+        # diff --visits all: a path's other visits get their own rows, labelled after the move.
+        label = rows["visit_label"].astype(object).to_numpy()
+        other = pa.array(label != "main")
+        tree = pc.if_else(other, _join(tree, pa.scalar(" ["), pa.array(label.astype(str)), pa.scalar("]")), tree)
     acts = _strings(rows[f"seq_{side}"])
     decisions = rows[f"decisions_{side}"].to_numpy()
     depth = rows[f"depth_{side}"].to_numpy(dtype=np.float64)
@@ -788,8 +793,9 @@ def export_frame(rows: pd.DataFrame,
     columns when the rows have them.
     """
     out = rows[EXPORT_COLUMNS + [c for c in OPTIONAL_EXPORT_COLUMNS if c in rows.columns]].copy()
-    for col in ("status", "seq_a", "seq_b", "kind_a", "kind_b"):
-        out[col] = out[col].astype(object)
+    for col in ("status", "seq_a", "seq_b", "kind_a", "kind_b", "visit_label"):
+        if col in out.columns:
+            out[col] = out[col].astype(object)
     status = rows["status"].to_numpy(dtype=object)
     paths = _strings(rows["path"])
     for side, notation in zip("ab", notations):
