@@ -174,16 +174,19 @@ def test_dask_worker_sigkilled(cli, tmp_path, work, record):
 
 
 @needs_dask
-def test_dask_batch_terminated(cli, tmp_path, work, record):
+@pytest.mark.parametrize("sig, group", [pytest.param(signal.SIGTERM, False, id="SIGTERM-main"),
+                                        pytest.param(signal.SIGHUP, True, id="SIGHUP-group")])
+def test_dask_batch_terminated(cli, tmp_path, work, sig, group, record):
     pids = tmp_path / "pids"
     pids.mkdir()
     c, ds = _batch(cli, tmp_path, work, f"hang@uci={fake('--mode', 'hang', '--pid-dir', pids)}",
                    extra=("--executor", "dask"))
     assert wait_until(lambda: len(pids_in(pids)) >= 2, 60), c.output
     t0 = time.monotonic()
-    c.signal(signal.SIGTERM)
-    assert c.wait(60) == 143, c.output
-    record("batch --executor dask, SIGTERM", "exited after signal", time.monotonic() - t0, 15.0)
+    c.signal(sig, group=group)
+    assert c.wait(60) == 128 + sig, c.output
+    record(f"batch --executor dask, {signal.Signals(sig).name} to the {'group' if group else 'main process'}",
+           "exited after signal", time.monotonic() - t0, 15.0)
     assert not wait_gone(pids_in(pids), 2.0), "engines survived"
     assert not wait_gone(session_members(c.pid), 10.0), "Dask processes survived"
     assert not list(work.iterdir()) and not _no_tmp_files(ds)

@@ -36,7 +36,7 @@ import uuid
 from typing import Iterator, Sequence
 
 from treediff.model.errors import InputError, TreediffError
-from treediff.run.batch import TaskFn, WorkerLost
+from treediff.run.batch import TaskFn, WorkerLost, _start_helpers_shielded
 from treediff.run.signals import deferred
 from treediff.run.task import Task, TaskResult
 
@@ -107,6 +107,10 @@ class DaskExecutor:
         if not scheduler:
             # Our own workers only wait on engines: no statistical profiler taking the GIL 100 times a second.
             settings["distributed.worker.profile.enabled"] = False
+        if not scheduler:
+            # The nannies and workers are forked by the fork server: started with SIGHUP/SIGTERM ignored, it
+            # passes that on, so a terminal's hang-up reaches only this process, which closes the cluster.
+            _start_helpers_shielded(method)
         with dask.config.set(settings):
             try:
                 if scheduler:
