@@ -279,6 +279,28 @@ def _int32_where(values: np.ndarray, valid: np.ndarray) -> pa.Array:
                                  null_count=int(n - valid.sum()))
 
 
+@dataclass
+class _Held:
+    """A chunk waiting in :class:`VisitStage`, with the columns the numbering reads, as numpy."""
+
+    table: pa.Table
+    keys: np.ndarray          #: :func:`iteration_keys`
+    is_result: np.ndarray
+    depth: np.ndarray         #: float32, NaN unknown
+    given: np.ndarray | None  #: engine-written visit= (NO_VISIT where none); None when the chunk has none
+    visit: np.ndarray
+    parent_visit: np.ndarray
+
+    @classmethod
+    def of(cls, table: pa.Table) -> "_Held":
+        n = table.num_rows
+        written = table.column("visit")
+        given = _numbers(written, np.int32, NO_VISIT) if written.null_count != n else None
+        return cls(table, iteration_keys(table), _equals(table.column("tag"), "RESULT"),
+                   _numbers(table.column("depth"), np.float32, np.nan), given,
+                   np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32))
+
+
 class VisitStage:
     """Numbers visits over whole iterations although the parser's chunks cut them.
 
@@ -296,8 +318,7 @@ class VisitStage:
     def __init__(self, all_contexts: bool = False):
         self._all_contexts = all_contexts
         self._primary: dict[int, str | None] = {}
-        #: Held chunks: (table, its iteration keys, visit, parent_visit); values are final before ``_done``.
-        self._held: list[tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._held: list[_Held] = []
         #: Rows of the held chunks (from the first) whose numbers are final.
         self._done = 0
 
@@ -307,42 +328,41 @@ class VisitStage:
         if primary:
             self._primary.update(primary)
         if table.num_rows:
-            n = table.num_rows
-            self._held.append((table, iteration_keys(table), np.zeros(n, np.int64), np.zeros(n, np.int64)))
+            self._held.append(_Held.of(table))
         if not self._held:
             return []
         return self._release(self._open_start(open_search))
 
     def flush(self) -> list[pa.Table]:
         """Every chunk still held (the end of a log: nothing is open any more)."""
-        return self._release(sum(t.num_rows for t, *_ in self._held))
+        return self._release(sum(h.table.num_rows for h in self._held))
 
     def _open_start(self, open_search: int | None) -> int:
         """Row (counted over the held chunks) where what must wait starts."""
-        total = sum(t.num_rows for t, *_ in self._held)
-        keys = self._held[-1][1]
+        total = sum(h.table.num_rows for h in self._held)
+        keys = self._held[-1].keys
         if open_search is None or (keys[-1] >> 17) != open_search:
             return total
         before = total - len(keys)
         if self._all_contexts:
             # The open search's first row (search numbers never decrease).
             offset = 0
-            for _, k, _, _ in self._held:
-                hit = np.flatnonzero((k >> 17) == open_search)
+            for h in self._held:
+                hit = np.flatnonzero((h.keys >> 17) == open_search)
                 if len(hit):
                     return offset + int(hit[0])
-                offset += len(k)
+                offset += len(h.keys)
             return total
         # The start of the last run of (search, iter): in the last chunk, or earlier if it spans chunks.
         change = np.flatnonzero(keys[1:] != keys[:-1])
         if len(change):
             return before + int(change[-1] + 1)
         start = before
-        for _, k, _, _ in reversed(self._held[:-1]):
-            change = np.flatnonzero(k != keys[-1])
+        for h in reversed(self._held[:-1]):
+            change = np.flatnonzero(h.keys != keys[-1])
             if len(change):
-                return start - len(k) + int(change[-1] + 1)
-            start -= len(k)
+                return start - len(h.keys) + int(change[-1] + 1)
+            start -= len(h.keys)
         return start
 
     def _release(self, upto: int) -> list[pa.Table]:
@@ -351,34 +371,56 @@ class VisitStage:
             self._number(self._done, upto)
             self._done = upto
         out = []
-        while self._held and len(self._held[0][1]) <= self._done:
-            table, keys, visit, parent_visit = self._held.pop(0)
-            self._done -= len(keys)
-            out.append(_with_visit_columns(table, visit, parent_visit))
+        while self._held and len(self._held[0].keys) <= self._done:
+            h = self._held.pop(0)
+            self._done -= len(h.keys)
+            out.append(_with_visit_columns(h.table, h.visit, h.parent_visit, h.is_result))
         return out
 
     def _number(self, lo: int, hi: int) -> None:
         """Compute the numbers of held rows ``lo`` .. ``hi`` and store them in their chunks' arrays."""
-        pieces, where, offset = [], [], 0
-        for i, (t, _, _, _) in enumerate(self._held):
-            a, b = max(lo - offset, 0), min(hi - offset, t.num_rows)
+        where, offset = [], 0
+        for h in self._held:
+            a, b = max(lo - offset, 0), min(hi - offset, h.table.num_rows)
             if a < b:
-                pieces.append(t.slice(a, b - a))
-                where.append((i, a, b))
-            offset += t.num_rows
-        region = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
-        keys = np.concatenate([self._held[i][1][a:b] for i, a, b in where])
-        visit, parent_visit = visit_columns(region, self._primary if self._all_contexts else None, keys)
+                where.append((h, a, b))
+            offset += h.table.num_rows
+
+        def joined(get) -> np.ndarray:
+            parts = [get(h)[a:b] for h, a, b in where]
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+        keys, is_result, depth = joined(lambda h: h.keys), joined(lambda h: h.is_result), joined(lambda h: h.depth)
+        given = None
+        if any(h.given is not None for h, _, _ in where):
+            given = joined(lambda h: h.given if h.given is not None else np.full(len(h.keys), NO_VISIT, np.int32))
+        paths = [h.table.column("path").slice(a, b - a) for h, a, b in where]
+        path = pa.chunked_array([c for p in paths for c in p.chunks], type=paths[0].type).combine_chunks()
+        runs = not self._all_contexts
+        group = keys
+        if not runs:
+            tables = [h.table.slice(a, b - a) for h, a, b in where]
+            region = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+            if region.column("ctx").null_count == region.num_rows:
+                runs = True
+            else:
+                group = keys * 4096 + _context_codes(region, self._primary)
+        if compiled_available() and path.type == pa.string():
+            visit, parent_visit = _compiled(path, group, is_result, depth, given, contiguous=runs)
+        else:
+            visit, parent_visit = _by_sorting(path, group, is_result, depth, given, contiguous=runs)
         at = 0
-        for i, a, b in where:
-            self._held[i][2][a:b] = visit[at:at + b - a]
-            self._held[i][3][a:b] = parent_visit[at:at + b - a]
+        for h, a, b in where:
+            h.visit[a:b] = visit[at:at + b - a]
+            h.parent_visit[a:b] = parent_visit[at:at + b - a]
             at += b - a
 
 
-def _with_visit_columns(table: pa.Table, visit: np.ndarray, parent_visit: np.ndarray) -> pa.Table:
+def _with_visit_columns(table: pa.Table, visit: np.ndarray, parent_visit: np.ndarray,
+                        is_result: np.ndarray | None = None) -> pa.Table:
     """``table`` with its ``visit`` (RESULT rows) and ``parent_visit`` (MOVE rows) columns replaced."""
-    is_result = _equals(table.column("tag"), "RESULT")
+    if is_result is None:
+        is_result = _equals(table.column("tag"), "RESULT")
     i = table.schema.get_field_index("visit")
     table = table.set_column(i, table.schema.field(i), _int32_where(visit, is_result))
     j = table.schema.get_field_index("parent_visit")
