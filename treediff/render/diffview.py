@@ -409,7 +409,8 @@ def legend_lines(layout: Layout, notations: tuple[Notation | None, Notation | No
 
 
 #: Phrases a wrapped sentence keeps on one line: "(A 3, B 0)", "delta +3 nodes", "3→2 plies".
-_UNBROKEN = re.compile(r"\(A [^()]*?, B [^()]*?\)|delta [+-]?[\d,]+ nodes?|\S+ plies|\S+ ply\b|by \S+ pl(?:y|ies)")
+_UNBROKEN = re.compile(r"\(A [^()]*?, B [^()]*?\)|delta [+-]?[\d,]+ nodes?|\S+ plies|\S+ ply\b|by \S+ pl(?:y|ies)"
+                       r"|[\d,]+ times|[\d,]+ nodes? outside")
 _NBSP = "\u00a0"
 
 
