@@ -20,7 +20,9 @@ EXPECTED_BASIC = [
     ("e2e4/e7e5/g1f3", "same", "FULL", "FULL", 0, 0),
     ("e2e4/a7a6", "differs", "FP-QUIET", "FULL", 0, 1),
     ("d2d4", "differs", "LMR→LMR-RESEARCH", "LMR", 3, 1),
-    ("d2d4/d7d5", "differs", "FULL→FULL", "FULL", 1, 0),
+    # d2d4 has two visits in A (LMR, then its LMR-RESEARCH); d7d5's row reads the decision of d2d4's main
+    # (deeper) visit only: one FULL at d=2 (the first visit's FULL at d=1 belongs to the other visit).
+    ("d2d4/d7d5", "differs", "FULL", "FULL", 1, 0),
     ("d2d4/d7d5/c2c4", "only-A", "FULL", "", 0, 0),
     ("g1f3", "differs", "FULL", "FP-QUIET", 3, 0),
     ("g1f3/g8f6", "only-A", "FULL", "", 1, 0),

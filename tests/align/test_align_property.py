@@ -58,10 +58,28 @@ def _frame(records: list[tuple], seed: int) -> pd.DataFrame:
     return frame
 
 
+def _single_visits(frame: pd.DataFrame) -> pd.DataFrame:
+    """One RESULT per path, every RESULT after every MOVE (deepest first): each node visited once."""
+    is_result = (frame["tag"] == "RESULT").to_numpy()
+    keep = ~(is_result & frame.duplicated(["tag", "path"]).to_numpy())
+    frame = frame[keep].reset_index(drop=True)
+    is_result = (frame["tag"] == "RESULT").to_numpy()
+    depth = frame["path"].map(lambda p: p.count("/") + 1 if p else 0).to_numpy()
+    order = np.lexsort((frame["seq"].to_numpy(), -depth * is_result, is_result))
+    frame["seq"] = np.empty(len(frame), dtype=np.int64)
+    frame.loc[order, "seq"] = np.arange(len(frame))
+    return frame
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(record, min_size=1, max_size=25), st.lists(record, min_size=1, max_size=25), st.integers(0, 2**16))
 def test_random_traces_match_baseline(recs_a, recs_b, seed):
     a, b = _frame(recs_a, seed), _frame(recs_b, seed + 1)
+    # The baseline knows no node visits (it concatenates every decision of a path): compare it on traces
+    # where each node has one visit, closed after every decision below it, so that "the parent's main
+    # visit" holds every decision.  tests/align/test_align_visits.py checks traces with several visits
+    # against the visit definitions.
+    a, b = _single_visits(a), _single_visits(b)
     rows = align_trees(a, b)
     got = rows[["path", "status", "seq_a", "seq_b", "nodes_a", "nodes_b"]].astype(
         {"path": str, "status": str, "seq_a": str, "seq_b": str}
