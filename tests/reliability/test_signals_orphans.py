@@ -202,10 +202,11 @@ def test_engine_dies_with_the_process_that_started_it(tmp_path, launcher, record
     pids.mkdir()
     env = dict(os.environ, TREEDIFF_LAUNCHER="1" if launcher == "setpriv" else "0")
     if launcher == "setpriv":
-        from treediff.run.contain import _setpriv
+        import shutil
 
-        if _setpriv() is None:
-            pytest.skip("no setpriv with --pdeathsig here (the preexec variant is the one in use)")
+        setpriv = shutil.which("setpriv")
+        if setpriv is None or b"--pdeathsig" not in subprocess.run([setpriv, "--help"], capture_output=True).stdout:
+            pytest.skip("no setpriv with --pdeathsig here (the opt-in launcher cannot be used)")
     code = ("import sys, time\nfrom treediff.run.process import EngineProcess\n"
             "eng = EngineProcess(sys.argv[1:], cwd=sys.argv[1 + sys.argv[1:].index('--pid-dir') + 1])\n"
             "print(eng.containment.mechanism, flush=True)\ntime.sleep(120)\n")

@@ -293,3 +293,16 @@ def test_corrupt_compressed_data_is_an_oserror_naming_the_offset(tmp_path, kind)
         with open_log(path) as fh:
             while fh.read(1 << 14):
                 pass
+
+
+def test_a_temporary_file_is_removed_at_exit_whatever_interrupted_its_writer(tmp_path):
+    """A signal can land between the temporary file's creation and the try that removes it: atexit does."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys\nfrom treediff.store.files import AtomicOutput\n"
+            "out = AtomicOutput(sys.argv[1])\nprint(out.tmp, flush=True)\nsys.exit(0)  # neither committed nor aborted\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith(".tmp")
+    assert list(tmp_path.iterdir()) == []

@@ -128,11 +128,14 @@ def _watch_main(pid: int, start: str | None) -> None:  # pragma: no cover - runs
 def _leave_without_main() -> None:  # pragma: no cover - runs in pool workers
     from treediff.run.process import abandon_all
 
+    from treediff.store.files import remove_live_temporaries
+
     abandon_all()  # the running task's engine dies now, and the task writes nothing
     if not _TASK_RUNNING.is_set():
         os._exit(143)
     os.kill(os.getpid(), signal.SIGTERM)  # unwinds the task: working directory removed, then exit 143
     time.sleep(5.0)
+    remove_live_temporaries()
     os._exit(143)
 
 
@@ -141,7 +144,11 @@ def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - 
     try:
         return fn(task)
     except _Terminated:
-        # The task's cleanup has run; leave now instead of taking the next queued task.
+        # The task's cleanup has run; leave now instead of taking the next queued task (os._exit skips atexit:
+        # remove any temporary file a signal caught between its creation and its try block).
+        from treediff.store.files import remove_live_temporaries
+
+        remove_live_temporaries()
         os._exit(143)
     finally:
         _TASK_RUNNING.clear()

@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import atexit
 import errno
 import gzip
 import io
@@ -229,14 +230,17 @@ class AtomicOutput:
             os.replace(self.tmp, self.path)
         except BaseException as exc:
             self.tmp.unlink(missing_ok=True)
+            _LIVE_TEMPS.discard(str(self.tmp))
             if is_write_failure(exc):
                 raise write_error(self.path, exc) from None
             raise
+        _LIVE_TEMPS.discard(str(self.tmp))
         _fsync_dir(self.path.parent)
 
     def abort(self) -> None:
         self._done = True
         self.tmp.unlink(missing_ok=True)
+        _LIVE_TEMPS.discard(str(self.tmp))
 
     def __enter__(self) -> Path:
         return self.tmp
@@ -371,6 +375,31 @@ def _make_parents(directory: Path) -> None:
         _fsync_dir(d.parent)
 
 
+#: Temporary files of outputs not yet committed or aborted: removed at exit whatever happened (a signal can
+#: land between the file's creation and the ``try`` that would remove it).
+_LIVE_TEMPS: set[str] = set()
+
+
+def remove_live_temporaries() -> int:
+    """Remove every temporary file of an output that was neither committed nor aborted; their number.
+
+    Runs at interpreter exit (atexit); a process that leaves with ``os._exit``
+    calls it first.
+    """
+    removed = 0
+    for name in list(_LIVE_TEMPS):
+        _LIVE_TEMPS.discard(name)
+        try:
+            os.unlink(name)
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+atexit.register(remove_live_temporaries)
+
+
 def _create_temp_beside(path: Path) -> Path:
     """A new, empty file ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory; the kernel applies the umask.
 
@@ -385,10 +414,15 @@ def _create_temp_beside(path: Path) -> Path:
         name = os.fsencode(name).hex()
     for _ in range(100):
         tmp = path.with_name(f".{name}.{secrets.token_hex(4)}.tmp")
+        _LIVE_TEMPS.add(str(tmp))  # before it exists: no moment where it exists unregistered
         try:
             fd = os.open(tmp, flags, 0o666)
         except FileExistsError:
+            _LIVE_TEMPS.discard(str(tmp))
             continue
+        except BaseException:
+            _LIVE_TEMPS.discard(str(tmp))
+            raise
         os.close(fd)
         return tmp
     raise FileExistsError(f"{path.parent}: could not create a temporary file for {path.name}")
