@@ -209,8 +209,12 @@ def parquet_source(path: str | Path) -> ArrowSource:
         raise InputError(f"{path}: its searches table {spath.name} is missing (write both with `treediff parse`)")
     searches = pq.read_table(spath).to_pandas()
 
+    names = set(pq.read_schema(path).names)
+
     def read(columns: list[str] | None) -> pa.Table:
-        return pq.read_table(path, columns=columns)
+        # Columns a file written by an older treediff lacks (e.g. visit, parent_visit) are left out, not an
+        # error: consumers check what they require, and the aligner works visits out without them.
+        return pq.read_table(path, columns=None if columns is None else [c for c in columns if c in names])
 
     return ArrowSource(read, searches)
 
@@ -284,7 +288,9 @@ class DatasetSource(Source):
         for row in rows:
             if self.files[row] is None:
                 continue
-            table = pq.read_table(self.files[row], columns=wanted)
+            file = self.files[row]
+            present = None if wanted is None else [c for c in wanted if c in pq.read_schema(file).names]
+            table = pq.read_table(file, columns=present)
             # The file's own search number (if any) is replaced by the searches row's: numbers are per source.
             table = table.drop_columns([c for c in ALWAYS if c in table.column_names])
             table = table.append_column("search", pa.array(np.full(table.num_rows, search_ids[row], dtype=np.int32)))
