@@ -27,6 +27,14 @@ def _open(inputs, engine: str, positions: str | None):
     return source
 
 
+def _check_output(output: str | None, inputs: list[str]) -> None:
+    """Refuse, before reading anything, an ``-o`` that is one of the inputs or not a regular file."""
+    if output:
+        from treediff.store.files import check_output
+
+        check_output(output, inputs)
+
+
 _width_option = click.option(
     "--width", type=click.IntRange(min=20), metavar="N",
     help="Fit the table format in N columns (default: the terminal's, COLUMNS, else 100); "
@@ -73,6 +81,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
 
     names = parse_tables(tables)
     keys = parse_by(by)
+    _check_output(output, [*inputs, *([positions] if positions else [])])
     source = _open(inputs, engine, positions)
     target = _batch_target(in_memory)
     keep = None
@@ -123,6 +132,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     if len(inputs) < 2:
         raise click.UsageError("compare needs at least two inputs: A B [C...]")
     a, b, *rest = inputs
+    _check_output(output, [*inputs, *([positions] if positions else [])])
     source_a = _open([a], engine, positions)
     source_b = _open([b], engine, positions)
     others = [_open([path], engine, positions) for path in rest]

@@ -8,15 +8,32 @@ an input is.
 """
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Iterable
 
 from treediff.model.errors import InputError
 from treediff.store.dataset import is_parquet_file
+from treediff.store.files import display_path
 from treediff.store.source import ArrowSource, CombinedSource, DatasetSource, Source, parquet_source
 
 __all__ = ["Source", "open_source", "open_sources"]
+
+
+def _missing(path: str | os.PathLike) -> InputError:
+    """Why ``path`` cannot be opened: a symlink loop or a dangling symlink says so, not just "no such file"."""
+    shown = display_path(path)
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return InputError(f"{shown}: too many levels of symbolic links (a symlink loop?); give the real file")
+        if os.path.islink(path):
+            return InputError(f"{shown}: a symbolic link to {display_path(os.readlink(os.fspath(path)))}, which does not exist")
+        if isinstance(exc, PermissionError):
+            return InputError(f"{shown}: permission denied")
+    return InputError(f"{shown}: no such file or directory")
 
 
 def _open_one(path: str | os.PathLike, **parse_options) -> Source:
@@ -24,7 +41,7 @@ def _open_one(path: str | os.PathLike, **parse_options) -> Source:
     if str(path) != "-" and p.is_dir():
         return DatasetSource.open(p)
     if str(path) != "-" and not p.exists():
-        raise InputError(f"{path}: no such file or directory")
+        raise _missing(path)
     if str(path) != "-" and is_parquet_file(p):
         return parquet_source(p)
     from treediff.parse.core import parse_logs
