@@ -2,10 +2,14 @@
 
 Rules (see docs/ALIGN.md):
 
-* ``position`` given: each side must have exactly one search of that position.
-  Not given: if each side holds one search, those two (their FENs must agree
-  when both are known); else the one position both sides share; several
-  shared positions is an error that lists them.
+* Searches pair by position (board, side to move, castling, en passant:
+  :func:`~treediff.model.positions.position_key`), never by id alone.
+  ``position`` given: the position that id names (on A, else on B); each side
+  must have exactly one search of it; an id naming different positions on the
+  two sides is refused with both FENs.  Not given: if each side holds one
+  search, those two (their positions must agree when both FENs are known);
+  else the one position both sides share; several shared positions is an
+  error that lists them.
 * Iterations: ``iter`` given: each side that has ITER markers must have it.
   Not given: the deepest iteration both sides *completed*; an iteration is
   completed when it has a RESULT for the root (ply 0); a side whose records
@@ -22,6 +26,7 @@ import pandas as pd
 
 from treediff.align.core import equals
 from treediff.model.errors import InputError
+from treediff.model.positions import search_position_keys
 
 
 @dataclass(frozen=True)
@@ -41,10 +46,6 @@ def _strings(series: pd.Series) -> pd.Series:
     return series.astype("string").fillna("")
 
 
-def _fen4(fen: str) -> str:
-    return " ".join(fen.split()[:4])
-
-
 def _searches(records: pd.DataFrame) -> pd.DataFrame:
     """One row per search: search, position, fen, engine (strings, "" when unknown)."""
     _, first = np.unique(records["search"].to_numpy(), return_index=True)
@@ -56,46 +57,126 @@ def _searches(records: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("search", kind="stable").reset_index(drop=True)
 
 
+def _keys(searches: pd.DataFrame) -> np.ndarray:
+    """Position identity per searches row (:func:`~treediff.model.positions.search_position_keys`)."""
+    fens = [f if isinstance(f, str) and f else None for f in
+            (searches["fen"].astype(object).tolist() if "fen" in searches.columns else [None] * len(searches))]
+    ids = searches["position"].astype(object).tolist() if "position" in searches.columns else [None] * len(searches)
+    return np.asarray(search_position_keys(fens, ids), dtype=object)
+
+
+def _ids(searches: pd.DataFrame) -> np.ndarray:
+    if "position" not in searches.columns:
+        return np.full(len(searches), "", dtype=object)
+    return np.asarray([p if isinstance(p, str) else "" for p in searches["position"].astype(object).tolist()],
+                      dtype=object)
+
+
+def _fens(searches: pd.DataFrame) -> np.ndarray:
+    if "fen" not in searches.columns:
+        return np.full(len(searches), "", dtype=object)
+    return np.asarray([f if isinstance(f, str) else "" for f in searches["fen"].astype(object).tolist()], dtype=object)
+
+
 def _describe(searches: pd.DataFrame) -> str:
-    return ", ".join(f"{p or '?'} (search {s})" for p, s in zip(searches["position"], searches["search"]))
+    ids = _ids(searches)
+    numbers = searches["search"].tolist() if "search" in searches.columns else list(range(len(searches)))
+    shown = [f"{p or '?'} (search {s})" for p, s in zip(ids[:10], numbers[:10])]
+    return ", ".join(shown) + (f" ... ({len(ids)} searches)" if len(ids) > 10 else "")
+
+
+def id_clashes(searches_a: pd.DataFrame, searches_b: pd.DataFrame) -> list[str]:
+    """One message per position id that names different positions on the two sides, with both FENs."""
+    ids_a, ids_b = _ids(searches_a), _ids(searches_b)
+    keys_a, keys_b = _keys(searches_a), _keys(searches_b)
+    fens_a, fens_b = _fens(searches_a), _fens(searches_b)
+    out = []
+    for pid in sorted((set(ids_a) & set(ids_b)) - {""}):
+        at_a, at_b = np.flatnonzero(ids_a == pid), np.flatnonzero(ids_b == pid)
+        ka, kb = set(keys_a[at_a]), set(keys_b[at_b])
+        if ka != kb and not (ka & kb):
+            out.append(f"id {pid} names different positions: A {fens_a[at_a[0]] or '(no FEN)'}, "
+                       f"B {fens_b[at_b[0]] or '(no FEN)'}; not paired")
+    return out
+
+
+def choose_pair(searches_a: pd.DataFrame, searches_b: pd.DataFrame, position: str | None) -> tuple[int, int, str]:
+    """(row in A's searches, row in B's, position label): the one search per side to align.
+
+    Searches are paired by position (:func:`~treediff.model.positions.position_key`:
+    board, side to move, castling, en passant), never by id alone.  ``position``
+    given: the position that id names (on A, else on B); an id that names
+    different positions on the two sides is refused with both FENs.  Not given:
+    the one search per side when each side holds one (refused when both FENs
+    are known and differ), else the one position both sides share.  Each side
+    must hold exactly one search of the chosen position.
+    """
+    ids_a, ids_b = _ids(searches_a), _ids(searches_b)
+    keys_a, keys_b = _keys(searches_a), _keys(searches_b)
+    fens_a, fens_b = _fens(searches_a), _fens(searches_b)
+    if position is not None:
+        named = {"A": set(keys_a[ids_a == position]), "B": set(keys_b[ids_b == position])}
+        for label, keys in named.items():
+            if len(keys) > 1:
+                raise InputError(f"{label}'s position id {position} names {len(keys)} different positions; "
+                                 "keep one per input")
+        if not named["A"] and not named["B"]:
+            raise InputError(f"neither side has a search of position {position}; A has: {_describe(searches_a)}; "
+                             f"B has: {_describe(searches_b)}")
+        if named["A"] and named["B"] and named["A"] != named["B"]:
+            raise InputError(f"position id {position} names different positions: A "
+                             f"{fens_a[ids_a == position][0] or '(no FEN)'}, B {fens_b[ids_b == position][0] or '(no FEN)'}")
+        key = next(iter(named["A"] or named["B"]))
+        hit_a, hit_b = keys_a == key, keys_b == key
+        # Several searches of the position on one side: the id chooses among them when it can.
+        if hit_a.sum() > 1 and (hit_a & (ids_a == position)).sum() == 1:
+            hit_a &= ids_a == position
+        if hit_b.sum() > 1 and (hit_b & (ids_b == position)).sum() == 1:
+            hit_b &= ids_b == position
+        return _one_each(searches_a, searches_b, hit_a, hit_b, position)
+    if len(searches_a) == 1 and len(searches_b) == 1:
+        if fens_a[0] and fens_b[0] and keys_a[0] != keys_b[0]:
+            raise InputError(f"A and B searched different positions ({ids_a[0] or '?'}: {fens_a[0]} vs "
+                             f"{ids_b[0] or '?'}: {fens_b[0]})")
+        return 0, 0, str(ids_a[0] or ids_b[0])
+    shared = sorted(set(keys_a) & set(keys_b))
+    if not shared:
+        clashes = id_clashes(searches_a, searches_b)
+        raise InputError("A and B share no position" + (f" ({'; '.join(clashes)})" if clashes else "")
+                         + f"; A has: {_describe(searches_a)}; B has: {_describe(searches_b)}")
+    labels = [str(ids_a[keys_a == k][0] or ids_b[keys_b == k][0] or k) for k in shared]
+    if len(shared) > 1:
+        raise InputError(f"A and B share {len(shared)} positions; choose one with --position: "
+                         f"{', '.join(sorted(labels))}")
+    return _one_each(searches_a, searches_b, keys_a == shared[0], keys_b == shared[0], labels[0])
+
+
+def _one_each(searches_a: pd.DataFrame, searches_b: pd.DataFrame, hit_a: np.ndarray, hit_b: np.ndarray,
+              label: str) -> tuple[int, int, str]:
+    picks = []
+    for side, searches, hit in (("A", searches_a, hit_a), ("B", searches_b, hit_b)):
+        rows = np.flatnonzero(hit)
+        if len(rows) == 0:
+            raise InputError(f"{side} has no records for position {label}; {side} has: {_describe(searches)}")
+        if len(rows) > 1:
+            raise InputError(f"{side} has {len(rows)} searches of position {label} ({_describe(searches.iloc[rows])}); "
+                             "keep one per input (--engine-a/--engine-b choose an engine)")
+        picks.append(int(rows[0]))
+    ids = _ids(searches_a)
+    return picks[0], picks[1], str(ids[picks[0]] or _ids(searches_b)[picks[1]] or label)
 
 
 def choose_searches(
     records_a: pd.DataFrame, records_b: pd.DataFrame, position: str | None
 ) -> tuple[int, int, str]:
-    """(search on A, search on B, position id) to align."""
+    """(search on A, search on B, position id) to align (:func:`choose_pair` over the records' searches)."""
     for label, records in (("A", records_a), ("B", records_b)):
         if len(records) == 0:
             where = f" for position {position}" if position else ""
             raise InputError(f"{label} has no MOVE or RESULT records{where} (a 0-node search?)")
     sa, sb = _searches(records_a), _searches(records_b)
-    if position is not None:
-        picks = []
-        for label, s in (("A", sa), ("B", sb)):
-            hit = s[s["position"] == position]
-            if len(hit) == 0:
-                raise InputError(f"{label} has no records for position {position}; {label} has: {_describe(s)}")
-            if len(hit) > 1:
-                raise InputError(
-                    f"{label} has {len(hit)} searches of position {position} (searches "
-                    f"{', '.join(map(str, hit['search']))}); keep one per input"
-                )
-            picks.append(int(hit["search"].iloc[0]))
-        return picks[0], picks[1], position
-    if len(sa) == 1 and len(sb) == 1:
-        fa, fb = sa["fen"].iloc[0], sb["fen"].iloc[0]
-        if fa and fb and _fen4(fa) != _fen4(fb):
-            raise InputError(
-                f"A and B searched different positions ({sa['position'].iloc[0]}: {fa} vs "
-                f"{sb['position'].iloc[0]}: {fb})"
-            )
-        return int(sa["search"].iloc[0]), int(sb["search"].iloc[0]), sa["position"].iloc[0] or sb["position"].iloc[0]
-    shared = sorted(set(sa["position"]) & set(sb["position"]))
-    if not shared:
-        raise InputError(f"A and B share no position; A has: {_describe(sa)}; B has: {_describe(sb)}")
-    if len(shared) > 1:
-        raise InputError(f"A and B share {len(shared)} positions; choose one with --position: {', '.join(shared)}")
-    return choose_searches(records_a, records_b, shared[0])
+    row_a, row_b, label = choose_pair(sa, sb, position)
+    return int(sa["search"].iloc[row_a]), int(sb["search"].iloc[row_b]), label
 
 
 def _iterations(records: pd.DataFrame) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -120,25 +120,12 @@ def top_divergences(alignment: Alignment, n: int = 10, under: str | None = None,
     return divergence_summary(alignment, n=n, under=under, drill=drill, min_cost=min_cost).rows
 
 
-def shared_positions(source_a: Source, source_b: Source) -> list[str]:
-    """Position ids both sources searched, sorted."""
-    return sorted(set(source_a.searches["position"].astype(str)) & set(source_b.searches["position"].astype(str)))
-
-
 def _position_keys(searches: pd.DataFrame) -> np.ndarray:
-    """Each search's position identity: :func:`~treediff.model.positions.position_key` of its FEN (else its id)."""
-    from treediff.model.positions import position_key
+    """Each search's position identity (:func:`~treediff.model.positions.search_position_keys`)."""
+    from treediff.model.positions import search_position_keys
 
-    ids = searches["position"].astype(object).to_numpy()
-    fens = searches["fen"].astype(object).to_numpy() if "fen" in searches.columns else np.full(len(ids), None)
-    known: dict[object, str | None] = {}
-    keys = []
-    for pid, fen in zip(ids, fens):  # one per search, each distinct FEN read once
-        if fen not in known:
-            known[fen] = position_key(fen if isinstance(fen, str) else None)
-        key = known[fen]
-        keys.append(key if key is not None else f"id:{pid}")
-    return np.asarray(keys, dtype=object)
+    fens = searches["fen"].astype(object).tolist() if "fen" in searches.columns else [None] * len(searches)
+    return np.asarray(search_position_keys(fens, searches["position"].astype(object).tolist()), dtype=object)
 
 
 def paired_positions(source_a: Source, source_b: Source) -> list[tuple[str, np.ndarray, np.ndarray]]:

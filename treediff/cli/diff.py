@@ -33,38 +33,29 @@ def _side(path: str, label: str, engine: str | None):
     return source
 
 
-def _read_side(source, path: str, label: str, position: str | None):
-    """The side's records (``LOAD_COLUMNS``): only the searches of ``position`` when one is chosen."""
+def _read_side(source, path: str, label: str):
+    """The side's records (``LOAD_COLUMNS`` and ``line``) of the searches ``source`` still holds."""
     from treediff.align import LOAD_COLUMNS
 
-    if position is not None:
-        if not len(source.rows_of_position(position)):
-            held = list(dict.fromkeys(source.searches["position"].astype(str)))
-            raise InputError(f"{label} has no records for position {position} ({path} has no search of position "
-                             f"{position}; it has: {', '.join(held[:10])}{' ...' if len(held) > 10 else ''})")
-        source = source.select_position(position)
     records = source.records(tuple(dict.fromkeys((*LOAD_COLUMNS, "line"))))  # line: line_a / line_b
     if len(records) == 0:
-        searches = source.searches
-        if position is not None and len(searches):
-            raise InputError(f"{label} searched position {position} but recorded no MOVE/RESULT (a 0-node search?)")
-        what = f"{len(searches)} search(es), all without MOVE/RESULT records" if len(searches) else "no search"
-        raise InputError(f"{label} ({path}) has {what} (a 0-node search?)")
+        position = source.searches["position"].astype(str).iloc[0]
+        raise InputError(f"{label} searched position {position} but recorded no MOVE/RESULT: {path} holds that "
+                         "search without MOVE/RESULT records (a 0-node search?)")
     return records
 
 
-def _shared_position(source_a, source_b) -> str | None:
-    """The one position both sides share when either holds several (else None: the aligner decides)."""
-    from treediff.align.summaries import shared_positions
+def _choose_pair(source_a, source_b, position: str | None):
+    """Both sources cut to the one search each that diff aligns, paired by position (align.select.choose_pair)."""
+    from treediff.align.select import choose_pair
 
-    mine = set(source_a.searches["position"].astype(str))
-    theirs = set(source_b.searches["position"].astype(str))
-    if len(mine) <= 1 and len(theirs) <= 1:
-        return None
-    shared = shared_positions(source_a, source_b)
-    if len(shared) > 1:
-        raise InputError(f"A and B share {len(shared)} positions; choose one with --position: {', '.join(shared)}")
-    return shared[0] if shared else None
+    row_a, row_b, label = choose_pair(source_a.searches, source_b.searches, position)
+    picked = []
+    for source, row in ((source_a, row_a), (source_b, row_b)):
+        keep = np.zeros(len(source.searches), dtype=bool)
+        keep[row] = True
+        picked.append(source.select(keep))
+    return picked[0], picked[1], label
 
 
 def _echo_lines(lines, chunk: int = 8192) -> None:
@@ -171,10 +162,13 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     if under is not None and drill is not None:
         raise InputError("use one of --under and --drill (--drill PATH shows PATH's subtree, as --under does)")
     source_a, source_b = _side(a, "A", engine_a), _side(b, "B", engine_b)
-    chosen = position if position is not None else _shared_position(source_a, source_b)
-    records_a = _read_side(source_a, a, "A", chosen)
-    records_b = _read_side(source_b, b, "B", chosen)
-    alignment = align(records_a, records_b, iter=iteration, position=position, visits=visits)
+    if len(source_a.searches) == 0 or len(source_b.searches) == 0:
+        side, path = ("A", a) if len(source_a.searches) == 0 else ("B", b)
+        raise InputError(f"{side} ({path}) has no search (a 0-node search?)")
+    source_a, source_b, _ = _choose_pair(source_a, source_b, position)
+    records_a = _read_side(source_a, a, "A")
+    records_b = _read_side(source_b, b, "B")
+    alignment = align(records_a, records_b, iter=iteration, visits=visits)
     alignment.rows = _with_source_lines(alignment, records_a, records_b)
     fen_a, fen_b = _fen_of(records_a, alignment.a.search), _fen_of(records_b, alignment.b.search)
     notations = (render.side_notation(notation, alignment.a.engine, fen_a),

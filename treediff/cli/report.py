@@ -8,6 +8,9 @@ import click
 from treediff.cli.common import echo_warnings
 from treediff.render import FORMATS, emit
 
+#: --format choices of report and compare: the renderers' formats and the one-file web page (cli/html_output.py).
+_FORMAT_CHOICES = (*FORMATS, "html")
+
 _PARSE_HELP = "Dialect for logs whose header does not say (default: auto)."
 
 _in_memory_option = click.option(
@@ -54,7 +57,7 @@ def _batch_target(in_memory: bool) -> int:
 @click.option("--by", default="engine", show_default=True,
               help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth (engine is always "
                    "included; ply and depth: the deciding node's ply and remaining depth, per record).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(_FORMAT_CHOICES), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False),
               help="Also write PNG charts (acts, EBF by iteration, LMR by phase) into DIR.")
@@ -91,7 +94,12 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
         notes.append(f"note: records at or below {keep.path or under} only ({len(source.searches)} searches)")
     options = ReportOptions(allow_different_depths=allow_different_depths)
     result = build_report(source, names, keys, target, options=options, keep=keep)
-    emit(result.sections, fmt, output, notes=notes, width=width)
+    if fmt == "html":
+        from treediff.cli.html_output import report_page
+
+        report_page(source, result.sections, notes, inputs, target, output)
+    else:
+        emit(result.sections, fmt, output, notes=notes, width=width)
     if plot_dir:
         from treediff.render.plots import write_plots
 
@@ -103,7 +111,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
 
 @click.command("compare")
 @click.argument("inputs", nargs=-1, required=True, metavar="A B [C...]")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(_FORMAT_CHOICES), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
 @click.option("--allow-different-positions", is_flag=True,
               help="Compare even if the inputs did not search the same positions.")
@@ -154,6 +162,13 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
             result.divergence_by_kind, result.divergence_by_ply = found.by_kind, found.by_ply
             result.divergence_kinds = found.kinds.reset_index()
         notes += found.notes
+    if fmt == "html":
+        from treediff.cli.html_output import compare_page
+
+        aligned = (select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B")) if top else None
+        sides = [(source_a, la), (source_b, lb), *zip(others, names[2:])]
+        compare_page(result, notes, sides, aligned, depth, _batch_target(in_memory), output)
+        return
     _emit_comparison(result, notes, fmt, output, width)
 
 

@@ -21,7 +21,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import chess
 
@@ -60,6 +60,24 @@ def position_key(fen: str | None) -> str | None:
         return chess.Board(text).epd()
     except ValueError:
         return fen_key(text)
+
+
+def search_position_keys(fens: Iterable[object], ids: Iterable[object]) -> list[str]:
+    """Each search's position identity: :func:`position_key` of its FEN, or ``id:`` + its id without one.
+
+    ``fens`` and ``ids`` run in parallel, one per search (a searches table's
+    ``fen`` and ``position`` columns); each distinct FEN is read once.
+    """
+    known: dict[str, str | None] = {}
+    keys = []
+    for fen, pid in zip(fens, ids):
+        key = None
+        if isinstance(fen, str):
+            if fen not in known:
+                known[fen] = position_key(fen)
+            key = known[fen]
+        keys.append(key if key is not None else f"id:{pid}")
+    return keys
 
 
 def fen_hash_id(fen: str) -> str:

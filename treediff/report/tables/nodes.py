@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from treediff.model.positions import position_key
+from treediff.model.positions import search_position_keys as position_keys
 from treediff.report.table import Batch, Grouping, Section, concat
 from treediff.report.tables.ebf import MergedResults, ResultPartial, merge_results, result_partial
 
@@ -42,15 +42,10 @@ MAX_NOTES = 8
 
 
 def search_position_keys(searches: pd.DataFrame) -> np.ndarray:
-    """Each search's position key (its FEN's :func:`position_key`; ``id:`` + its id without a FEN)."""
-    fens = searches["fen"].astype("object") if "fen" in searches.columns else pd.Series([None] * len(searches))
-    ids = (searches["position"].astype("object") if "position" in searches.columns
-           else pd.Series([None] * len(searches)))
-    out = np.empty(len(searches), dtype=object)
-    for i, (fen, pid) in enumerate(zip(fens.tolist(), ids.tolist())):
-        key = position_key(fen) if isinstance(fen, str) else None
-        out[i] = key if key is not None else f"id:{pid}"
-    return out
+    """Each search's position key (:func:`~treediff.model.positions.search_position_keys`)."""
+    fens = searches["fen"].astype("object").tolist() if "fen" in searches.columns else [None] * len(searches)
+    ids = searches["position"].astype("object").tolist() if "position" in searches.columns else [None] * len(searches)
+    return np.asarray(position_keys(fens, ids), dtype=object)
 
 
 def _group_label(frame: pd.DataFrame, keys: Sequence[str], row: int) -> str:
