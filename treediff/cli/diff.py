@@ -6,6 +6,8 @@ import sys
 import click
 import numpy as np
 
+from treediff.cli.common import keep_complete_option
+
 from treediff.model.errors import InputError
 
 FORMATS = ["table", "text", "markdown", "json", "csv"]
@@ -17,12 +19,12 @@ DEFAULT_CONTEXT = 3
 TOP_N = 10
 
 
-def _side(path: str, label: str, engine: str | None):
+def _side(path: str, label: str, engine: str | None, keep_complete: bool = False):
     """One side as a Source, restricted to ``engine`` when given (nothing is read yet)."""
     from treediff.cli.common import echo_warnings
     from treediff.parse.source import open_source
 
-    source = open_source(path)
+    source = open_source(path, keep_complete=keep_complete)
     echo_warnings(source.warnings)
     if engine is not None:
         names = source.searches["engine"].astype(str)
@@ -140,8 +142,9 @@ def _fen_of(records, search: int) -> str | None:
               help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are blank lines), for meld or diff -y.")
 @click.option("--engine-a", metavar="NAME", help="The engine to take from A when it holds several (e.g. a batch dataset).")
 @click.option("--engine-b", metavar="NAME", help="The engine to take from B when it holds several.")
+@keep_complete_option
 def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, context, top_n, visits, notation, width,
-         fmt, meld_dir, engine_a, engine_b) -> None:
+         fmt, meld_dir, engine_a, engine_b, keep_complete) -> None:
     """Show A's and B's search trees of one position side by side, aligned by move path.
 
     Rows are in depth-first tree order; a path only one side has leaves a gap
@@ -161,7 +164,7 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
 
     if under is not None and drill is not None:
         raise InputError("use one of --under and --drill (--drill PATH shows PATH's subtree, as --under does)")
-    source_a, source_b = _side(a, "A", engine_a), _side(b, "B", engine_b)
+    source_a, source_b = _side(a, "A", engine_a, keep_complete), _side(b, "B", engine_b, keep_complete)
     if len(source_a.searches) == 0 or len(source_b.searches) == 0:
         side, path = ("A", a) if len(source_a.searches) == 0 else ("B", b)
         raise InputError(f"{side} ({path}) has no search (a 0-node search?)")

@@ -7,7 +7,7 @@ import sys
 import click
 
 from treediff.model.errors import InputError
-from treediff.cli.common import echo_warnings
+from treediff.cli.common import echo_warnings, keep_complete_option
 from treediff.parse.dialects import DIALECTS
 from treediff.parse.core import parse_to_parquet, total_input_bytes
 
@@ -61,7 +61,8 @@ def _stderr_console():
               help="EPD file giving position ids and phase labels (matched by id, else by FEN).")
 @click.option("--strict", is_flag=True, help="Fail (exit 2) on any bad line, unknown act or unresolved move.")
 @click.option("--all-contexts", is_flag=True, help="Keep every search context, not just that of each search's first record.")
-def parse_command(logs, output, engine, positions, strict, all_contexts):
+@keep_complete_option
+def parse_command(logs, output, engine, positions, strict, all_contexts, keep_complete):
     """Parse TREEDUMP LOGS (plain, .gz, .zst or - for stdin) into one Parquet file."""
     paths = list(logs)
     if paths.count("-") > 1:
@@ -74,7 +75,8 @@ def parse_command(logs, output, engine, positions, strict, all_contexts):
         check_output(target, [*paths, *([positions] if positions else [])])
     with byte_progress(paths, "parsing") as advance:
         result = parse_to_parquet(paths, output, engine=engine, positions=positions,
-                                  strict=strict, all_contexts=all_contexts, progress=advance)
+                                  strict=strict, all_contexts=all_contexts, progress=advance,
+                                  keep_complete=keep_complete)
     echo_warnings(result.warnings)
     searches = result.searches
     records = sum(searches.column("records").to_pylist())

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from treediff.cli.common import echo_warnings
+from treediff.cli.common import echo_warnings, keep_complete_option
 from treediff.render import FORMATS, emit
 
 #: --format choices of report and compare: the renderers' formats and the one-file web page (cli/html_output.py).
@@ -18,11 +18,11 @@ _in_memory_option = click.option(
     help="Read dataset directories in one batch instead of a few searches at a time (same numbers, more memory).")
 
 
-def _open(inputs, engine: str, positions: str | None):
+def _open(inputs, engine: str, positions: str | None, keep_complete: bool = False):
     """The inputs as one Source (logs are parsed; their warnings are echoed)."""
     from treediff.parse.source import open_sources
 
-    options: dict = {"engine": engine}
+    options: dict = {"engine": engine, "keep_complete": keep_complete}
     if positions:
         options["positions"] = positions
     source = open_sources(list(inputs), **options)
@@ -70,8 +70,9 @@ def _batch_target(in_memory: bool) -> int:
               help="Give the nodes table's ratio also between groups searched to different depths.")
 @_width_option
 @_in_memory_option
+@keep_complete_option
 def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, allow_different_depths, width,
-           in_memory):
+           in_memory, keep_complete):
     """Act breakdowns, LMR, EBF, skips, prune scope and nodes for logs, Parquet files or datasets.
 
     Definitions of every table: docs/REPORTS.md.  Dataset directories are
@@ -85,7 +86,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     names = parse_tables(tables)
     keys = parse_by(by)
     _check_output(output, [*inputs, *([positions] if positions else [])])
-    source = _open(inputs, engine, positions)
+    source = _open(inputs, engine, positions, keep_complete)
     target = _batch_target(in_memory)
     keep = None
     notes: list[str] = []
@@ -128,8 +129,9 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
               help="How many of the costliest divergent subtrees to show (aligned per position); 0 skips aligning.")
 @_width_option
 @_in_memory_option
+@keep_complete_option
 def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, engine_b, label_a, label_b, engine,
-            positions, top, width, in_memory):
+            positions, top, width, in_memory, keep_complete):
     """Why is A's tree bigger than B's? Nodes and ratio at a common depth, acts, LMR, EBF and skips side by side.
 
     With three or more inputs the first is the reference and each other is shown side by side with it.
@@ -141,9 +143,9 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         raise click.UsageError("compare needs at least two inputs: A B [C...]")
     a, b, *rest = inputs
     _check_output(output, [*inputs, *([positions] if positions else [])])
-    source_a = _open([a], engine, positions)
-    source_b = _open([b], engine, positions)
-    others = [_open([path], engine, positions) for path in rest]
+    source_a = _open([a], engine, positions, keep_complete)
+    source_b = _open([b], engine, positions, keep_complete)
+    others = [_open([path], engine, positions, keep_complete) for path in rest]
     engines = [_engines(source_a.searches, engine_a), _engines(source_b.searches, engine_b),
                *(_engines(o.searches, None) for o in others)]
     names = [_default_label(engines, i, path) for i, path in enumerate(inputs)]

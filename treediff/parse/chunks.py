@@ -17,6 +17,7 @@ import polars as pl
 
 from treediff.model.errors import InputError
 from treediff.parse.problems import Problems
+from treediff.store.compressed import TruncatedInput
 from treediff.parse.tokenizer import (
     FAST_FIELDS,
     INT_KEYS,
@@ -45,16 +46,25 @@ class ChunkReader:
     the bytes after the last newline.  ``progress`` gets the bytes read.
     """
 
-    def __init__(self, stream, source: str, progress: Callable[[int], None] | None):
+    def __init__(self, stream, source: str, progress: Callable[[int], None] | None, keep_complete: bool = False):
         self._stream = stream
         self._source = source
         self._progress = progress
+        self._keep_complete = keep_complete
         self.tail = b""
+        #: With ``keep_complete``: the truncation that ended the stream early (None: it ended whole).
+        self.truncated: TruncatedInput | None = None
 
     def __iter__(self):
         while True:
             try:
                 block = self._stream.read(CHUNK_BYTES)
+            except TruncatedInput as exc:
+                if self._keep_complete:
+                    self.truncated = exc
+                    return
+                raise InputError(f"{self._source}: {exc}; --keep-complete keeps the searches before the cut "
+                                 "(and drops the one it cuts)") from None
             except (OSError, EOFError) as exc:
                 raise InputError(f"{self._source}: cannot read ({exc})") from None
             if not block:

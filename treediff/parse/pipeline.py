@@ -94,6 +94,8 @@ class TreedumpParser:
         self._paths = PathNormalizer()
         # Touched only by the table builders, which run in order on one thread (see _write).
         self._visits = VisitStage(all_contexts=self.options.all_contexts)
+        #: Searches cut by the end of a truncated input and dropped (``--keep-complete``).
+        self.dropped: set[int] = set()
 
     @property
     def searches(self) -> list[SearchState]:
@@ -106,17 +108,31 @@ class TreedumpParser:
         problems = Problems()
         self._states.begin_file()
         searches_before = len(self.searches)
-        reader = ChunkReader(stream, source, progress)
+        reader = ChunkReader(stream, source, progress, keep_complete=self.options.keep_complete)
         line_base = self._read_chunks(reader, source, problems)
+        open_search = self._states.current
         self._hand_on(self._visits.flush)  # a search never spans two files: nothing stays open
         self._release_finished_searches(None)
-        if reader.tail.strip():
+        if reader.tail.strip() and reader.truncated is None:
             problems.add("truncated (no newline at end of file; dropped)", line_base)
         if len(self.searches) == searches_before:
             raise InputError(f"{source}: no TREEDUMP header found (empty file or not a TREEDUMP log)")
+        if reader.truncated is not None:
+            self.warnings.append(self._keep_complete(source, reader.truncated, open_search, searches_before))
         self.warnings.extend(problems.messages(source))
         if self.options.strict and problems:
             raise InputError("--strict: " + "; ".join(problems.messages(source)))
+
+    def _keep_complete(self, source: str, truncated: Exception, open_search: SearchState | None,
+                       searches_before: int) -> str:
+        """``--keep-complete`` on a file cut short: drop the search the cut ends unless its END was read."""
+        cut = open_search if open_search is not None and not open_search.ends else None
+        if cut is not None:
+            self.dropped.add(cut.search)
+        kept = len(self.searches) - searches_before - (cut is not None)
+        what = (f"dropped search {cut.search} ({cut.position}, line {cut.first_line}), which the cut ends"
+                if cut is not None else "the cut came after the last search's END")
+        return f"{source}: {truncated}: kept the {kept} searches read completely; {what} (--keep-complete)"
 
     def _read_chunks(self, reader: ChunkReader, source: str, problems: Problems) -> int:
         """Process every chunk of ``reader``; returns the number of the line after the last whole one.
@@ -215,19 +231,75 @@ class TreedumpParser:
     # ------------------------------------------------------------------ finish
     def finish(self) -> ParseResult:
         """Close the parse: per-search warnings, the searches table, and (without a sink) the records."""
-        searches, warnings = searches_table(self.searches, self.options.all_contexts)
+        kept = [s for s in self.searches if s.search not in self.dropped]
+        searches, warnings = searches_table(kept, self.options.all_contexts)
         self.warnings.extend(warnings)
         if self.options.strict:
             serious = strict_failures(self.warnings)
             if serious:
                 raise InputError("--strict: " + "; ".join(serious))
         records = assemble.concat_records(self._tables)
+        if self.dropped:
+            records = drop_searches(records, self.dropped)
         return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
 
 
-def _options(engine: str, positions, strict: bool, all_contexts: bool) -> ParseOptions:
+def _options(engine: str, positions, strict: bool, all_contexts: bool, keep_complete: bool = False) -> ParseOptions:
     book = read_epd(os.fspath(positions)) if isinstance(positions, (str, os.PathLike)) else positions
-    return ParseOptions(engine=engine or "auto", positions=book, strict=strict, all_contexts=all_contexts)
+    return ParseOptions(engine=engine or "auto", positions=book, strict=strict, all_contexts=all_contexts,
+                        keep_complete=keep_complete)
+
+
+def drop_searches(records: pa.Table, dropped: set[int]) -> pa.Table:
+    """``records`` without the rows of the ``dropped`` searches."""
+    import pyarrow.compute as pc
+
+    keep = pc.invert(pc.is_in(records.column("search"), pa.array(sorted(dropped), records.schema.field("search").type)))
+    return records.filter(keep)
+
+
+class _HoldOpenSearch:
+    """A sink that holds back the rows of the newest search until a later search's rows (or :meth:`finish`)
+    come, so a search found cut at the end of a truncated input can still be left out (``--keep-complete``).
+
+    Tables come in line order, so ``search`` never decreases; memory grows to one search's records.
+    """
+
+    def __init__(self, sink: Callable[[pa.Table], None]):
+        self._sink = sink
+        self._held: list[pa.Table] = []
+        self._held_search: int | None = None
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        searches = table.column("search")
+        first, last = searches[0].as_py(), searches[-1].as_py()
+        if self._held and first != self._held_search:
+            self._release()
+        if first == last:
+            self._held.append(table)
+        else:
+            import numpy as np
+
+            cut = int(np.searchsorted(searches.to_numpy(), last, side="left"))
+            if self._held:
+                self._held.append(table.slice(0, cut))
+                self._release()
+            else:
+                self._sink(table.slice(0, cut))
+            self._held.append(table.slice(cut))
+        self._held_search = last
+
+    def _release(self) -> None:
+        for held in self._held:
+            self._sink(held)
+        self._held.clear()
+
+    def finish(self, dropped: set[int]) -> None:
+        if self._held_search not in dropped:
+            self._release()
+        self._held.clear()
 
 
 def parse_logs(
@@ -237,15 +309,18 @@ def parse_logs(
     strict: bool = False,
     all_contexts: bool = False,
     progress: Callable[[int], None] | None = None,
+    keep_complete: bool = False,
 ) -> ParseResult:
     """Parse logs in memory: records and searches as Arrow tables, plus warnings.
 
     ``positions`` is an EPD file (or a :class:`PositionBook`) giving ids and
     phase labels.  ``progress`` gets the bytes read.  Raises
     :class:`~treediff.model.errors.InputError` for unreadable input (and,
-    with ``strict``, for any problem).
+    with ``strict``, for any problem).  A compressed log cut short is an
+    error naming the byte where it ends; with ``keep_complete`` its complete
+    searches are kept, the one the cut ends is dropped, and a warning says so.
     """
-    parser = TreedumpParser(_options(engine, positions, strict, all_contexts))
+    parser = TreedumpParser(_options(engine, positions, strict, all_contexts, keep_complete))
     for path in paths:
         with open_log(path) as stream:
             parser.parse_stream(stream, str(path), progress)
@@ -260,18 +335,29 @@ def parse_to_parquet(
     strict: bool = False,
     all_contexts: bool = False,
     progress: Callable[[int], None] | None = None,
+    keep_complete: bool = False,
 ) -> ParseResult:
     """Parse logs straight to ``out`` (records) and its ``.searches.parquet`` sibling, streaming.
 
     Both files appear only if the whole parse succeeds.  The returned result's
-    ``records`` table is empty (the rows went to disk).
+    ``records`` table is empty (the rows went to disk).  ``keep_complete``: as
+    in :func:`parse_logs` (the newest search's rows are then held back until
+    the next search starts, so memory grows to one search's records).
     """
-    parser_options = _options(engine, positions, strict, all_contexts)
+    parser_options = _options(engine, positions, strict, all_contexts, keep_complete)
     out = str(out)
     # Two stages after the parser, each on its own thread: building the Arrow table of a chunk,
     # then encoding it to Parquet; both take about as long as the parser itself.
-    with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer, \
-            _BackgroundSink(writer.write, name="treediff-writer") as encode, \
+    with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer:
+        held = _HoldOpenSearch(writer.write) if keep_complete else None
+        result = _parse_into(paths, out, parser_options, progress, held.write if held else writer.write, held)
+    return result
+
+
+def _parse_into(paths: Iterable[str | os.PathLike], out: str, parser_options: ParseOptions,
+                progress: Callable[[int], None] | None, sink: Callable[[pa.Table], None],
+                held: _HoldOpenSearch | None) -> ParseResult:
+    with _BackgroundSink(sink, name="treediff-writer") as encode, \
             _BackgroundSink(encode.put, name="treediff-convert") as convert:
         parser = TreedumpParser(parser_options, deferred_sink=convert.put)
         for path in paths:
@@ -280,6 +366,8 @@ def parse_to_parquet(
         convert.drain()
         encode.drain()
         result = parser.finish()
+        if held is not None:
+            held.finish(parser.dropped)
         # Written before the records file is renamed into place, so a reader never sees records alone.
         write_table_atomic(result.searches, searches_path_for(out))
     return result

@@ -37,6 +37,8 @@ class ParseOptions:
     positions: PositionBook | None = None
     strict: bool = False
     all_contexts: bool = False
+    #: A compressed log cut short: keep the searches read completely (and warn) instead of failing.
+    keep_complete: bool = False
 
 
 @dataclass

@@ -84,8 +84,11 @@ class _CheckedStream:
     zstd's own exceptions are not ``OSError`` and surfaced as internal errors.
     """
 
-    def __init__(self, stream: Any, raw: Any, kind: str) -> None:
+    def __init__(self, stream: Any, raw: Any, kind: str, walker: Any = None) -> None:
         self._stream, self._raw, self._kind = stream, raw, kind
+        # zstd: the frame walker that tells a cut-short file from a whole one (treediff.store.compressed).
+        self._walker = walker
+        self._pending_error: Exception | None = None
 
     def _fail(self, exc: Exception) -> OSError:
         try:
@@ -95,8 +98,17 @@ class _CheckedStream:
         return OSError(f"corrupt {self._kind} data{offset}: {exc}")
 
     def read(self, n: int = -1) -> bytes:
+        if self._pending_error is not None:
+            raise self._pending_error
+        if self._kind == "gzip" and n > 0:
+            return self._read_gzip(n)
         try:
-            return cast(bytes, self._stream.read(n))
+            data = cast(bytes, self._stream.read(n))
+            if not data and n != 0 and self._walker is not None:
+                truncated = self._walker.truncation()
+                if truncated is not None:
+                    raise truncated
+            return data
         except OSError:
             raise
         except (zlib.error, ValueError) as exc:
@@ -105,6 +117,38 @@ class _CheckedStream:
             if type(exc).__name__ == "ZstdError":
                 raise self._fail(exc) from None
             raise
+
+    def _read_gzip(self, n: int) -> bytes:
+        """Up to ``n`` bytes, in pieces, so the data decoded before a cut-short end is returned first; the
+        truncation (:class:`~treediff.store.compressed.TruncatedInput`) is raised by the next read."""
+        from treediff.store.compressed import gzip_truncation
+
+        pieces: list[bytes] = []
+        size = 0
+        while size < n:
+            try:
+                piece = cast(bytes, self._stream.read1(min(n - size, 1 << 20)))
+            except EOFError:
+                try:
+                    offset = self._raw.tell()
+                except (OSError, ValueError, AttributeError):
+                    offset = 0
+                error = gzip_truncation(offset)
+                if not pieces:
+                    raise error from None
+                self._pending_error = error
+                break
+            except (zlib.error, ValueError) as exc:
+                failure = self._fail(exc)
+                if not pieces:
+                    raise failure from None
+                self._pending_error = failure
+                break
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+        return b"".join(pieces)
 
     def read1(self, n: int = -1) -> bytes:
         return self.read(n)
@@ -144,7 +188,9 @@ def open_log(path: str | os.PathLike[str]) -> BinaryIO:
     ``-`` is standard input.  Raises :class:`InputError` for a file that
     cannot be opened (missing, a directory, a symlink loop...) or whose name
     is not valid UTF-8; corrupt compressed data raises ``OSError`` naming the
-    byte offset when read.
+    byte offset when read, and a file cut short raises
+    :class:`~treediff.store.compressed.TruncatedInput` (an :class:`InputError`) at its end, after every byte
+    that could be decoded.
     """
     if str(path) == "-":
         raw: BinaryIO = sys.stdin.buffer
@@ -168,8 +214,12 @@ def open_log(path: str | os.PathLike[str]) -> BinaryIO:
     if head.startswith(_ZSTD_MAGIC):
         import zstandard
 
-        reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
-        return cast(BinaryIO, _CheckedStream(reader, buffered, "zstd"))
+        from treediff.store.compressed import WalkedSource, ZstdFrameWalker
+
+        walker = ZstdFrameWalker()
+        source = cast(BinaryIO, WalkedSource(buffered, walker))  # reads like the stream it wraps
+        reader = zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
+        return cast(BinaryIO, _CheckedStream(reader, buffered, "zstd", walker))
     return buffered
 
 
