@@ -1,0 +1,97 @@
+"""Benchmark: opening ``treediff browse`` on a large alignment (target: 50k rows open in <= 2 s).
+
+    python benchmarks/bench_browse.py                  # about 50k aligned rows
+    python benchmarks/bench_browse.py --rows 5000 --repeat 1
+
+Two synthetic trees (tests/support/synthetic.py, the same generator as
+bench_align.py: one game tree, typhoon-like vs stockfish-like pruning, with
+``line`` columns) are aligned once (the aligner's time, which ``treediff
+diff`` pays too, is printed separately).  Then, ``--repeat`` times:
+
+* open: the view model (:class:`~treediff.render.browse_model.BrowseModel`:
+  children index, attribution, divergence order), the textual app started
+  headless (``App.run_test``) until its first screen is drawn, including the
+  details pane of the root (which builds the path -> record lines index);
+* first ``n``: the cursor to the costliest divergence (its ancestors expanded
+  and their children built);
+* jump: ``g``, a path put in the box, enter timed (a deep row: the last row of the tree).
+
+Times are wall clock on this machine (2 cores shared); the best and the
+median of the repeats are printed.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The synthetic tree generator is test support code (tests/support/synthetic.py), not part of the package.
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _one_run(alignment, records_a, records_b, deep_path: str) -> dict[str, float]:
+    from treediff.render.browse import BrowseApp
+    from treediff.render.browse_model import BrowseModel
+    from treediff.render.diffview import Notation
+
+    times: dict[str, float] = {}
+
+    async def run() -> None:
+        start = time.perf_counter()
+        model = BrowseModel(alignment, (Notation("uci"), Notation("uci")), records_a=records_a, records_b=records_b)
+        times["model"] = time.perf_counter() - start
+        app = BrowseApp(model, "bench")
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.pause()
+            times["open"] = time.perf_counter() - start
+            t = time.perf_counter()
+            await pilot.press("n")
+            await pilot.pause()
+            times["first_n"] = time.perf_counter() - t
+            assert app.cursor_row == int(model.divergences[0])
+            await pilot.press("g")
+            app.query_one("#jump").value = deep_path  # typed at once: the pilot's per-key pauses are not browse's
+            t = time.perf_counter()
+            await pilot.press("enter")
+            await pilot.pause()
+            times["jump"] = time.perf_counter() - t
+            assert str(model.rows["path"].iloc[app.cursor_row]) == deep_path
+            times["built_nodes"] = float(len(app.nodes))
+
+    asyncio.run(run())
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=50_000, help="records per side (about as many aligned rows)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+
+    from support.synthetic import synthetic_pair
+    from treediff.align import align
+
+    records_a, records_b, depth = synthetic_pair(args.rows, seed=args.seed)
+    t = time.perf_counter()
+    alignment = align(records_a, records_b)
+    align_s = time.perf_counter() - t
+    rows = alignment.rows
+    deep = str(rows["path"].iloc[len(rows) - 1])
+    print(f"aligned rows: {len(rows):,} (records A {len(records_a):,}, B {len(records_b):,}, root depth {depth}); "
+          f"align {align_s:.2f} s")
+    runs = [_one_run(alignment, records_a, records_b, deep) for _ in range(args.repeat)]
+    for key in ("model", "open", "first_n", "jump"):
+        values = [r[key] for r in runs]
+        print(f"{key:8s} best {min(values):.3f} s  median {statistics.median(values):.3f} s")
+    print(f"tree nodes built after open + n + jump: {int(runs[-1]['built_nodes']):,} of {len(rows):,} rows")
+    best_open = min(r["open"] for r in runs)
+    print(f"open {best_open:.2f} s (target <= 2 s): {'ok' if best_open <= 2.0 else 'OVER'}")
+
+
+if __name__ == "__main__":
+    main()
