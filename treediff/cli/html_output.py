@@ -17,10 +17,14 @@ from typing import Sequence
 import click
 
 
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def write_html(text: str, output: str | None) -> None:
     """``-o FILE`` atomically (store.files); stdout when piped; a usage error on a terminal."""
     if output is None or str(output) == "-":
-        if sys.stdout.isatty():
+        if _stdout_is_terminal():
             raise click.UsageError("--format html writes a whole web page: give -o FILE.html (or redirect stdout)")
         sys.stdout.write(text)
         sys.stdout.flush()

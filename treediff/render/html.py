@@ -49,7 +49,6 @@ from treediff.render.diffview import (
     named_paths,
 )
 from treediff.render.formatting import format_cell, to_python
-from treediff.render.text import human_view
 
 #: The asset files inlined into every page, in order.
 ASSETS = ("page.css", "page.js")
@@ -121,8 +120,8 @@ def frame_html(frame: pd.DataFrame, link: Callable[[dict], str | None] | None = 
 
 
 def section_html(section, link: Callable[[dict], str | None] | None = None) -> str:
-    """One report section: its title, table (as the human formats lay it out) and notes."""
-    frame = human_view(section)
+    """One report section: its title, table (the long layout CSV and JSON have) and notes."""
+    frame = section.frame
     parts = [f"<section class=\"table\" id=\"sec-{esc(section.name)}\">",
              f"<h2>{esc(section.title)}</h2>"]
     parts.append(frame_html(frame, link) if len(frame.columns) else "<p class=\"empty\">(empty)</p>")

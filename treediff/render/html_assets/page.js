@@ -1,6 +1,6 @@
 /* treediff HTML page: the side-by-side aligned trees, built lazily from the embedded rows.
  *
- * Each <section class="tree" id="tN"> has its rows in <script type="application/json" id="tN-data">
+ * Each tree section (class "tree", id "tN") has its rows in the JSON script element "tN-data"
  * (column-oriented: see treediff.render.html.tree_data).  Only the rows of expanded subtrees become
  * table rows; expanding builds the children's rows, collapsing removes them.  Log-derived text is
  * only ever set with textContent.  Links "#tN-rI" (the divergences) expand the row's ancestors and

@@ -1,0 +1,176 @@
+"""The one-file HTML page (treediff.render.html): structure, escaping, self-containment, embedded rows.
+
+The browser behaviour (expanding, links, notation, filter) is tested in test_html_browser.py.
+Expected rows of the hand fixture align_basic (A = align_basic_a.log, B = align_basic_b.log,
+iteration 3) are counted by hand from the two logs:
+
+  ply 1: 0000 (differs: NMP 3->0 vs 3->1), e2e4 (same), d2d4 (differs: LMR then LMR-RESEARCH vs LMR),
+         g1f3 (differs: FULL vs FP-QUIET), b1c3 (same: SEE-QUIET), c2c4 (only B);
+  below: 0000/e7e5 (only B), e2e4/e7e5 and e2e4/e7e5/g1f3 (same), e2e4/a7a6 (differs: FP-QUIET vs FULL),
+         d2d4/d7d5 (differs), d2d4/d7d5/c2c4 (only A), g1f3/g8f6, g1f3/g8f6/b1c3, g1f3/d7d5 (only A),
+         c2c4/e7e5 (only B).
+  Nodes (RESULT records of iteration 3): A 9, B 8; frontier deltas: g1f3 +3 (A 3, B 0), d2d4 +2
+  (A 3, B 1), c2c4 -2 (A 0, B 2), 0000 -1 (A 0, B 1), e2e4/a7a6 -1 (A 0, B 1).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from support.html_helpers import diff_page, embedded, full_paths
+from treediff.cli import main
+from treediff.render.html import frame_html, script_json
+
+ROOT = Path(__file__).resolve().parents[2]
+HAND = ROOT / "fixtures" / "hand"
+A, B = HAND / "align_basic_a.log", HAND / "align_basic_b.log"
+TACTICAL_A = ROOT / "fixtures" / "traces" / "typhoon_tactical-f6f7.log"
+TACTICAL_B = ROOT / "fixtures" / "traces" / "stockfish_tactical-f6f7.log"
+
+EXPECTED_STATUS = {
+    "": "same", "0000": "differs", "0000/e7e5": "only-B", "e2e4": "same", "e2e4/e7e5": "same",
+    "e2e4/e7e5/g1f3": "same", "e2e4/a7a6": "differs", "d2d4": "differs", "d2d4/d7d5": "differs",
+    "d2d4/d7d5/c2c4": "only-A", "g1f3": "differs", "g1f3/g8f6": "only-A", "g1f3/g8f6/b1c3": "only-A",
+    "g1f3/d7d5": "only-A", "b1c3": "same", "c2c4": "only-B", "c2c4/e7e5": "only-B",
+}
+#: Rows with nothing divergent at or below them (the only-divergent filter hides exactly these).
+NOT_DIVERGENT = {"e2e4/e7e5", "e2e4/e7e5/g1f3", "b1c3"}
+
+HOSTILE_ID = "</script><script>alert(1)</script><img/src=x/onerror=alert(2)>&amp;"
+
+
+def _hostile_logs(tmp_path: Path) -> tuple[Path, Path]:
+    """align_basic with an id that tries to close the script element and run code."""
+    out = []
+    for src in (A, B):
+        text = src.read_text(encoding="utf-8").replace("id=start", f"id={HOSTILE_ID}")
+        target = tmp_path / src.name
+        target.write_text(text, encoding="utf-8")
+        out.append(target)
+    return out[0], out[1]
+
+
+def test_embedded_rows_match_the_hand_count():
+    data = embedded(diff_page(A, B))["t0"]
+    paths = full_paths(data)
+    assert sorted(paths) == sorted(EXPECTED_STATUS)
+    statuses = {p: data["statuses"][s] for p, s in zip(paths, data["status"])}
+    assert statuses == EXPECTED_STATUS
+    div = {p for p, d in zip(paths, data["div"]) if not d}
+    assert div == NOT_DIVERGENT
+    at = {p: i for i, p in enumerate(paths)}
+    assert data["a_nodes"][at[""]] == 9 and data["b_nodes"][at[""]] == 8
+    assert data["a_nodes"][at["g1f3"]] == 3 and data["b_nodes"][at["g1f3"]] == 0
+    assert data["a_acts"][at["d2d4"]] == "LMR→LMR-RESEARCH" and data["b_acts"][at["d2d4"]] == "LMR"
+    # a side without the path has nothing in its cells
+    assert data["a_acts"][at["c2c4"]] is None and data["a_nodes"][at["c2c4"]] is None
+    assert data["b_nodes"][at["g1f3/g8f6"]] is None
+    # source lines: A decides e2e4/a7a6 on line 13 of align_basic_a.log, B on line 13 of align_basic_b.log
+    lines_a = A.read_text().splitlines()
+    assert lines_a[data["a_line"][at["e2e4/a7a6"]] - 1].startswith("MOVE path=e2e4/a7a6 ")
+    lines_b = B.read_text().splitlines()
+    assert lines_b[data["b_line"][at["e2e4/a7a6"]] - 1].startswith("MOVE path=e2e4/a7a6 ")
+
+
+def test_divergence_links_point_at_their_rows():
+    page = diff_page(A, B)
+    data = embedded(page)["t0"]
+    paths = full_paths(data)
+    links = re.findall(r'<li><a class="divlink" href="#t0-r(\d+)">\[([^\]]+)\] ([^<]*)</a></li>', page)
+    assert len(links) == 5  # the five frontier rows
+    shown = {}
+    for row, delta, sentence in links:
+        path = paths[int(row)]
+        assert f"`{path}`" in sentence  # the sentence names the row the link opens
+        shown[path] = delta
+    assert shown == {"g1f3": "+3", "d2d4": "+2", "c2c4": "-2", "0000": "-1", "e2e4/a7a6": "-1"}
+
+
+def test_page_is_self_contained():
+    page = diff_page(TACTICAL_A, TACTICAL_B)
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"\ssrc\s*=", page)
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    hrefs = re.findall(r'href="([^"]*)"', page)
+    assert hrefs and all(h.startswith("#") for h in hrefs)
+    assert page.count("<script") == page.count("</script>") == 2  # the rows, the page's code
+
+
+def test_hostile_strings_are_escaped(tmp_path):
+    a, b = _hostile_logs(tmp_path)
+    page = diff_page(a, b)
+    # nothing the log wrote can open or close an element: every <script> is one of the page's two
+    assert page.count("<script") == 2 and page.count("</script>") == 2
+    assert "<img" not in page and "alert(2)>" not in page
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)" in page  # shown as text in the headings
+    data = embedded(page)["t0"]
+    assert data["position"] == HOSTILE_ID  # and read back exactly by JSON.parse
+
+
+def test_script_json_escapes_what_could_end_the_script():
+    text = script_json({"s": "</script><!--&\u2028\u2029"})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"s": "</script><!--&\u2028\u2029"}
+
+
+def test_frame_html_escapes_cells_and_formats_numbers():
+    frame = pd.DataFrame({"engine": ["<b>x</b>"], "count": [1234567], "pct_of_moves": [12.3456]})
+    out = frame_html(frame)
+    assert "&lt;b&gt;x&lt;/b&gt;" in out and "<b>" not in out
+    assert ">1,234,567<" in out and ">12.35<" in out
+
+
+def _cli(args, **kwargs):
+    return CliRunner().invoke(main, args, catch_exceptions=False, **kwargs)
+
+
+def test_report_and_compare_write_a_page(tmp_path):
+    report = tmp_path / "report.html"
+    result = _cli(["report", str(TACTICAL_A), str(TACTICAL_B), "--format", "html", "-o", str(report)])
+    assert result.exit_code == 0, result.output
+    page = report.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and 'id="sec-acts"' in page
+    assert "<section class=\"tree\"" not in page  # one input, no alignment
+    # the acts table's counts are typhoon_py's own counters (fixtures/traces/*.counters.json)
+    counters = json.loads(TACTICAL_A.with_suffix(".counters.json").read_text())
+    acts = page.split('id="sec-acts"')[1].split("</section>")[0]
+    for act, count in counters["acts"].items():
+        assert re.search(rf'<td class="txt">typhoon</td><td class="txt">{act}</td><td class="txt">[A-Z_]+</td>'
+                         rf'<td class="num">{count:,}</td>', acts), act
+    compare = tmp_path / "compare.html"
+    result = _cli(["compare", str(TACTICAL_A), str(TACTICAL_B), "--format", "html", "-o", str(compare)])
+    assert result.exit_code == 0, result.output
+    page = compare.read_text(encoding="utf-8")
+    trees = embedded(page)
+    assert list(trees) == ["t0"] and trees["t0"]["position"] == "tactical-f6f7"
+    paths = full_paths(trees["t0"])
+    links = re.findall(r'href="#t0-r(\d+)"', page)
+    assert links
+    # every linked row is one of the divergences compare lists, by path
+    listed = re.findall(r"<li><a class=\"divlink\" href=\"#t0-r(\d+)\">tactical-f6f7: \[[^\]]+\] ([^<]*)</a>", page)
+    assert listed and all(f"`{paths[int(r)]}`" in s for r, s in listed)
+
+
+def test_html_to_stdout_when_piped_and_refused_on_a_terminal(monkeypatch):
+    result = _cli(["report", str(A), "--format", "html"])
+    assert result.exit_code == 0 and result.stdout.startswith("<!DOCTYPE html>")
+    import treediff.cli.html_output as html_output
+
+    monkeypatch.setattr(html_output, "_stdout_is_terminal", lambda: True)
+    result = CliRunner().invoke(main, ["report", str(A), "--format", "html"])
+    assert result.exit_code == 2 and "give -o FILE.html" in result.output
+
+
+@pytest.mark.parametrize("verb", ["report", "compare"])
+def test_html_output_is_atomic_and_not_over_an_input(tmp_path, verb):
+    target = tmp_path / "copy.log"
+    target.write_bytes(A.read_bytes())
+    args = [verb, str(target)] + ([str(B)] if verb == "compare" else []) + ["--format", "html", "-o", str(target)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert target.read_bytes() == A.read_bytes()
