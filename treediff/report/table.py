@@ -74,6 +74,8 @@ class ReportOptions:
 
     #: ``--allow-different-depths``: the nodes table's ratio between groups of different depths.
     allow_different_depths: bool = False
+    #: ``--bucket``: the fh table's bucket keys (treediff.report.tables.fh.BUCKETS), in display order.
+    fh_buckets: tuple[str, ...] = ("kind", "depth", "mn")
 
 
 @dataclass

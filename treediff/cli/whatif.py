@@ -1,0 +1,37 @@
+"""``treediff whatif``: the fail-high rate of the tries a pruning or reduction rule would newly admit."""
+from __future__ import annotations
+
+import click
+
+from treediff.render import FORMATS, emit
+
+
+@click.command("whatif")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--rule", required=True, metavar="EXPR",
+              help='Boolean expression over move-try columns (kind, act, depth, new_depth, reduction, mn, ply, '
+                   'see, hist, nt, phase), e.g. \'kind == "SEARCH" and mn >= 6 and depth <= 4 and hist < 0\'.')
+@click.option("--as", "as_", type=click.Choice(("prune", "reduce")), default="prune", show_default=True,
+              help="prune: the rule may change tries first searched (SEARCH, REDUCE, EXTEND); "
+                   "reduce: tries searched unreduced (SEARCH, EXTEND).")
+@click.option("--by", default="engine", show_default=True,
+              help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0),
+              help="How many silent misses (admitted tries that failed high) to list, largest subtrees first.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
+@click.option("--engine", default="auto", show_default=True, help="Dialect for logs whose header does not say.")
+@click.option("--positions", type=click.Path(exists=True, dir_okay=False),
+              help="EPD file giving position ids and phase labels for logs.")
+@click.option("--width", type=click.IntRange(min=20), metavar="N", help="Fit the table format in N columns.")
+def whatif(inputs, rule, as_, by, top, fmt, output, engine, positions, width):
+    """Of the tries RULE newly admits for pruning or reduction, how many failed high (docs/REPORTS.md, whatif)."""
+    from treediff.cli.report import _open
+    from treediff.report.whatif import parse_rule, whatif as run_whatif
+
+    parse_rule(rule)  # refuse a bad rule before reading anything
+    source = _open(inputs, engine, positions)
+    emit(run_whatif(source, rule, as_, by, top), fmt, output, width=width)
+
+
+COMMANDS = [whatif]

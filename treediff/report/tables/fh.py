@@ -1,0 +1,160 @@
+"""The ``fh`` table: the fail-high rate of move tries per bucket, with Wilson 95 % intervals.
+
+Definitions (``docs/REPORTS.md``, "fh"; tries and "failed high" are :mod:`treediff.report.tries`):
+``tries`` (move tries in the bucket), ``fail_highs`` (those holding their
+visit's cutoff decision), ``fh_pct`` = 100 · fail_highs / tries, ``fh_lo`` and
+``fh_hi`` (the Wilson score interval at 95 %, percent).
+
+Buckets (``--bucket``, any of ``kind,act,depth,mn,ply,see,hist,nt``, default
+``kind,depth,mn``) are the try's first record's values: ``kind`` its first
+kind, ``act`` its first act, ``depth`` and ``ply`` whole plies (``floor(d)``,
+the MOVE record's ``ply``), ``mn`` bands 1, 2, 3-4, 5-8, 9-16, 17+, ``see``
+bands < -200, -200..-1, 0, 1..200, > 200 cp, ``hist`` its sign (``neg``,
+``0``, ``pos``) and decile over all the report's tries with a ``hist``
+(``D1`` lowest .. ``D10``), ``nt`` the node type (``PV``, ``CUT``, ``ALL``).
+A try without the value is in a ``-`` bucket (None).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from treediff.model.errors import InputError
+from treediff.report.grouping import key_frame
+from treediff.report.table import Batch, Grouping, Section, concat
+from treediff.report.tries import (COLUMNS, OPTIONAL, SEE_BANDS, derive, mn_band, mn_band_order, pct, see_band,
+                                   try_frame, wilson)
+
+TITLE = "Fail-high rate of move tries per bucket (Wilson 95 % interval)"
+BUCKETS = ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt")
+DEFAULT_BUCKETS = ("kind", "depth", "mn")
+#: The per-try values the partial keeps (aggregated): everything a bucket needs.
+_DIMS = ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt")
+_STR_DIMS = ("kind", "act", "nt")
+
+
+def parse_buckets(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``--bucket``: comma-separated keys of :data:`BUCKETS` (default :data:`DEFAULT_BUCKETS`), in given order."""
+    if text is None:
+        return DEFAULT_BUCKETS
+    items = [b.strip() for b in (text.split(",") if isinstance(text, str) else text) if b.strip()]
+    unknown = [b for b in items if b not in BUCKETS]
+    if unknown:
+        raise InputError(f"--bucket: unknown key {unknown[0]!r} (choose from {', '.join(BUCKETS)})")
+    return tuple(dict.fromkeys(items)) or DEFAULT_BUCKETS
+
+
+def fh_counts(batch: Batch) -> pd.DataFrame | None:
+    """Tries and fail-highs per (cell, kind, act, floor depth, mn, ply, see, hist, nt) of one batch."""
+    t = derive(batch)
+    if not t.n:
+        return None
+    frame = try_frame(batch, t, ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt"))
+    cols: dict[str, np.ndarray] = {"cell": frame["cell"].to_numpy(), "fh": frame["fh"].to_numpy()}
+    for name in _DIMS:
+        if name in _STR_DIMS:
+            cols[name] = frame[name].astype(object).where(frame[name].notna(), None).to_numpy(dtype=object)
+        else:
+            v = frame[name].to_numpy(dtype=np.float64)
+            cols[name] = np.floor(v) if name == "depth" else v
+    pf = pl.DataFrame({k: (pl.Series(k, v, dtype=pl.String) if k in _STR_DIMS else pl.Series(k, v))
+                       for k, v in cols.items()})
+    agg = (pf.group_by(["cell", *_DIMS], maintain_order=True)
+           .agg(pl.len().alias("tries"), pl.col("fh").sum().alias("fail_highs")).to_pandas())
+    out = batch.cell_frame(agg["cell"].to_numpy(dtype=np.int64),
+                           **{d: agg[d].to_numpy() for d in _DIMS},
+                           tries=agg["tries"].to_numpy(dtype=np.int64),
+                           fail_highs=agg["fail_highs"].to_numpy(dtype=np.int64))
+    return out
+
+
+def _labels(frame: pd.DataFrame, bucket: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's label for one bucket key, and a sort key for display order."""
+    n = len(frame)
+    if bucket in _STR_DIMS:
+        lab = frame[bucket].astype(object).where(frame[bucket].notna(), None).to_numpy(dtype=object)
+        order = pd.factorize(pd.Series(lab, dtype=object).fillna("\uffff"), sort=True)[0]
+        return lab, order.astype(np.float64)
+    v = frame[bucket].to_numpy(dtype=np.float64)
+    if bucket in ("depth", "ply"):
+        lab = np.asarray([None if np.isnan(x) else int(x) for x in v.tolist()], dtype=object)
+        return lab, np.where(np.isnan(v), np.inf, v)
+    if bucket == "mn":
+        lab = mn_band(v)
+        return lab, np.asarray([mn_band_order(x) for x in lab.tolist()], dtype=np.float64)
+    if bucket == "see":
+        lab = see_band(v)
+        index = {b: i for i, b in enumerate(SEE_BANDS)}
+        return lab, np.asarray([index.get(x, len(SEE_BANDS)) for x in lab.tolist()], dtype=np.float64)
+    # hist: sign and decile over all rows (weighted by their tries).
+    lab = np.full(n, None, dtype=object)
+    order = np.full(n, np.inf)
+    known = ~np.isnan(v)
+    if known.any():
+        w = frame["tries"].to_numpy(dtype=np.float64)[known]
+        vals = v[known]
+        srt = np.argsort(vals, kind="stable")
+        cum = np.cumsum(w[srt])
+        # Decile of a value: the share of tries strictly below it, in tenths (ties share one decile).
+        below = np.searchsorted(vals[srt], vals, side="left")
+        below_w = np.where(below > 0, cum[np.maximum(below - 1, 0)], 0.0)
+        dec = np.minimum((10 * below_w / cum[-1]).astype(np.int64), 9) + 1
+        sign = np.where(vals < 0, "neg", np.where(vals > 0, "pos", "0"))
+        lab[known] = [f"{s} D{d}" for s, d in zip(sign.tolist(), dec.tolist())]
+        order[known] = np.sign(vals) * 100 + dec
+    return lab, order
+
+
+def finish_fh(frame: pd.DataFrame, groups: pd.DataFrame, buckets: Sequence[str]) -> pd.DataFrame:
+    """The fh table from merged partial rows carrying a ``_group`` column."""
+    cols = ["tries", "fail_highs", "fh_pct", "fh_lo", "fh_hi"]
+    if not len(frame):
+        return pd.concat([groups.iloc[:0].reset_index(drop=True),
+                          pd.DataFrame({c: [] for c in [*buckets, *cols]})], axis=1)
+    labels = {"_group": frame["_group"].to_numpy()}
+    orders = {}
+    for b in buckets:
+        lab, order = _labels(frame, b)
+        labels[b] = lab
+        orders[f"_o_{b}"] = order
+    work = pd.DataFrame({**labels, **orders, "tries": frame["tries"].to_numpy(),
+                         "fail_highs": frame["fail_highs"].to_numpy()})
+    gcols = ["_group", *[f"_o_{b}" for b in buckets], *buckets]
+    body = work.groupby(gcols, sort=True, dropna=False, as_index=False)[["tries", "fail_highs"]].sum()
+    body["fh_pct"] = pct(body["fail_highs"].to_numpy(), body["tries"].to_numpy())
+    body["fh_lo"], body["fh_hi"] = wilson(body["fail_highs"].to_numpy(), body["tries"].to_numpy())
+    keys = key_frame(groups, body["_group"].to_numpy(dtype=np.int64))
+    out = body[[*buckets, *cols]].reset_index(drop=True)
+    for b in buckets:
+        out[b] = out[b].astype(object).where(out[b].notna(), None)
+    return pd.concat([keys, out], axis=1)
+
+
+def merge_fh(partials: Sequence[pd.DataFrame | None], grouping: Grouping) -> pd.DataFrame:
+    """Every batch's fh rows with their report group (``_group``)."""
+    merged = concat(partials, ["srow", "iter", "key", *_DIMS, "tries", "fail_highs"])
+    if len(merged):
+        merged = merged.assign(_group=grouping.group_of(merged))
+    return merged
+
+
+class FhTable:
+    """``--table fh``: fail-high rate per bucket (``ReportOptions.fh_buckets``, ``--bucket``)."""
+
+    name = "fh"
+    columns = COLUMNS
+    optional_columns = (*OPTIONAL, "see", "hist", "node_type")
+
+    def partial(self, batch: Batch) -> pd.DataFrame | None:
+        return fh_counts(batch)
+
+    def finish(self, partials: Sequence[pd.DataFrame | None], grouping: Grouping) -> list[Section]:
+        buckets = getattr(grouping.options, "fh_buckets", DEFAULT_BUCKETS)
+        frame = finish_fh(merge_fh(partials, grouping), grouping.groups, buckets)
+        return [Section("fh", TITLE, frame, tuple(grouping.keys))]
+
+
+FH = FhTable()

@@ -1,0 +1,368 @@
+"""Move tries, node visits and cutoffs of one batch of records: the columnar derivation the analytics tables share.
+
+Definitions (normative text in ``docs/REPORTS.md``, "Move tries and cutoffs"):
+
+* A **move try** is one move at one node visit: all MOVE records with the same
+  path and the same ``parent_visit`` (in one iteration of one search), except
+  that records of kind NODE_CUT (``PROBCUT``, ``NULLBAILOUT``) form tries of
+  their own.  Its *first kind* is the kind of its first record, its *final
+  kind* that of its last; its other columns are those of its first record.
+* A **node visit** is closed by one RESULT record (its ``visit``); a MOVE
+  record belongs to its parent node's visit ``parent_visit``.  A **cutoff
+  visit** ends with ``bound=lower``; its **cutoff decision** is its last MOVE
+  record of kind SEARCH, REDUCE, RESEARCH, EXTEND, NULL_PROBE or NODE_CUT.
+  Class: ``move`` (SEARCH/REDUCE/RESEARCH/EXTEND), ``null`` (NULL_PROBE),
+  ``probcut`` (NODE_CUT), ``multicut`` (the node's previous visit is
+  shallower, entered by the same decision, ended ``bound=lower``, and no
+  decision of this visit follows it; it takes precedence), ``none`` (no
+  decision: a TT or static cutoff).
+* A try **failed high** when it holds its visit's cutoff decision (classes
+  ``move``, ``null``, ``probcut``).
+* A try's **subtree nodes** are the RESULT records of the visits it entered
+  (the visits of its path whose entering decision, the latest MOVE record of
+  that path before the visit's RESULT, is one of the try's records) and of
+  everything below them (:func:`treediff.parse.visits.visit_tree`): in a
+  depth-first trace, the RESULT records in its span at or below its path.
+
+Everything is numpy over the batch's records put in (search, seq) order;
+paths are dictionary-encoded once (pyarrow), never split in Python.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from treediff.parse.visits import visit_tree
+from treediff.report.table import Batch
+
+#: Kinds a cutoff decision can have (the searched decisions and the aggregate node tests).
+DECISION_KINDS = ("SEARCH", "REDUCE", "RESEARCH", "EXTEND", "NULL_PROBE", "NODE_CUT")
+#: Cutoff classes, in display order; a visit's class code indexes this tuple (-1: not a cutoff visit).
+CLASSES = ("move", "null", "probcut", "multicut", "none")
+MOVE, NULL, PROBCUT, MULTICUT, NONE = range(5)
+_CLASS_OF_KIND = {"SEARCH": MOVE, "REDUCE": MOVE, "RESEARCH": MOVE, "EXTEND": MOVE, "NULL_PROBE": NULL,
+                  "NODE_CUT": PROBCUT}
+
+#: Records columns the derivation reads; ``move`` (else taken from the path), ``bound``, ``visit`` and
+#: ``parent_visit`` (else no node visits: see :func:`derive`) are read when present.
+COLUMNS = ("tag", "kind", "act", "path", "ply", "seq", "iter", "mn", "depth")
+OPTIONAL = ("move", "bound", "visit", "parent_visit")
+
+
+@dataclass
+class Tries:
+    """The move tries, visits and cutoffs of one batch.  Every index is a record position in the batch.
+
+    Per try (in trace order of their first records): ``first``, ``last``
+    (records), ``fh`` (failed high), ``subtree`` (subtree nodes), ``final_kind``
+    (the kind code of the last record, codes of ``batch.codes("kind")``).
+    Per closed visit (one per RESULT record): ``v_result`` (the RESULT),
+    ``v_class`` (cutoff class code, -1 when the visit is not a cutoff),
+    ``v_decision`` (the cutoff decision's record, -1 when none),
+    ``v_first`` (the visit's first MOVE record, else its RESULT: where it is
+    grouped), ``v_main`` (the node's main visit), ``v_entering`` (entering
+    decision record, -1 when none), ``v_parent`` (the RESULT of the parent
+    visit it belongs to, -1 when unknown).  ``try_of``: each record's try (-1
+    for RESULT records).
+    """
+
+    first: np.ndarray
+    last: np.ndarray
+    fh: np.ndarray
+    subtree: np.ndarray
+    final_kind: np.ndarray
+    try_of: np.ndarray
+    v_result: np.ndarray
+    v_class: np.ndarray
+    v_decision: np.ndarray
+    v_first: np.ndarray
+    v_main: np.ndarray
+    v_entering: np.ndarray
+    v_parent: np.ndarray
+    v_nodes: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.first)
+
+
+def _order(batch: Batch) -> np.ndarray:
+    """Positions of the batch's records in (search row, seq) order."""
+    seq = np.asarray(batch.records["seq"], dtype=np.int64)
+    n = len(seq)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    key = batch.srow * (int(seq.max()) + 1) + seq
+    if np.all(key[1:] >= key[:-1]):
+        return np.arange(n, dtype=np.int64)
+    return np.argsort(key, kind="stable").astype(np.int64)
+
+
+def _paths(records: pd.DataFrame, order: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """The records' paths in ``order`` as an Arrow string array (root ``""``), and each one's last-move length."""
+    raw = records["path"]
+    arr = pa.array(raw.astype("object").where(raw.notna(), "").to_numpy(dtype=object)) \
+        if raw.dtype == object else pa.array(raw, type=pa.large_string(), from_pandas=True)
+    arr = pc.fill_null(pc.take(arr, pa.array(order)), "")
+    if "move" in records:
+        codes, cats = batch_codes(records["move"])
+        lengths = np.asarray([len(str(c)) for c in cats.tolist()] + [0], dtype=np.int64)
+        move_len = lengths[codes[order]]  # code -1 (no move) -> the appended 0
+    else:
+        move_len = pl.Series(arr).str.split("/").list.last().str.len_bytes().fill_null(0).to_numpy()
+    return arr, np.asarray(move_len, dtype=np.int64)
+
+
+def batch_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    from treediff.report.grouping import codes_of
+
+    return codes_of(series)
+
+
+def _float(records: pd.DataFrame, column: str, order: np.ndarray) -> np.ndarray:
+    if column not in records:
+        return np.full(len(order), np.nan)
+    return np.asarray(records[column].to_numpy(dtype=np.float64, na_value=np.nan))[order]
+
+
+def derive(batch: Batch) -> Tries:
+    """The :class:`Tries` of a batch (records of whole searches; any order: they are put in trace order).
+
+    Without ``parent_visit``/``visit`` columns every node's records and
+    RESULTs are taken as visit 1 (one visit per node and iteration).
+    """
+    records = batch.records
+    order = _order(batch)
+    n = len(order)
+    is_move = batch.is_move[order]
+    is_result = batch.is_result[order]
+    srow, iters = batch.srow[order], batch.iters[order]
+    ply = batch.plies[order]
+    depth = _float(records, "depth", order)
+    k_codes, k_cats = batch.codes("kind")
+    kind = k_codes[order]
+    lower = (batch.equals("bound", "lower")[order] if "bound" in records else np.zeros(n, dtype=bool)) & is_result
+    pv = np.nan_to_num(_float(records, "parent_visit", order), nan=0).astype(np.int64)
+    rv = np.nan_to_num(_float(records, "visit", order), nan=0).astype(np.int64)
+    pv = np.where(is_move & (pv < 1), 1, pv)
+    rv = np.where(is_result & (rv < 1), 1, rv)
+    empty = np.zeros(0, dtype=np.int64)
+    if n == 0:
+        return Tries(empty, empty, np.zeros(0, bool), empty, empty, empty, empty, empty, empty, empty,
+                     np.zeros(0, bool), empty, empty, empty)
+
+    # Runs: one iteration of one search (a repeated ITER d starts a new run).
+    new_run = np.r_[True, (srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1])]
+    run = np.cumsum(new_run) - 1
+
+    # Paths: own path and the parent node's path (the path without its last move), one dictionary.
+    arr, move_len = _paths(records, order)
+    lengths = np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), dtype=np.int64)
+    keep = np.maximum(lengths - move_len - 1, 0)
+    parent_arr = pl.select(pl.Series(arr).str.head(pl.Series(keep))).to_series().to_arrow()
+    both = pc.dictionary_encode(pa.chunked_array([arr.cast(pa.large_string()),
+                                                  parent_arr.cast(pa.large_string())])).combine_chunks()
+    pcode = np.asarray(both.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    n_paths = np.int64(len(both.dictionary) + 1)
+    own_key = run * n_paths + pcode[:n]
+    par_key = run * n_paths + pcode[n:]
+    has_parent = ply >= 1
+    node_keys, node_codes = np.unique(np.concatenate([own_key, par_key[has_parent]]), return_inverse=True)
+    own = node_codes[:n].astype(np.int64)
+    par = np.full(n, -1, dtype=np.int64)
+    par[has_parent] = node_codes[n:]
+    n_codes = len(node_keys)
+    parent_of = np.full(n_codes, -1, dtype=np.int64)
+    parent_of[own[has_parent]] = par[has_parent]
+    ply_of = np.zeros(n_codes, dtype=np.int64)
+    ply_of[own] = ply
+    ply_of[par[has_parent]] = ply[has_parent] - 1
+
+    # Visits: (node, visit number); a MOVE record belongs to its parent's, a RESULT closes its own node's.
+    node = np.where(is_move, par, own)
+    vnum = np.where(is_move, pv, rv)
+    vmax = np.int64(int(vnum.max(initial=0)) + 2)
+    rec_v = np.full(n, -1, dtype=np.int64)
+    counted = (is_move | is_result) & (node >= 0)
+    vkeys, vinv = np.unique(node[counted] * vmax + vnum[counted], return_inverse=True)
+    rec_v[counted] = vinv
+    n_v = len(vkeys)
+    res = np.flatnonzero(is_result)
+    res_of_v = np.full(n_v, -1, dtype=np.int64)
+    res_of_v[rec_v[res]] = res  # the last RESULT when an engine wrote a visit number twice
+
+    # Tries: (visit, own path) for MOVE records; NODE_CUT records alone.
+    mov = np.flatnonzero(is_move)
+    nodecut = np.flatnonzero(k_cats == "NODE_CUT")
+    alone = np.isin(kind[mov], nodecut) if len(nodecut) else np.zeros(len(mov), dtype=bool)
+    tkey = rec_v[mov] * np.int64(n_codes + 1) + own[mov]
+    tkey = np.where(alone, -1 - mov, tkey)
+    t_codes, t_uniques = pd.factorize(tkey)  # numbered in order of first appearance: trace order
+    t_codes = np.asarray(t_codes, dtype=np.int64)
+    n_t = len(t_uniques)
+    try_of = np.full(n, -1, dtype=np.int64)
+    try_of[mov] = t_codes
+    t_first = np.full(n_t, n, dtype=np.int64)
+    np.minimum.at(t_first, t_codes, mov)
+    t_last = np.full(n_t, -1, dtype=np.int64)
+    np.maximum.at(t_last, t_codes, mov)
+
+    # Cutoff decisions: the last decision-kind MOVE record of each visit.
+    dec_codes = np.flatnonzero(np.isin(k_cats, DECISION_KINDS))
+    dec = mov[np.isin(kind[mov], dec_codes)]
+    last_dec = np.full(n_v, -1, dtype=np.int64)
+    np.maximum.at(last_dec, rec_v[dec], dec)
+    first_move = np.full(n_v, n, dtype=np.int64)
+    np.minimum.at(first_move, rec_v[mov], mov)
+
+    # Visit tree: entering decisions, main visits, subtree sizes.
+    code = own
+    tree = visit_tree(code, parent_of, ply_of, is_result, is_move, depth, np.where(is_result, rv, 0),
+                      np.where(is_move, pv, 0))
+    entering = tree.entering  # per RESULT (order of res)
+
+    # Class of each closed visit.
+    r_v = rec_v[res]
+    cut = lower[res]
+    dec_r = last_dec[r_v]
+    kind_name = np.concatenate([k_cats.astype(object), [None]])
+    cls = np.full(len(res), -1, dtype=np.int64)
+    lut = np.asarray([_CLASS_OF_KIND.get(str(k), NONE) if k is not None else NONE for k in kind_name.tolist()],
+                     dtype=np.int64)
+    with_dec = cut & (dec_r >= 0)
+    cls[with_dec] = lut[kind[dec_r[with_dec]]]
+    cls[cut & (dec_r < 0)] = NONE
+    # Multicut: the node's previous RESULT (same run and node) is a shallower cutoff visit entered by the same
+    # decision, and no decision of this visit follows it.
+    srt = np.lexsort((res, own[res]))
+    prev = np.full(len(res), -1, dtype=np.int64)
+    same = own[res][srt][1:] == own[res][srt][:-1]
+    prev[srt[1:][same]] = srt[:-1][same]
+    p_ok = prev >= 0
+    p = np.maximum(prev, 0)
+    multi = (cut & p_ok & (entering >= 0) & (entering[p] == entering) & lower[res[p]]
+             & (depth[res[p]] < depth[res]) & (dec_r < res[p]))
+    cls[multi] = MULTICUT
+
+    # Failed high: the try holding a move/null/probcut cutoff decision.
+    fh = np.zeros(n_t, dtype=bool)
+    held = (cls >= 0) & (cls <= PROBCUT) & (dec_r >= 0)
+    fh[try_of[dec_r[held]]] = True
+
+    # Subtree nodes: RESULT records under the visits each try entered.
+    subtree = np.zeros(n_t, dtype=np.int64)
+    ent = entering >= 0
+    np.add.at(subtree, try_of[entering[ent]], tree.nodes[ent])
+
+    v_first = np.where(first_move[r_v] < n, first_move[r_v], res)
+    decision = np.where(cls >= 0, dec_r, -1)
+    decision = np.where(cls == MULTICUT, -1, decision)
+    back = order
+    return Tries(
+        first=back[t_first], last=back[t_last], fh=fh, subtree=subtree, final_kind=kind[t_last],
+        try_of=_unsort(try_of, order), v_result=back[res], v_class=cls,
+        v_decision=np.where(decision >= 0, back[np.maximum(decision, 0)], -1), v_first=back[v_first],
+        v_main=tree.is_main, v_entering=np.where(entering >= 0, back[np.maximum(entering, 0)], -1),
+        v_parent=np.where(tree.parent_result >= 0, back[res[np.maximum(tree.parent_result, 0)]], -1),
+        v_nodes=tree.nodes)
+
+
+def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Per-record values given in ``order`` back in batch order."""
+    out = np.empty_like(values)
+    out[order] = values
+    return out
+
+
+# ---------------------------------------------------------------------- bands (docs/REPORTS.md "fh")
+MN_BANDS = ((1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 16, "9-16"), (17, None, "17+"))
+SEE_BANDS = ("< -200", "-200..-1", "0", "1..200", "> 200")
+
+
+def mn_band(mn: np.ndarray) -> np.ndarray:
+    """Band labels of move numbers (1, 2, 3-4, 5-8, 9-16, 17+; None for a missing or < 1 number)."""
+    mn = np.asarray(mn, dtype=np.float64)
+    out = np.full(len(mn), None, dtype=object)
+    for lo, hi, label in MN_BANDS:
+        out[(mn >= lo) & ((mn <= hi) if hi is not None else True)] = label
+    return out
+
+
+def mn_band_order(label: object) -> int:
+    return next((i for i, (_, _, lab) in enumerate(MN_BANDS) if lab == label), len(MN_BANDS))
+
+
+def see_band(see: np.ndarray) -> np.ndarray:
+    """Band labels of SEE values in centipawns (< -200, -200..-1, 0, 1..200, > 200; None when missing)."""
+    see = np.asarray(see, dtype=np.float64)
+    out = np.full(len(see), None, dtype=object)
+    out[see < -200] = SEE_BANDS[0]
+    out[(see >= -200) & (see < 0)] = SEE_BANDS[1]
+    out[see == 0] = SEE_BANDS[2]
+    out[(see > 0) & (see <= 200)] = SEE_BANDS[3]
+    out[see > 200] = SEE_BANDS[4]
+    return out
+
+
+def wilson(k: np.ndarray, n: np.ndarray, z: float = 1.959963984540054) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval (95 % by default) of k successes in n trials, in percent (NaN where n is 0)."""
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / n
+        denom = 1 + z * z / n
+        centre = (p + z * z / (2 * n)) / denom
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+        lo, hi = centre - half, centre + half
+    bad = n <= 0
+    lo = np.where(bad, np.nan, np.clip(lo, 0, 1)) * 100
+    hi = np.where(bad, np.nan, np.clip(hi, 0, 1)) * 100
+    return lo, hi
+
+
+def pct(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """100 · k / n (NaN where n is 0)."""
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, 100.0 * k / np.where(n > 0, n, 1), np.nan)
+
+
+#: Per-try columns :func:`try_frame` gives (and ``whatif`` rules may name), besides fh, subtree and the cell.
+TRY_COLUMNS = ("kind", "act", "depth", "new_depth", "reduction", "mn", "ply", "see", "hist", "nt", "phase", "why")
+#: Where each try column comes from in the records table, when it is not the same name.
+_SOURCE_COLUMN = {"nt": "node_type"}
+
+
+def try_frame(batch: Batch, t: Tries, columns: tuple[str, ...] = TRY_COLUMNS) -> pd.DataFrame:
+    """One row per try: the first record's ``columns`` (strings as categoricals, numbers as float64 with NaN),
+    ``final_kind``, ``fh``, ``subtree``, ``cell`` (its first record's cell) and ``record`` (its first record)."""
+    records = batch.records
+    first = t.first
+    out: dict[str, object] = {}
+    for name in columns:
+        source = _SOURCE_COLUMN.get(name, name)
+        if source not in records:
+            out[name] = (pd.Categorical([None] * len(first)) if name in _STRING_COLUMNS
+                         else np.full(len(first), np.nan))
+            continue
+        if name in _STRING_COLUMNS:
+            codes, cats = batch.codes(source)
+            out[name] = pd.Categorical.from_codes(codes[first], categories=pd.Index(cats, dtype=object))
+        else:
+            out[name] = np.asarray(records[source].to_numpy(dtype=np.float64, na_value=np.nan))[first]
+    k_codes, k_cats = batch.codes("kind")
+    out["final_kind"] = pd.Categorical.from_codes(t.final_kind, categories=pd.Index(k_cats, dtype=object))
+    out["fh"] = t.fh
+    out["subtree"] = t.subtree
+    out["cell"] = batch.record_groups.record_group[first]
+    out["record"] = first
+    return pd.DataFrame(out)
+
+
+_STRING_COLUMNS = ("kind", "act", "nt", "phase", "why")
