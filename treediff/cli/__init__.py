@@ -26,7 +26,7 @@ _COMMAND_MODULES = sorted(m.name for m in pkgutil.iter_modules(_commands_pkg.__p
 #: A command missing here is still found: then every module is imported.
 _KNOWN_HOMES = {
     "parse": "parse", "info": "parse", "report": "report", "compare": "report",
-    "diff": "diff", "run": "run", "batch": "run", "browse": "browse",
+    "diff": "diff", "run": "run", "batch": "run", "whatif": "whatif", "browse": "browse",
 }
 
 
