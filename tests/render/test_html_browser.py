@@ -1,0 +1,167 @@
+"""The HTML page in a real headless browser: Debian's chromium driven by selenium (chromium-driver).
+
+Skipped with a reason when chromium, chromedriver or selenium is missing; .ci/run installs them.
+Expectations for align_basic are the hand count in test_html.py's docstring: the root expanded shows
+its six ply-1 rows (0000, e2e4, d2d4, g1f3, b1c3, c2c4); e2e4 has two children (e7e5, a7a6); only
+b1c3 of the ply-1 rows has nothing divergent at or below it.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from support.html_helpers import chromium_paths, diff_page, start_chromium
+from test_html import A, B, HAND, HOSTILE_ID, TACTICAL_A, TACTICAL_B, _hostile_logs
+
+selenium = pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[test]')")
+if chromium_paths() is None:
+    pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
+                allow_module_level=True)
+
+from selenium.webdriver.common.by import By  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = start_chromium()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pages")
+    made = {}
+    for name, (a, b) in {"basic": (A, B), "promo": (HAND / "align_promo_crafty.log",
+                                                    HAND / "align_promo_stockfish.log"),
+                         "tactical": (TACTICAL_A, TACTICAL_B)}.items():
+        path = out / f"{name}.html"
+        path.write_text(diff_page(a, b), encoding="utf-8")
+        made[name] = path
+    return made
+
+
+def _open(browser, path: Path, hash_: str = ""):
+    browser.get(path.as_uri() + hash_)
+    deadline = time.monotonic() + 10
+    while browser.execute_script("return document.documentElement.getAttribute('data-rendered')") != "1":
+        assert time.monotonic() < deadline, "the page never rendered"
+        time.sleep(0.05)
+
+
+def _errors(browser) -> list:
+    return [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+
+
+def _rows(browser) -> list:
+    return browser.find_elements(By.CSS_SELECTOR, "section#t0 table.tree tbody tr")
+
+
+def _moves(browser, side: int = 0) -> list[str]:
+    """The shown move of each visible row on side A (0) or B (1); "" in a gap."""
+    out = []
+    for tr in _rows(browser):
+        cells = tr.find_elements(By.CSS_SELECTOR, "td.mv, td.gap")
+        first = cells[0] if side == 0 else cells[6 if cells[0].get_attribute("class") == "gap" else 1]
+        names = first.find_elements(By.CSS_SELECTOR, "span.name")
+        out.append(names[0].text if names else "")
+    return out
+
+
+def _row_of(browser, move: str):
+    for tr in _rows(browser):
+        if move in [s.text for s in tr.find_elements(By.CSS_SELECTOR, "span.name")]:
+            return tr
+    raise AssertionError(f"no visible row shows {move}")
+
+
+def test_expand_and_collapse_a_row(browser, pages):
+    _open(browser, pages["basic"])
+    shown = {m for side in (0, 1) for m in _moves(browser, side)} - {""}
+    assert shown == {"(root)", "0000", "e2e4", "d2d4", "g1f3", "b1c3", "c2c4"}
+    assert len(_rows(browser)) == 7
+    _row_of(browser, "e2e4").find_element(By.CSS_SELECTOR, "button.tg").click()
+    assert len(_rows(browser)) == 9
+    moves = _moves(browser)
+    at = moves.index("e2e4")
+    assert moves[at + 1: at + 3] == ["e7e5", "a7a6"]  # the children, right below their parent
+    _row_of(browser, "e2e4").find_element(By.CSS_SELECTOR, "button.tg").click()
+    assert len(_rows(browser)) == 7 and "a7a6" not in _moves(browser)
+    assert _errors(browser) == []
+
+
+def test_divergence_link_opens_its_row(browser, pages):
+    _open(browser, pages["basic"])
+    link = next(a for a in browser.find_elements(By.CSS_SELECTOR, "section.divergences a.divlink")
+                if "`e2e4/a7a6`" in a.text)
+    assert "a7a6" not in _moves(browser)  # its parent is collapsed
+    link.click()
+    target = browser.find_element(By.CSS_SELECTOR, "tr.target")
+    assert target.is_displayed()
+    assert browser.execute_script("return location.hash") == link.get_attribute("href")[-len(
+        browser.execute_script("return location.hash")):]
+    names = [s.text for s in target.find_elements(By.CSS_SELECTOR, "span.name")]
+    assert names == ["a7a6", "a7a6"]
+    acts = [td.text for td in target.find_elements(By.CSS_SELECTOR, "td.acts")]
+    assert acts == ["FP-QUIET", "FULL"]  # A pruned it, B searched it (align_basic_a/b.log line 13)
+    # the row is in view
+    assert browser.execute_script(
+        "var r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight;", target)
+    assert _errors(browser) == []
+
+
+def test_opening_the_page_at_a_row_link(browser, pages):
+    page = pages["basic"].read_text(encoding="utf-8")
+    href = next(part.split('"')[0] for part in page.split('href="')[1:] if part.startswith("#t0-r"))
+    _open(browser, pages["basic"], href)
+    target = browser.find_element(By.CSS_SELECTOR, "tr.target")
+    assert "#" + target.get_attribute("id") == href and target.is_displayed()
+    assert _errors(browser) == []
+
+
+def test_notation_toggle(browser, pages):
+    _open(browser, pages["promo"])
+    # Crafty writes SAN (e8=Q, null move "null"), Stockfish UCI (e7e8q, 0000): align_promo_*.log
+    assert "e8=Q" in _moves(browser, 0) and "e7e8q" in _moves(browser, 1)
+    assert "null" in _moves(browser, 0) and "0000" in _moves(browser, 1)
+    browser.find_element(By.CSS_SELECTOR, "section#t0 input[value=uci]").click()
+    assert "e7e8q" in _moves(browser, 0) and "e8=Q" not in _moves(browser, 0)
+    assert "0000" in _moves(browser, 0)
+    browser.find_element(By.CSS_SELECTOR, "section#t0 input[value=own]").click()
+    assert "e8=Q" in _moves(browser, 0)
+    assert _errors(browser) == []
+
+
+def test_only_divergent_filter(browser, pages):
+    _open(browser, pages["basic"])
+    browser.find_element(By.CSS_SELECTOR, "section#t0 input.only-div").click()
+    assert set(_moves(browser)) - {""} == {"(root)", "0000", "e2e4", "d2d4", "g1f3"}
+    assert "c2c4" in _moves(browser, 1) and "b1c3" not in _moves(browser, 0) + _moves(browser, 1)
+    _row_of(browser, "e2e4").find_element(By.CSS_SELECTOR, "button.tg").click()
+    moves = _moves(browser)
+    assert "a7a6" in moves and "e7e5" not in moves  # e2e4/e7e5 and below are the same on both sides
+    browser.find_element(By.CSS_SELECTOR, "section#t0 input.only-div").click()
+    assert "e7e5" in _moves(browser)  # the expanded row keeps its children when the filter is lifted
+    assert _errors(browser) == []
+
+
+def test_hostile_id_is_shown_as_text(browser, pages, tmp_path):
+    a, b = _hostile_logs(tmp_path)
+    path = tmp_path / "hostile.html"
+    path.write_text(diff_page(a, b), encoding="utf-8")
+    _open(browser, path)  # an alert would make every later selenium call fail
+    assert HOSTILE_ID in browser.find_element(By.CSS_SELECTOR, "header h1").text
+    assert browser.find_elements(By.CSS_SELECTOR, "img") == []
+    assert len(browser.find_elements(By.CSS_SELECTOR, "script")) == 2
+    assert _errors(browser) == []
+
+
+def test_tactical_pair_page(browser, pages):
+    _open(browser, pages["tactical"])
+    assert len(_rows(browser)) > 1
+    for link in browser.find_elements(By.CSS_SELECTOR, "section.divergences a.divlink")[:3]:
+        link.click()
+        assert browser.find_element(By.CSS_SELECTOR, "tr.target").is_displayed()
+    assert _errors(browser) == []
