@@ -1,0 +1,61 @@
+"""The fh table on the hand-counted cutoff trace (tests/support/analytics_traces.py).
+
+Move tries (one move at one node visit; the LMR and its re-search of c2c4/e7e5 are one try), counted on the trace:
+  root visit: e2e4, d2d4, c2c4, g1f3, b1c3 (SEARCH, mn 1..5; the root ends exact: none failed high);
+  e2e4: e7e5 (SEARCH mn 1), d7d5 (SEARCH mn 2, failed high);
+  d2d4: 0000 (NULL_PROBE, failed high);
+  c2c4: g8f6 (SEARCH mn 1), e7e5 (first kind REDUCE, final RESEARCH, mn 2, failed high);
+  g1f3 outer: 0000 (NULL_PROBE; the visit is a multicut, so it did not fail high);
+  g1f3 verification: d7d5 (SEARCH mn 1, failed high).
+12 tries, 4 fail highs.  By first kind: SEARCH 9 / 2, NULL_PROBE 2 / 1, REDUCE 1 / 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from support.analytics_traces import CUTOFF_CASES, source_of
+from treediff.model.errors import InputError
+from treediff.report.core import build_report
+from treediff.report.table import ReportOptions
+from treediff.report.tables.fh import parse_buckets
+from treediff.report.tries import wilson
+
+
+def _fh(tmp_path, buckets):
+    return build_report(source_of(tmp_path, CUTOFF_CASES), ["fh"],
+                        options=ReportOptions(fh_buckets=parse_buckets(buckets)))["fh"]
+
+
+def test_fh_by_kind_hand_counted(tmp_path):
+    frame = _fh(tmp_path, "kind").set_index("kind")
+    assert frame["tries"].to_dict() == {"NULL_PROBE": 2, "REDUCE": 1, "SEARCH": 9}
+    assert frame["fail_highs"].to_dict() == {"NULL_PROBE": 1, "REDUCE": 1, "SEARCH": 2}
+    assert frame.loc["SEARCH", "fh_pct"] == pytest.approx(200 / 9)
+
+
+def test_fh_by_mn_band_hand_counted(tmp_path):
+    # mn: 1 -> e2e4, e7e5, g8f6, g1f3/d7d5 (4, 1 fh); 2 -> d2d4, d7d5, e7e5 (3, 2 fh); 3-4 -> c2c4, g1f3 (2, 0);
+    # 5-8 -> b1c3 (1, 0); null moves have mn 0: no band (2, 1).
+    frame = _fh(tmp_path, "mn")
+    got = {r.mn: (r.tries, r.fail_highs) for r in frame.itertuples()}
+    assert got == {"1": (4, 1), "2": (3, 2), "3-4": (2, 0), "5-8": (1, 0), None: (2, 1)}
+    assert list(frame["mn"]) == ["1", "2", "3-4", "5-8", None]  # band order, missing last
+
+
+def test_wilson_bounds_solve_the_score_equation():
+    # The Wilson bounds are the two p with |k/n - p| = z sqrt(p (1 - p) / n): check that property directly.
+    z = 1.959963984540054
+    for k, n in ((2, 9), (1, 1), (0, 4), (37, 100)):
+        lo, hi = (v / 100 for v in wilson(np.array([k]), np.array([n])))
+        for p in (lo[0], hi[0]):
+            if 0 < p < 1:
+                assert abs(k / n - p) == pytest.approx(z * np.sqrt(p * (1 - p) / n), abs=1e-9)
+        assert lo[0] <= k / n <= hi[0]
+    assert wilson(np.array([0]), np.array([4]))[0][0] == 0.0
+    assert np.isnan(wilson(np.array([0]), np.array([0]))[0][0])
+
+
+def test_bucket_refuses_unknown_key():
+    with pytest.raises(InputError, match="--bucket: unknown key 'colour'"):
+        parse_buckets("kind,colour")

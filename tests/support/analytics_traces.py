@@ -1,0 +1,61 @@
+"""Hand-written traces for the issue-13 analytics tables (cutoffs, fh, whatif, residual, depths, why), with
+their counts worked out by hand in the docstrings of the tests that use them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from treediff.parse.source import open_source
+
+START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+
+#: One iteration of depth 4 from the start position, every cutoff class in one tree (lines numbered in the
+#: comments; the header is line 1):
+#:   e2e4 node: cut by its second move d7d5 (class move, mn 2);
+#:   d2d4 node: cut by its null move (class null);
+#:   c2c4 node: e7e5 reduced (LMR), re-searched (LMR-RESEARCH), the re-search holds the cutoff (move, mn 2);
+#:   g1f3 node: null-move record at the outer depth, then a shallower verification visit of g1f3 (cut by
+#:     d7d5, class move mn 1), then the outer visit ends bound=lower with no decision after it (multicut);
+#:   b1c3 node: bound=lower with no decision at all (TT cutoff, class none).
+CUTOFF_CASES = f"""TREEDUMP engine=stockfish v=1 unit=1 id=start fen={START}
+ITER d=4
+MOVE path=e2e4 ply=1 mn=1 d=4 nd=3 act=FULL
+MOVE path=e2e4/e7e5 ply=2 mn=1 d=3 nd=2 act=FULL
+RESULT path=e2e4/e7e5 ply=2 d=2 score=30 bound=upper
+MOVE path=e2e4/d7d5 ply=2 mn=2 d=3 nd=2 act=FULL
+RESULT path=e2e4/d7d5 ply=2 d=2 score=-60 bound=upper
+RESULT path=e2e4 ply=1 d=3 score=60 bound=lower
+MOVE path=d2d4 ply=1 mn=2 d=4 nd=3 act=FULL
+MOVE path=d2d4/0000 ply=2 mn=0 d=3 nd=1 act=NMP
+RESULT path=d2d4/0000 ply=2 d=1 score=-70 bound=upper
+RESULT path=d2d4 ply=1 d=3 score=70 bound=lower
+MOVE path=c2c4 ply=1 mn=3 d=4 nd=3 act=FULL
+MOVE path=c2c4/g8f6 ply=2 mn=1 d=3 nd=2 act=FULL
+RESULT path=c2c4/g8f6 ply=2 d=2 score=20 bound=upper
+MOVE path=c2c4/e7e5 ply=2 mn=2 d=3 nd=1 act=LMR red=1
+RESULT path=c2c4/e7e5 ply=2 d=1 score=-40 bound=upper
+MOVE path=c2c4/e7e5 ply=2 mn=2 d=3 nd=2 act=LMR-RESEARCH
+RESULT path=c2c4/e7e5 ply=2 d=2 score=-45 bound=upper
+RESULT path=c2c4 ply=1 d=3 score=45 bound=lower
+MOVE path=g1f3 ply=1 mn=4 d=4 nd=3 act=FULL
+MOVE path=g1f3/0000 ply=2 mn=0 d=3 nd=1 act=NMP
+RESULT path=g1f3/0000 ply=2 d=1 score=-10 bound=upper
+MOVE path=g1f3/d7d5 ply=2 mn=1 d=1 nd=0 act=FULL
+RESULT path=g1f3/d7d5 ply=2 d=0 score=-80 bound=upper
+RESULT path=g1f3 ply=1 d=1 score=80 bound=lower
+RESULT path=g1f3 ply=1 d=3 score=80 bound=lower
+MOVE path=b1c3 ply=1 mn=5 d=4 nd=3 act=FULL
+RESULT path=b1c3 ply=1 d=3 score=90 bound=lower
+RESULT path=- ply=0 d=4 score=-10 bound=exact
+END nodes=15 best=e2e4 score=-10
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "trace.log") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def source_of(tmp_path: Path, text: str, name: str = "trace.log"):
+    """The trace parsed by the real parser (node visits included)."""
+    return open_source(str(write(tmp_path, text, name)))
