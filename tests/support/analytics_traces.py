@@ -59,3 +59,33 @@ def write(tmp_path: Path, text: str, name: str = "trace.log") -> Path:
 def source_of(tmp_path: Path, text: str, name: str = "trace.log"):
     """The trace parsed by the real parser (node visits included)."""
     return open_source(str(write(tmp_path, text, name)))
+
+#: typhoon dialect (unit 64): acts with their depth steps and why= reasons, one root visit of depth 4.
+#:   FULL  e2e4 d=256 nd=192            -> step 1      why=tt-move
+#:   NMP   e2e4/(null) d=192 nd=0       -> step 3
+#:   LMR   e2e4/e7e5 d=192 nd=64 red=64  -> step 2, red 1 (depth 3, mn 2)
+#:   LMR   e2e4/d7d5 d=192 nd=32 red=96  -> step 2.5, red 1.5 (depth 3, mn 3)
+#:   EXT   d2d4 d=256 nd=256            -> step 0      why=in-check
+#:   LMR   g1f3 d=256 nd=96 red=96      -> step 2.5, red 1.5 (depth 4, mn 3)
+#:   FULL  b1c3 d=256 nd=192            -> step 1      why=killer
+#:   LMP   a2a3 d=256 (no nd)           -> not in the depth steps
+DEPTH_CASES = f"""TREEDUMP engine=typhoon v=1 unit=64 id=start fen={START}
+ITER d=4
+MOVE path=e2e4 ply=1 mn=1 d=256 nd=192 act=FULL why=tt-move
+MOVE path=e2e4/(null) ply=2 mn=0 d=192 nd=0 act=NMP
+RESULT path=e2e4/(null) ply=2 d=0 score=10 bound=upper
+MOVE path=e2e4/e7e5 ply=2 mn=2 d=192 nd=64 act=LMR red=64
+RESULT path=e2e4/e7e5 ply=2 d=64 score=10 bound=upper
+MOVE path=e2e4/d7d5 ply=2 mn=3 d=192 nd=32 act=LMR red=96
+RESULT path=e2e4/d7d5 ply=2 d=32 score=10 bound=upper
+RESULT path=e2e4 ply=1 d=192 score=-10 bound=exact
+MOVE path=d2d4 ply=1 mn=2 d=256 nd=256 act=EXT why=in-check
+RESULT path=d2d4 ply=1 d=256 score=-20 bound=upper
+MOVE path=g1f3 ply=1 mn=3 d=256 nd=96 act=LMR red=96
+RESULT path=g1f3 ply=1 d=96 score=-20 bound=upper
+MOVE path=b1c3 ply=1 mn=4 d=256 nd=192 act=FULL why=killer
+RESULT path=b1c3 ply=1 d=192 score=-20 bound=upper
+MOVE path=a2a3 ply=1 mn=5 d=256 act=LMP
+RESULT path=- ply=0 d=256 score=10 bound=exact
+END nodes=7 best=e2e4 score=10
+"""
