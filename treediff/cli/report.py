@@ -53,7 +53,7 @@ def _batch_target(in_memory: bool) -> int:
 @click.command("report")
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--table", "tables", default="all", show_default=True,
-              help="Comma-separated: nodes,acts,lmr,ebf,skips,scope or all.")
+              help="Comma-separated: nodes,acts,lmr,ebf,skips,scope,cutoffs,fh,depths,why,residual or all.")
 @click.option("--by", default="engine", show_default=True,
               help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth (engine is always "
                    "included; ply and depth: the deciding node's ply and remaining depth, per record).")
@@ -68,11 +68,13 @@ def _batch_target(in_memory: bool) -> int:
               help="Count only records at or below PATH (moves separated by /, UCI or SAN; e.g. e2e4/e7e5).")
 @click.option("--allow-different-depths", is_flag=True,
               help="Give the nodes table's ratio also between groups searched to different depths.")
+@click.option("--bucket", default="kind,depth,mn", show_default=True,
+              help="The fh table's buckets, comma-separated: kind,act,depth,mn,ply,see,hist,nt.")
 @_width_option
 @_in_memory_option
 @keep_complete_option
 def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, allow_different_depths, width,
-           in_memory, keep_complete):
+           in_memory, keep_complete, bucket="kind,depth,mn"):
     """Act breakdowns, LMR, EBF, skips, prune scope and nodes for logs, Parquet files or datasets.
 
     Definitions of every table: docs/REPORTS.md.  Dataset directories are
@@ -93,7 +95,9 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     if under:
         source, keep = under_view(source, under, target)
         notes.append(f"note: records at or below {keep.path or under} only ({len(source.searches)} searches)")
-    options = ReportOptions(allow_different_depths=allow_different_depths)
+    from treediff.report.tables.fh import parse_buckets
+
+    options = ReportOptions(allow_different_depths=allow_different_depths, fh_buckets=parse_buckets(bucket))
     result = build_report(source, names, keys, target, options=options, keep=keep)
     if fmt == "html":
         from treediff.cli.html_output import report_page
