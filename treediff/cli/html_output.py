@@ -126,3 +126,10 @@ def compare_page(result, notes: list[str], sides: Sequence[tuple[object, str]], 
     text = compare_html(result.sections(), notes, plot_data(sides, target), trees,
                         title=f"treediff compare: {' vs '.join(labels)}")
     write_html(text, output)
+
+
+def diff_page(alignment, rows, summaries, notations, output: str | None) -> None:
+    """diff's page: the selected rows as the tree, the summaries of its scope."""
+    from treediff.render.html import diff_html
+
+    write_html(diff_html(alignment, rows, summaries, notations), output)
