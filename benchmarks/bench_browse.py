@@ -16,6 +16,12 @@ diff`` pays too, is printed separately).  Then, ``--repeat`` times:
   and their children built);
 * jump: ``g``, a path put in the box, enter timed (a deep row: the last row of the tree).
 
+With ``--log-lines N`` (default 45,000: about 51k aligned rows) the same open is also timed end to
+end: two logs written with benchmarks/gen_logs.py (typhoon and stockfish
+dialects, one search of depth 6 each, N lines a side), then
+``treediff.cli.browse.build_model`` (parse, align, model) and the app to its
+first screen, as ``treediff browse A B`` does.
+
 Times are wall clock on this machine (2 cores shared); the best and the
 median of the repeats are printed.
 """
@@ -66,12 +72,59 @@ def _one_run(alignment, records_a, records_b, deep_path: str) -> dict[str, float
     return times
 
 
+def _write_logs(directory: Path, lines: int, seed: int) -> tuple[str, str]:
+    """A typhoon and a stockfish log of one search each (benchmarks/gen_logs.py: depth 6, one middlegame FEN)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gen_logs import FENS, UNIT, search_lines
+
+    fen = FENS[2]
+    out = []
+    for dialect in ("typhoon", "stockfish"):
+        body = search_lines(dialect, fen, 6, seed, max_lines=lines)
+        path = directory / f"{dialect}.log"
+        path.write_text(f"TREEDUMP engine={dialect} v=1 unit={UNIT[dialect]} id=bench producer=gen_logs fen={fen}\n"
+                        + "\n".join(body) + "\n")
+        out.append(str(path))
+    return out[0], out[1]
+
+
+def _from_logs(lines: int, seed: int, repeat: int) -> None:
+    """End to end: treediff browse's build_model (parse both logs, align, model) and the app's first screen."""
+    import tempfile
+
+    from treediff.cli.browse import build_model
+    from treediff.render.browse import BrowseApp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = _write_logs(Path(tmp), lines, seed)
+        totals, builds, size = [], [], 0
+        for _ in range(repeat):
+            start = time.perf_counter()
+            model, title = build_model(a, b)
+            builds.append(time.perf_counter() - start)
+            size = len(model)
+
+            async def run() -> None:
+                async with BrowseApp(model, title).run_test(size=(160, 50)) as pilot:
+                    await pilot.pause()
+
+            asyncio.run(run())
+            totals.append(time.perf_counter() - start)
+    print(f"from logs ({lines:,} lines a side, {size:,} aligned rows): parse + align + model best {min(builds):.2f} s, "
+          f"to the first screen best {min(totals):.2f} s, median {statistics.median(totals):.2f} s "
+          f"(target <= 2 s: {'ok' if min(totals) <= 2.0 else 'OVER'})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=50_000, help="records per side (about as many aligned rows)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--log-lines", type=int, default=45_000,
+                        help="lines a side of the end-to-end run from two generated logs (0 skips it)")
     args = parser.parse_args()
+    if args.log_lines:
+        _from_logs(args.log_lines, args.seed, args.repeat)
 
     from support.synthetic import synthetic_pair
     from treediff.align import align

@@ -274,23 +274,29 @@ class BrowseModel:
         ply = int(frame["ply"].min())
         cells = [side_cells(frame, side, base_ply=ply, full_paths=False, notation=self.notations[i])
                  for i, side in enumerate("ab")]
-        out = []
+        parts: list[list[str]] = []
         for k, row in enumerate(rows):
             status = str(self.status[row])
             move = cells[0].tree[k] if status != "only-B" else cells[1].tree[k]
             move = move.strip() or "(root)"
-            parts = [f"{MARKERS.get(status, '?')} {move:<{MOVE_WIDTH}}"]
-            for i, side in enumerate("ab"):
+            mine = [f"{MARKERS.get(status, '?')} {move:<{MOVE_WIDTH}}"]
+            for i in range(2):
                 c = cells[i]
                 tag = self.labels[i]
                 if c.gap[k]:
-                    parts.append(f"{tag}: —")
+                    mine.append(f"{tag}: —")
                     continue
                 acts = c.acts[k] or "·"
                 red = f" r{c.red[k]}" if c.red[k] else ""
-                parts.append(f"{tag}: {acts} {c.depth[k]}{red} n={c.nodes[k]}".replace("  ", " "))
+                mine.append(f"{tag}: {acts} {c.depth[k]}{red} n={c.nodes[k]}".replace("  ", " "))
+            parts.append(mine)
+        # Siblings share an indent in the tree, so padding within the batch lines B's cells up under each other.
+        move_width = max(len(p[0]) for p in parts)
+        a_width = max(len(p[1]) for p in parts)
+        out = []
+        for (move, side_a, side_b), row in zip(parts, rows):
+            text = f"{move:<{move_width}} {side_a:<{a_width}} │ {side_b}"
             delta = int(self.nodes_a[row] - self.nodes_b[row])
-            text = "  ".join(parts[:1]) + " " + " │ ".join(parts[1:])
             if delta:
                 text += f"  Δ{delta:+,}"
             rank = self.rank_of(int(row))
