@@ -174,3 +174,56 @@ def test_html_output_is_atomic_and_not_over_an_input(tmp_path, verb):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     assert target.read_bytes() == A.read_bytes()
+
+
+def test_compare_page_links_each_divergence_to_its_positions_tree(tmp_path):
+    a = ROOT / "fixtures" / "traces" / "typhoon_batch3.log"
+    b = ROOT / "fixtures" / "traces" / "stockfish_batch3.log"
+    out = tmp_path / "compare.html"
+    result = _cli(["compare", str(a), str(b), "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    trees = embedded(page)
+    listed = re.findall(r'<li><a class="divlink" href="#t(\d+)-r(\d+)">([^:<]+): \[[^\]]+\] ([^<]*)</a>', page)
+    assert listed
+    positions = set()
+    for tree, row, position, sentence in listed:
+        data = trees[f"t{tree}"]
+        assert data["position"] == position  # the link opens the tree of the divergence's position
+        assert f"`{full_paths(data)[int(row)]}`" in sentence
+        positions.add(position)
+    # typhoon_batch3 and stockfish_batch3 search the same three positions; the top 10 touch all three
+    assert positions == {str(t["position"]) for t in trees.values()} == {"kiwipete", "rook-endgame", "start"}
+
+
+def test_rows_without_their_parent_are_top_rows_with_full_paths():
+    from treediff.align import LOAD_COLUMNS, align
+    from treediff.align.view import select_rows
+    from treediff.parse.source import open_source
+    from treediff.render.html import tree_data
+
+    columns = tuple(dict.fromkeys((*LOAD_COLUMNS, "line")))
+    alignment = align(open_source(str(A)).records(columns), open_source(str(B)).records(columns))
+    rows = select_rows(alignment.rows, only_diff=True)
+    data = tree_data(alignment, rows)
+    shown = dict(zip(full_paths(data), data["parent"]))
+    assert set(shown) == {p for p, s in EXPECTED_STATUS.items() if s != "same"}
+    # e2e4 (same) is not shown: e2e4/a7a6 is a top row named by its full path; g1f3/g8f6 keeps its parent
+    assert shown["e2e4/a7a6"] == -1 and data["uci"][full_paths(data).index("e2e4/a7a6")] == "e2e4/a7a6"
+    assert shown["g1f3/g8f6"] == full_paths(data).index("g1f3")
+
+
+def test_act_panels_share_one_scale():
+    from treediff.render.html import hbar_panels
+
+    acts = pd.DataFrame({"engine": ["one", "one", "two"], "act": ["LMP", "FULL", "FULL"],
+                         "pct_of_moves": [80.0, 20.0, 40.0]})
+    svg = hbar_panels(acts, "engine", "act", "pct_of_moves", "acts", "%", ["one", "two"])
+    widths = {t: float(w) for w, t in re.findall(r'<rect [^>]*width="([\d.]+)"[^>]*><title>([^<]*)</title>', svg)}
+    one_full, two_full, one_lmp = (widths[k] for k in ("one FULL: 20.00 %", "two FULL: 40.00 %", "one LMP: 80.00 %"))
+    assert two_full == pytest.approx(2 * one_full, abs=0.1) and one_lmp == pytest.approx(4 * one_full, abs=0.1)
+    # one act order for both panels: LMP (the largest anywhere) first, then FULL, in each panel
+    labels = re.findall(r'class="label">([A-Z]+)</text>', svg)
+    assert labels == ["LMP", "FULL", "LMP", "FULL"]
+    # engine colours by input order, whatever the frame's order
+    assert 'fill="#0072b2"><title>one' in svg and 'fill="#e69f00"><title>two' in svg
