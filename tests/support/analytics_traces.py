@@ -89,3 +89,56 @@ MOVE path=a2a3 ply=1 mn=5 d=256 act=LMP
 RESULT path=- ply=0 d=256 score=10 bound=exact
 END nodes=7 best=e2e4 score=10
 """
+
+#: Four iterations from the start position (stockfish dialect, unit 1); root moves e2e4, d2d4, g1f3 every
+#: iteration, b1c3 in the last two.  Residual depth (nd of the last decision in the root's main visit, 0 for
+#: a prune):
+#:   e2e4: 0, 1, 2, 3      d2d4: 0, 0, 0, 3      g1f3: 0, 0 (FP-QUIET), 0, 0 (FP-QUIET in the main visit)
+#:   b1c3: iterations 3 and 4 only (not counted: fewer than 3).
+#: Iteration 4 has an aspiration re-search: root visit 1 (bound=lower) searched g1f3 at nd=3, but the main
+#: visit (the root's last, visit 2) prunes it.
+#: Root best move (lowest child score in the root's main visit): iter 1 e2e4 (-10 < -5); iter 2 e2e4 (-12
+#: exact beats d2d4's -12 lower); iter 3 e2e4; iter 4 d2d4 (-20): a PV flip at the last iteration.
+RESIDUAL_CASES = f"""TREEDUMP engine=stockfish v=1 unit=1 id=start fen={START}
+ITER d=1
+MOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL
+RESULT path=e2e4 ply=1 d=0 score=-10 bound=exact
+MOVE path=d2d4 ply=1 mn=2 d=1 nd=0 act=FULL
+RESULT path=d2d4 ply=1 d=0 score=-5 bound=upper
+MOVE path=g1f3 ply=1 mn=3 d=1 nd=0 act=FULL
+RESULT path=g1f3 ply=1 d=0 score=-1 bound=upper
+RESULT path=- ply=0 d=1 score=10 bound=exact
+ITER d=2
+MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL
+RESULT path=e2e4 ply=1 d=1 score=-12 bound=exact
+MOVE path=d2d4 ply=1 mn=2 d=2 nd=0 act=LMR red=1
+RESULT path=d2d4 ply=1 d=0 score=-12 bound=lower
+MOVE path=g1f3 ply=1 mn=3 d=2 act=FP-QUIET
+RESULT path=- ply=0 d=2 score=12 bound=exact
+ITER d=3
+MOVE path=e2e4 ply=1 mn=1 d=3 nd=2 act=FULL
+RESULT path=e2e4 ply=1 d=2 score=-15 bound=exact
+MOVE path=d2d4 ply=1 mn=2 d=3 nd=0 act=LMR red=2
+RESULT path=d2d4 ply=1 d=0 score=-2 bound=upper
+MOVE path=g1f3 ply=1 mn=3 d=3 nd=0 act=LMR red=2
+RESULT path=g1f3 ply=1 d=0 score=-1 bound=upper
+MOVE path=b1c3 ply=1 mn=4 d=3 act=FP-QUIET
+RESULT path=- ply=0 d=3 score=15 bound=exact
+ITER d=4
+MOVE path=e2e4 ply=1 mn=1 d=4 nd=3 act=FULL
+RESULT path=e2e4 ply=1 d=3 score=-30 bound=exact
+MOVE path=d2d4 ply=1 mn=2 d=4 nd=3 act=FULL
+RESULT path=d2d4 ply=1 d=3 score=-40 bound=exact
+MOVE path=g1f3 ply=1 mn=3 d=4 nd=3 act=FULL
+RESULT path=g1f3 ply=1 d=3 score=-50 bound=exact
+RESULT path=- ply=0 d=4 score=50 bound=lower
+MOVE path=e2e4 ply=1 mn=1 d=4 nd=3 act=FULL
+RESULT path=e2e4 ply=1 d=3 score=-5 bound=upper
+MOVE path=d2d4 ply=1 mn=2 d=4 nd=3 act=FULL
+RESULT path=d2d4 ply=1 d=3 score=-20 bound=exact
+MOVE path=g1f3 ply=1 mn=3 d=4 act=FP-QUIET
+MOVE path=b1c3 ply=1 mn=4 d=4 nd=1 act=LMR red=2
+RESULT path=b1c3 ply=1 d=1 score=-1 bound=upper
+RESULT path=- ply=0 d=4 score=20 bound=exact
+END nodes=22 best=d2d4 score=20
+"""

@@ -85,6 +85,14 @@ class Tries:
     v_entering: np.ndarray
     v_parent: np.ndarray
     v_nodes: np.ndarray
+    #: Per record (batch order): its path's code (one dictionary for the batch: equal paths, equal codes),
+    #: its run (iteration of a search, numbered in trace order), and, on MOVE records, whether it is in its
+    #: parent node's main visit.
+    rec_path: np.ndarray
+    rec_run: np.ndarray
+    rec_in_main: np.ndarray
+    #: Per closed visit: whether it belongs to its parent node's main visit (False at the root).
+    v_in_parent_main: np.ndarray
 
     @property
     def n(self) -> int:
@@ -153,8 +161,9 @@ def derive(batch: Batch) -> Tries:
     rv = np.where(is_result & (rv < 1), 1, rv)
     empty = np.zeros(0, dtype=np.int64)
     if n == 0:
-        return Tries(empty, empty, np.zeros(0, bool), empty, empty, empty, empty, empty, empty, empty,
-                     np.zeros(0, bool), empty, empty, empty)
+        none = np.zeros(0, bool)
+        return Tries(empty, empty, none, empty, empty, empty, empty, empty, empty, empty, none, empty, empty,
+                     empty, empty, empty, none, none)
 
     # Runs: one iteration of one search (a repeated ITER d starts a new run).
     new_run = np.r_[True, (srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1])]
@@ -262,6 +271,11 @@ def derive(batch: Batch) -> Tries:
     v_first = np.where(first_move[r_v] < n, first_move[r_v], res)
     decision = np.where(cls >= 0, dec_r, -1)
     decision = np.where(cls == MULTICUT, -1, decision)
+    main_of = tree.main_visit
+    in_main = is_move & (par >= 0) & (main_of[np.maximum(par, 0)] > 0) & (pv == main_of[np.maximum(par, 0)])
+    r_parent = parent_of[own[res]]
+    v_in_parent_main = (r_parent >= 0) & (tree.parent_visit == main_of[np.maximum(r_parent, 0)]) \
+        & (main_of[np.maximum(r_parent, 0)] > 0)
     back = order
     return Tries(
         first=back[t_first], last=back[t_last], fh=fh, subtree=subtree, final_kind=kind[t_last],
@@ -269,7 +283,8 @@ def derive(batch: Batch) -> Tries:
         v_decision=np.where(decision >= 0, back[np.maximum(decision, 0)], -1), v_first=back[v_first],
         v_main=tree.is_main, v_entering=np.where(entering >= 0, back[np.maximum(entering, 0)], -1),
         v_parent=np.where(tree.parent_result >= 0, back[res[np.maximum(tree.parent_result, 0)]], -1),
-        v_nodes=tree.nodes)
+        v_nodes=tree.nodes, rec_path=_unsort(pcode[:n], order), rec_run=_unsort(run, order),
+        rec_in_main=_unsort(in_main, order), v_in_parent_main=v_in_parent_main)
 
 
 def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -320,8 +335,9 @@ def wilson(k: np.ndarray, n: np.ndarray, z: float = 1.959963984540054) -> tuple[
         half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
         lo, hi = centre - half, centre + half
     bad = n <= 0
-    lo = np.where(bad, np.nan, np.clip(lo, 0, 1)) * 100
-    hi = np.where(bad, np.nan, np.clip(hi, 0, 1)) * 100
+    # At k = 0 and k = n the closed form gives 0 and 1 up to rounding: write them exactly.
+    lo = np.where(bad, np.nan, np.where(k <= 0, 0.0, np.clip(lo, 0, 1))) * 100
+    hi = np.where(bad, np.nan, np.where(k >= n, 1.0, np.clip(hi, 0, 1))) * 100
     return lo, hi
 
 

@@ -14,8 +14,9 @@ from treediff.report.tables.ebf import EBF
 from treediff.report.tables.fh import FH
 from treediff.report.tables.lmr import LMR
 from treediff.report.tables.nodes import NODES
+from treediff.report.tables.residual import RESIDUAL
 from treediff.report.tables.scope import SCOPE
 from treediff.report.tables.why import WHY
 
 #: Every ``--table`` name and its table, in display order.
-TABLES: dict[str, Table] = {t.name: t for t in (NODES, ACTS, LMR, EBF, SKIPS, SCOPE, CUTOFFS, FH, DEPTHS, WHY)}
+TABLES: dict[str, Table] = {t.name: t for t in (NODES, ACTS, LMR, EBF, SKIPS, SCOPE, CUTOFFS, FH, RESIDUAL, DEPTHS, WHY)}

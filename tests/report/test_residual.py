@@ -1,0 +1,42 @@
+"""The residual table on RESIDUAL_CASES (tests/support/analytics_traces.py; residual depths in its comment).
+
+Moves decided in 3+ iterations: e2e4, d2d4, g1f3 -> paths 3.  Stalled (last <= first): g1f3 (0 -> 0), the
+stalled path; e2e4 (0 -> 3) and d2d4 (0 -> 3) grow.  Growth per root ply: e2e4 3/3 = 1, d2d4 3/3 = 1, g1f3
+0 -> median 1.  Mean residual per iteration: 0, 1/3, 2/3, (3 + 3 + 0)/3 = 2.  g1f3's subtree nodes: its
+RESULT in iterations 1 and 3 (pruned in 2 and in 4's main visit; 4's first root visit is not main) -> 2.
+PV: e2e4, e2e4, e2e4, d2d4 -> final d2d4, stable from iteration 4, 1 change (the late flip).
+"""
+from __future__ import annotations
+
+import pytest
+
+from support.analytics_traces import RESIDUAL_CASES, source_of
+from treediff.report.core import build_report
+
+
+@pytest.fixture()
+def report(tmp_path):
+    return build_report(source_of(tmp_path, RESIDUAL_CASES), ["residual"])
+
+
+def test_stalled_paths_hand_counted(report):
+    row = report["residual"].iloc[0]
+    assert (row["paths"], row["stalled"]) == (3, 1)
+    assert row["stalled_pct"] == pytest.approx(100 / 3)
+    assert row["median_growth"] == pytest.approx(1.0)
+    top = report["residual_stalled"]
+    assert list(top["path"]) == ["g1f3"]
+    assert (top.iloc[0]["iterations"], top.iloc[0]["first_residual"], top.iloc[0]["last_residual"]) == (4, 0, 0)
+    assert top.iloc[0]["subtree_nodes"] == 2
+
+
+def test_residual_by_iteration(report):
+    it = report["residual_iter"].set_index("iteration")
+    assert it["paths"].to_dict() == {1: 3, 2: 3, 3: 3, 4: 3}
+    assert it["mean_residual"].to_numpy() == pytest.approx([0, 1 / 3, 2 / 3, 2])
+
+
+def test_pv_flip_at_the_last_iteration(report):
+    pv = report["pv_stability"].iloc[0]
+    assert pv["best_moves"] == "1:e2e4 2:e2e4 3:e2e4 4:d2d4"
+    assert (pv["final_best"], pv["stable_from"], pv["changes"], pv["iterations"]) == ("d2d4", 4, 1, 4)

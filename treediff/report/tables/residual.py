@@ -1,0 +1,232 @@
+"""The ``residual`` table: does a move's remaining depth grow with the iterations, and is the root's choice stable?
+
+Definitions (``docs/REPORTS.md``, "residual"; visits and main visits are :mod:`treediff.report.tries`):
+
+* A real move's (not a null move's) **residual depth** in an iteration is the
+  new depth (plies, clamped at 0) of its last decision in its parent node's
+  main visit, 0 when that decision is a prune (kind PRUNE).  NULL_PROBE and
+  NODE_CUT records are not decisions here, nor are records without ``nd``
+  (other than prunes).  A move is a (search, path).
+* ``residual`` section, per group, over the moves decided in 3 or more
+  iterations: ``paths``, ``stalled`` (residual depth in its last iteration ≤
+  in its first), ``stalled_pct``, ``median_growth`` (median over those moves
+  of (last − first residual depth) / (last − first iteration), plies per root
+  ply).  A move is counted in the cell of its last decision.
+* ``residual_iter`` section: per group and iteration, the mean residual depth
+  of those moves (``paths`` decided in that iteration, ``mean_residual``).
+* ``residual_stalled``: the stalled moves with the most subtree nodes (summed
+  over the iterations, of the try holding each iteration's decision), top 10.
+* ``pv_stability``, per search: the root best move of each iteration (the root
+  move whose last RESULT in the root's main visit has the lowest score, child
+  scores being from the child's side to move; among equal scores a RESULT
+  with bound exact or upper before one with lower, then the earliest; an
+  iteration with no root-move RESULT has none and is left out of the
+  sequence), ``final_best`` (the last one), ``stable_from`` (the iteration
+  from which the final best move stayed best), ``changes`` (times the best
+  move changed from one iteration to the next), ``best_moves`` (the
+  sequence, ``iter:move``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from treediff.report.grouping import key_frame
+from treediff.report.table import Batch, Grouping, Section, concat
+from treediff.report.tries import COLUMNS, OPTIONAL, derive, pct
+
+TITLES = {
+    "residual": "Residual depth of moves decided in 3+ iterations: stalled share, median growth per root ply",
+    "residual_iter": "Mean residual depth (plies) per iteration of those moves",
+    "residual_stalled": "Stalled moves with the most subtree nodes",
+    "pv_stability": "Root best move per iteration: the iteration it stayed best from, and its changes",
+}
+MIN_ITERATIONS = 3
+TOP = 10
+_BOUND_RANK = {"exact": 0, "upper": 0, "lower": 1}
+
+
+@dataclass
+class ResidualPartial:
+    paths: pd.DataFrame    #: srow, iter, key, stalled, growth, subtree, path, n_iter, first, last, line
+    per_iter: pd.DataFrame #: srow, iter, key, res_iter, paths, res_sum
+    pv: pd.DataFrame       #: srow, iter (the run's), best (path), per search and run with a best move
+
+
+def _residual(batch: Batch) -> ResidualPartial:
+    rec = batch.records
+    t = derive(batch)
+    n = len(rec)
+    is_move = batch.is_move
+    null = np.asarray(rec["null_move"].fillna(False), dtype=bool) if "null_move" in rec else np.zeros(n, bool)
+    k_codes, k_cats = batch.codes("kind")
+    kinds = np.asarray(k_cats, dtype=object)
+    prune = batch.kind_mask("PRUNE")
+    excluded = np.isin(k_codes, np.flatnonzero(np.isin(kinds, ("NULL_PROBE", "NODE_CUT"))))
+    nd = np.asarray(rec["new_depth"].to_numpy(dtype=np.float64, na_value=np.nan)) if "new_depth" in rec \
+        else np.full(n, np.nan)
+    usable = is_move & t.rec_in_main & ~null & ~excluded & (prune | ~np.isnan(nd))
+    sel = np.flatnonzero(usable)
+    # The last usable record of each (run, path): sort by (run, path, position).
+    order = np.lexsort((sel, t.rec_path[sel], t.rec_run[sel]))
+    s = sel[order]
+    key = t.rec_run[s] * np.int64(int(t.rec_path.max(initial=0)) + 1) + t.rec_path[s]
+    last = np.r_[key[1:] != key[:-1], True] if len(s) else np.zeros(0, bool)
+    dec = s[last]                                            # one decision per (run, path)
+    residual = np.where(prune[dec], 0.0, np.maximum(np.nan_to_num(nd[dec]), 0.0))
+    subtree = t.subtree[t.try_of[dec]]
+    srow = batch.srow[dec]
+    iters = batch.iters[dec]
+    # Moves across iterations: (search row, path), iterations in run order.
+    mkey = srow * np.int64(int(t.rec_path.max(initial=0)) + 1) + t.rec_path[dec]
+    m_order = np.lexsort((t.rec_run[dec], mkey))
+    d = dec[m_order]
+    mk = mkey[m_order]
+    res_o, it_o, sub_o = residual[m_order], iters[m_order], subtree[m_order]
+    starts = np.flatnonzero(np.r_[True, mk[1:] != mk[:-1]]) if len(d) else np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], len(d)] if len(d) else np.zeros(0, np.int64)
+    count = ends - starts
+    keep = count >= MIN_ITERATIONS
+    st, en = starts[keep], ends[keep] - 1
+    first_res, last_res = res_o[st], res_o[en]
+    span = (it_o[en] - it_o[st]).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        growth = np.where(span > 0, (last_res - first_res) / np.where(span > 0, span, 1), np.nan)
+    sub_sum = np.add.reduceat(sub_o, starts)[keep] if len(starts) else np.zeros(0, np.int64)
+    last_rec = d[en]
+    cell = batch.record_groups.record_group
+    paths = batch.cell_frame(cell[last_rec], stalled=(last_res <= first_res), growth=growth,
+                             subtree=sub_sum.astype(np.int64), path=rec["path"].astype(object).to_numpy()[last_rec],
+                             n_iter=count[keep], first=first_res, last=last_res,
+                             line=rec["line"].to_numpy()[last_rec] if "line" in rec else np.full(len(last_rec), -1))
+    # Residual depth per iteration of the kept moves.
+    member = np.repeat(keep, count)
+    it_rows = pd.DataFrame({"g": cell[d[member]], "res_iter": it_o[member], "res": res_o[member]})
+    agg = it_rows.groupby(["g", "res_iter"], sort=False).agg(paths=("res", "size"), res_sum=("res", "sum")).reset_index()
+    per_iter = batch.cell_frame(agg["g"].to_numpy(dtype=np.int64), res_iter=agg["res_iter"].to_numpy(dtype=np.int64),
+                                paths=agg["paths"].to_numpy(dtype=np.int64), res_sum=agg["res_sum"].to_numpy())
+    return ResidualPartial(paths, per_iter, _root_best(batch, t))
+
+
+def _root_best(batch: Batch, t) -> pd.DataFrame:
+    """Per (search row, run): the root best move (see the module docstring)."""
+    rec = batch.records
+    res = t.v_result
+    ply = batch.plies[res]
+    at1 = (ply == 1) & t.v_in_parent_main
+    r = res[at1]
+    if not len(r):
+        return pd.DataFrame({"srow": np.zeros(0, np.int64), "run": np.zeros(0, np.int64),
+                             "iter": np.zeros(0, np.int64), "best": np.zeros(0, object)})
+    score = np.asarray(rec["score"].to_numpy(dtype=np.float64, na_value=np.nan))[r]
+    b_codes, b_cats = batch.codes("bound") if "bound" in rec else (np.full(len(rec), -1), np.zeros(0, object))
+    rank_of = np.asarray([_BOUND_RANK.get(str(b), 0) for b in b_cats.tolist()] + [0], dtype=np.int64)
+    brank = rank_of[b_codes[r]]
+    run, path = t.rec_run[r], t.rec_path[r]
+    # Each root move's last RESULT in the root's main visit.
+    o = np.lexsort((r, path, run))
+    ro = r[o]
+    lastm = np.r_[(run[o][1:] != run[o][:-1]) | (path[o][1:] != path[o][:-1]), True]
+    cand = o[lastm]
+    ok = ~np.isnan(score[cand])
+    cand = cand[ok]
+    # Best per run: lowest score, then bound rank, then earliest.
+    pick = cand[np.lexsort((r[cand], brank[cand], score[cand], run[cand]))]
+    first = np.r_[True, run[pick][1:] != run[pick][:-1]]
+    best = pick[first]
+    del ro
+    return pd.DataFrame({"srow": batch.srow[r[best]], "run": run[best], "iter": batch.iters[r[best]],
+                         "best": rec["path"].astype(object).to_numpy()[r[best]]})
+
+
+def pv_frame(searches: pd.DataFrame, grouping: Grouping, pv: pd.DataFrame) -> pd.DataFrame:
+    cols = ["position", "search", "iterations", "final_best", "stable_from", "changes", "best_moves"]
+    if not len(pv):
+        return pd.DataFrame({c: [] for c in ["engine", *cols]})
+    pv = pv.sort_values(["srow", "run"], kind="stable")
+    rows = []
+    for srow, part in pv.groupby("srow", sort=True):
+        best = part["best"].tolist()
+        iters = part["iter"].tolist()
+        final = best[-1]
+        k = len(best) - 1
+        while k > 0 and best[k - 1] == final:
+            k -= 1
+        rows.append({"srow": int(srow), "iterations": len(best), "final_best": final, "stable_from": int(iters[k]),
+                     "changes": int(sum(a != b for a, b in zip(best[:-1], best[1:]))),
+                     "best_moves": " ".join(f"{i}:{m}" for i, m in zip(iters, best))})
+    body = pd.DataFrame(rows)
+    srows = body["srow"].to_numpy(dtype=np.int64)
+    sg = grouping.search_groups
+    keys = key_frame(sg.groups, sg.search_group[srows])
+    body.insert(0, "search", searches["search"].to_numpy()[srows])
+    body.insert(0, "position", searches["position"].astype(object).to_numpy()[srows])
+    keys = keys.loc[:, [c for c in keys.columns if c != "position"]]
+    return pd.concat([keys, body[cols].reset_index(drop=True)], axis=1)
+
+
+class ResidualTable:
+    """``--table residual``: the ``residual``, ``residual_iter``, ``residual_stalled`` and ``pv_stability`` sections."""
+
+    name = "residual"
+    columns = (*COLUMNS, "line", "score")
+    optional_columns = (*OPTIONAL, "new_depth", "null_move")
+
+    def partial(self, batch: Batch) -> ResidualPartial:
+        return _residual(batch)
+
+    def finish(self, partials: Sequence[ResidualPartial], grouping: Grouping) -> list[Section]:
+        paths = concat([p.paths for p in partials], ["srow", "iter", "key", "stalled", "growth", "subtree", "path",
+                                                     "n_iter", "first", "last", "line"])
+        g = grouping.group_of(paths) if len(paths) else np.zeros(0, np.int64)
+        n = grouping.n
+        count = np.bincount(g, minlength=n).astype(np.int64)
+        stalled = np.bincount(g, weights=paths["stalled"].to_numpy(dtype=np.float64), minlength=n).astype(np.int64)
+        median = np.full(n, np.nan)
+        if len(paths):
+            med = pd.Series(paths["growth"].to_numpy(dtype=np.float64)).groupby(g).median()
+            median[med.index.to_numpy(dtype=np.int64)] = med.to_numpy()
+        summary = pd.concat([grouping.groups.reset_index(drop=True),
+                             pd.DataFrame({"paths": count, "stalled": stalled, "stalled_pct": pct(stalled, count),
+                                           "median_growth": median})], axis=1)
+        per_iter = concat([p.per_iter for p in partials], ["srow", "iter", "key", "res_iter", "paths", "res_sum"])
+        if len(per_iter):
+            it = pd.DataFrame({"_group": grouping.group_of(per_iter), "iteration": per_iter["res_iter"].to_numpy(),
+                               "paths": per_iter["paths"].to_numpy(), "res_sum": per_iter["res_sum"].to_numpy()})
+            it = it.groupby(["_group", "iteration"], sort=True, as_index=False)[["paths", "res_sum"]].sum()
+            it["mean_residual"] = it["res_sum"] / it["paths"]
+            iter_frame = pd.concat([key_frame(grouping.groups, it["_group"].to_numpy(dtype=np.int64)),
+                                    it[["iteration", "paths", "mean_residual"]]], axis=1)
+        else:
+            iter_frame = pd.DataFrame({c: [] for c in [*grouping.keys, "iteration", "paths", "mean_residual"]})
+        top = paths[paths["stalled"].astype(bool)] if len(paths) else paths
+        if len(top):
+            top = top.assign(_group=grouping.group_of(top)).sort_values(
+                ["subtree", "srow", "line"], ascending=[False, True, True], kind="stable").head(TOP)
+            srows = top["srow"].to_numpy(dtype=np.int64)
+            stalled_frame = pd.concat([key_frame(grouping.groups, top["_group"].to_numpy(dtype=np.int64)),
+                                       pd.DataFrame({
+                                           "position": grouping.searches["position"].astype(object).to_numpy()[srows],
+                                           "path": top["path"].to_numpy(), "iterations": top["n_iter"].to_numpy(),
+                                           "first_residual": top["first"].to_numpy(),
+                                           "last_residual": top["last"].to_numpy(),
+                                           "subtree_nodes": top["subtree"].to_numpy(),
+                                           "line": top["line"].to_numpy()})], axis=1)
+            stalled_frame = stalled_frame.loc[:, ~stalled_frame.columns.duplicated()]
+        else:
+            stalled_frame = pd.DataFrame({c: [] for c in ["engine", "position", "path", "iterations", "first_residual",
+                                                          "last_residual", "subtree_nodes", "line"]})
+        pv = pd.concat([p.pv for p in partials if p is not None and len(p.pv)], ignore_index=True) \
+            if any(p is not None and len(p.pv) for p in partials) else pd.DataFrame(
+                {"srow": [], "run": [], "iter": [], "best": []})
+        keys = tuple(grouping.keys)
+        return [Section("residual", TITLES["residual"], summary, keys),
+                Section("residual_iter", TITLES["residual_iter"], iter_frame, keys),
+                Section("residual_stalled", TITLES["residual_stalled"], stalled_frame.reset_index(drop=True), ()),
+                Section("pv_stability", TITLES["pv_stability"], pv_frame(grouping.searches, grouping, pv), ())]
+
+
+RESIDUAL = ResidualTable()
