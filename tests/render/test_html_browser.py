@@ -165,3 +165,15 @@ def test_tactical_pair_page(browser, pages):
         link.click()
         assert browser.find_element(By.CSS_SELECTOR, "tr.target").is_displayed()
     assert _errors(browser) == []
+
+
+def test_expand_divergent(browser, pages):
+    _open(browser, pages["basic"])
+    browser.find_element(By.CSS_SELECTOR, "section#t0 button.expand-div").click()
+    # every divergent row is expanded: all 17 rows show but e2e4/e7e5/g1f3 (e2e4/e7e5 is the same on both
+    # sides, so it stays collapsed)
+    assert len(_rows(browser)) == 16
+    assert "g1f3" not in _moves(browser)[_moves(browser).index("e7e5"):_moves(browser).index("a7a6")]
+    toc = [a.get_attribute("href").rsplit("#", 1)[1] for a in browser.find_elements(By.CSS_SELECTOR, "nav#toc a")]
+    assert "t0" in toc and "sec-divergence-list" in toc
+    assert _errors(browser) == []

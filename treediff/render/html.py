@@ -445,6 +445,8 @@ def tree_html(view: TreeView, key: int) -> str:
         f"(A {esc(d['a_label'])}, B {esc(d['b_label'])})</label> "
         f"<label><input type=\"radio\" name=\"{tid}-notation\" value=\"uci\"> UCI</label></span>",
         f"<label><input type=\"checkbox\" class=\"only-div\"> only divergent rows (and the rows leading to them)</label>",
+        "<button type=\"button\" class=\"expand-div\" title=\"expand every row with a divergence at or below it "
+        "(up to about 2,000 rows)\">expand divergent</button>",
         "<button type=\"button\" class=\"collapse-all\">collapse all</button>",
         "<span class=\"legend\"><span class=\"st-same\">same</span> <span class=\"st-differs\">differs</span> "
         "<span class=\"st-only-A\">only A</span> <span class=\"st-only-B\">only B</span></span>",
@@ -504,7 +506,8 @@ def page(title: str, parts: Sequence[str], subtitle: Sequence[str] = ()) -> str:
         f"<meta name=\"generator\" content=\"treediff {esc(__version__)}\">",
         f"<title>{esc(title)}</title>",
         f"<style>{css}</style></head><body>",
-        f"<header><h1>{esc(title)}</h1>" + "".join(f"<p class=\"sub\">{esc(s)}</p>" for s in subtitle) + "</header>",
+        f"<header><h1>{esc(title)}</h1>" + "".join(f"<p class=\"sub\">{esc(s)}</p>" for s in subtitle)
+        + "<nav id=\"toc\"></nav></header>",
         "<main>", *parts, "</main>",
         f"<script>{js}</script>",
         "</body></html>",

@@ -11,6 +11,8 @@
   var numbers = new Intl.NumberFormat("en-US");
   var trees = {};
   var target = null;
+  /* "expand divergent" stops after about this many rows (a page stays quick to scroll). */
+  var EXPAND_BUDGET = 2000;
 
   function text(tag, value, cls) {
     var el = document.createElement(tag);
@@ -107,7 +109,9 @@
     cell.appendChild(text("span", this.move(side, i), "name"));
     cell.title = this.fullPath(i);
     tr.appendChild(cell);
-    tr.appendChild(text("td", d[side + "_acts"][i], "acts"));
+    var acts = text("td", d[side + "_acts"][i], "acts");
+    if (d[side + "_kind"][i]) { acts.title = "kind: " + d[side + "_kind"][i]; }
+    tr.appendChild(acts);
     tr.appendChild(text("td", d[side + "_depth"][i], "depth"));
     tr.appendChild(text("td", d[side + "_red"][i], "num"));
     var nodes = d[side + "_nodes"][i];
@@ -171,6 +175,25 @@
     }
   };
 
+  /* Expand the divergent rows (a row is divergent when it or a row below it is not "same"), the
+   * shallowest first (tree order), until about `budget` rows are shown. */
+  Tree.prototype.expandDivergent = function (budget) {
+    var d = this.d, shown = this.children(this.n).length;
+    for (var i = 0; i < this.n && shown < budget; i++) {
+      var p = d.parent[i];
+      if (d.div[i] && !this.expanded[i] && (p < 0 || this.expanded[p]) && this.visible(i)) {
+        this.expanded[i] = 1;
+        shown += this.start[i + 1] - this.start[i];
+      }
+    }
+  };
+
+  /* Whether every ancestor of row i is expanded. */
+  Tree.prototype.visible = function (i) {
+    for (var p = this.d.parent[i]; p >= 0; p = this.d.parent[p]) { if (!this.expanded[p]) { return false; } }
+    return true;
+  };
+
   /* Expand every ancestor of row i, show it and mark it as the target. */
   Tree.prototype.reveal = function (i) {
     if (!(i >= 0 && i < this.n)) { return; }
@@ -206,6 +229,10 @@
       self.onlyDiv = event.target.checked;
       self.render();
     });
+    this.el.querySelector("button.expand-div").addEventListener("click", function () {
+      self.expandDivergent(EXPAND_BUDGET);
+      self.render();
+    });
     this.el.querySelector("button.collapse-all").addEventListener("click", function () {
       self.expanded.fill(0);
       self.expanded[self.n] = 1;
@@ -221,7 +248,20 @@
     return true;
   }
 
+  /* The table of contents: one link per section heading. */
+  function contents() {
+    var nav = document.getElementById("toc");
+    if (!nav) { return; }
+    var heads = document.querySelectorAll("main > section[id] > h2");
+    for (var h = 0; h < heads.length; h++) {
+      var link = text("a", heads[h].textContent, "toc");
+      link.href = "#" + heads[h].parentNode.id;
+      nav.appendChild(link);
+    }
+  }
+
   function start() {
+    contents();
     var sections = document.querySelectorAll("section.tree");
     for (var s = 0; s < sections.length; s++) {
       try {
