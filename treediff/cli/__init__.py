@@ -13,6 +13,7 @@ import sys
 import click
 
 from treediff import __version__
+from treediff.cli.common import attach_examples, tokenizer_in_use
 from treediff.model.errors import TreediffError
 from treediff.run.signals import interrupt_status, interrupting
 
@@ -26,7 +27,7 @@ _COMMAND_MODULES = sorted(m.name for m in pkgutil.iter_modules(_commands_pkg.__p
 #: A command missing here is still found: then every module is imported.
 _KNOWN_HOMES = {
     "parse": "parse", "info": "parse", "report": "report", "compare": "report",
-    "diff": "diff", "run": "run", "batch": "run", "whatif": "whatif", "browse": "browse",
+    "diff": "diff", "run": "run", "batch": "run", "whatif": "whatif", "docs": "docs", "browse": "browse",
 }
 
 
@@ -60,6 +61,7 @@ class _Group(click.Group):
             return
         self._loaded.add(module)
         for command in getattr(importlib.import_module(f"treediff.cli.{module}"), "COMMANDS", ()):
+            attach_examples(command)
             self.add_command(command)
 
     def _load_all(self) -> None:
@@ -111,9 +113,14 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="treediff")
+@click.version_option(__version__, prog_name="treediff",
+                      message="%(prog)s %(version)s (tokenizer: " + tokenizer_in_use() + ")")
 def main() -> None:
-    """Find out why one chess engine's search tree is bigger than another's."""
+    """Find out why one chess engine's search tree is bigger than another's.
+
+    Every command's --help ends with examples; `treediff docs` lists the
+    documentation (definitions of every table and column).
+    """
 
 
 main._loaded = set()

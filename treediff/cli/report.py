@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from treediff.cli.common import echo_warnings, keep_complete_option
+from treediff.cli.common import echo_warnings, format_from_output, keep_complete_option
 from treediff.render import FORMATS, emit
 
 #: --format choices of report and compare: the renderers' formats and the one-file web page (cli/html_output.py).
@@ -30,9 +30,12 @@ def _open(inputs, engine: str, positions: str | None, keep_complete: bool = Fals
     return source
 
 
-def _check_output(output: str | None, inputs: list[str]) -> None:
-    """Refuse, before reading anything, an ``-o`` that is one of the inputs or not a regular file."""
-    if output:
+def _check_output(output: str | None, inputs: list[str], fmt: str = "table") -> None:
+    """Refuse, before reading anything, an ``-o`` that is one of the inputs or not a regular file
+    (``--format csv -o DIR`` names a directory: its files are checked as they are written)."""
+    from treediff.render.output import is_directory_output
+
+    if output and not (fmt == "csv" and is_directory_output(output)):
         from treediff.store.files import check_output
 
         check_output(output, inputs)
@@ -57,8 +60,10 @@ def _batch_target(in_memory: bool) -> int:
 @click.option("--by", default="engine", show_default=True,
               help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth (engine is always "
                    "included; ply and depth: the deciding node's ply and remaining depth, per record).")
-@click.option("--format", "fmt", type=click.Choice(_FORMAT_CHOICES), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
+@click.option("--format", "fmt", type=click.Choice(_FORMAT_CHOICES), default=None,
+              help="Output format; default: from -o's extension (.csv .json .jsonl .md .html .txt), else table.")
+@click.option("-o", "--output", type=click.Path(), metavar="FILE|DIR",
+              help="Write to FILE (atomically) instead of stdout; with --format csv a DIR gets one CSV per table.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False),
               help="Also write PNG charts (acts, EBF by iteration, LMR by phase) into DIR.")
 @click.option("--engine", default="auto", show_default=True, help=_PARSE_HELP)
@@ -77,9 +82,9 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
            in_memory, keep_complete, bucket="kind,depth,mn"):
     """Act breakdowns, LMR, EBF, skips, prune scope and nodes for logs, Parquet files or datasets.
 
-    Definitions of every table: docs/REPORTS.md.  Dataset directories are
-    read partition by partition, so memory does not grow with the dataset
-    (docs/SCALING.md).
+    Definitions of every table: `treediff docs reports`.  Dataset directories
+    are read partition by partition, so memory does not grow with the dataset
+    (`treediff docs scaling`).
     """
     from treediff.report.core import ReportOptions, build_report, parse_tables
     from treediff.report.filters import under_view
@@ -87,7 +92,8 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
 
     names = parse_tables(tables)
     keys = parse_by(by)
-    _check_output(output, [*inputs, *([positions] if positions else [])])
+    fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
+    _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
     source = _open(inputs, engine, positions, keep_complete)
     target = _batch_target(in_memory)
     keep = None
@@ -116,8 +122,10 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
 
 @click.command("compare")
 @click.argument("inputs", nargs=-1, required=True, metavar="A B [C...]")
-@click.option("--format", "fmt", type=click.Choice(_FORMAT_CHOICES), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
+@click.option("--format", "fmt", type=click.Choice(_FORMAT_CHOICES), default=None,
+              help="Output format; default: from -o's extension (.csv .json .jsonl .md .html .txt), else table.")
+@click.option("-o", "--output", type=click.Path(), metavar="FILE|DIR",
+              help="Write to FILE (atomically) instead of stdout; with --format csv a DIR gets one CSV per table.")
 @click.option("--allow-different-positions", is_flag=True,
               help="Compare even if the inputs did not search the same positions.")
 @click.option("--depth", type=click.IntRange(min=1), metavar="N",
@@ -146,7 +154,8 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     if len(inputs) < 2:
         raise click.UsageError("compare needs at least two inputs: A B [C...]")
     a, b, *rest = inputs
-    _check_output(output, [*inputs, *([positions] if positions else [])])
+    fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
+    _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
     source_a = _open([a], engine, positions, keep_complete)
     source_b = _open([b], engine, positions, keep_complete)
     others = [_open([path], engine, positions, keep_complete) for path in rest]

@@ -15,7 +15,6 @@ formats, the display items from :func:`treediff.align.view.fold`.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 import textwrap
@@ -763,10 +762,9 @@ def summary_lines(summaries: Summaries, width: int | None = None) -> list[str]:
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
-    from treediff.render.formatting import to_python
+    from treediff.render.data import json_records
 
-    columns = [str(c) for c in frame.columns]
-    return [{c: to_python(v) for c, v in zip(columns, row)} for row in frame.itertuples(index=False, name=None)]
+    return json_records(frame)
 
 
 def summaries_json(summaries: Summaries) -> dict:
@@ -826,13 +824,17 @@ def to_json(
                  "notes": alignment.notes + (summaries.notes if summaries is not None else [])}
     if summaries is not None:
         doc.update(summaries_json(summaries))
-    head = json.dumps(doc, ensure_ascii=False)
-    body = export_frame(rows, notations).to_json(orient="records", force_ascii=False)
-    return head[:-1] + ', "rows": ' + body + "}"
+    # The one serializer of every JSON output (treediff.render.data): counts as ints, NaN as null, UTF-8.
+    from treediff.render.data import dumps, json_records
+
+    doc["rows"] = json_records(export_frame(rows, notations))
+    return dumps(doc, indent=None)
 
 
 def to_csv(rows: pd.DataFrame, notations: tuple[Notation | None, Notation | None] = (None, None)) -> str:
-    return export_frame(rows, notations).to_csv(index=False)
+    from treediff.render.data import frame_csv
+
+    return frame_csv(export_frame(rows, notations))
 
 
 def _md(text: object) -> str:

@@ -58,6 +58,13 @@ def _always_decimal(column: str) -> bool:
     return any(t in name for t in ("ebf", "fanout", "ratio", "red", "plies", "mean"))
 
 
+def always_decimal(column: str) -> bool:
+    """A column that is fractional by its name (rates, ratios, EBF, means, depths in plies), even when its
+    values happen to be whole: machine formats keep it float (other whole-valued float columns are counts)."""
+    name = column.lower()
+    return "pct" in name or name.endswith("%") or "depth" in name or _always_decimal(column)
+
+
 def to_python(value):
     """A JSON-safe Python value (NaN and missing become None)."""
     if is_missing(value):

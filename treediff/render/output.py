@@ -3,9 +3,14 @@
 The table format fits a width (:func:`~treediff.render.formatting.fit_width`:
 ``--width N``, else the terminal's, ``COLUMNS`` when piped, else 100), on a
 terminal (rich tables) and piped or written with ``-o`` (plain text) alike;
-markdown, CSV and JSON are never fitted.  Notes (the sections' own and the
+markdown, CSV, JSON and JSON Lines are never fitted.  Notes (the sections' own and the
 command's) follow the tables in table and markdown, are a ``notes`` list in
-JSON, and go to stderr with CSV (which has no place for them).
+JSON, and go to stderr with CSV and JSON Lines (which have no place for them).
+
+``--format csv -o DIR`` (an existing directory, a name ending in ``/`` or a
+name without a suffix) writes one ``DIR/<table>.csv`` per table; ``-o FILE.csv``
+takes one table (several are refused: no CSV reader reads tables one after
+another); on stdout several tables follow one another under ``# name`` lines.
 """
 from __future__ import annotations
 
@@ -13,12 +18,20 @@ import os
 import sys
 from typing import Sequence
 
-from treediff.render.data import render_csv, render_json
+from pathlib import Path
+
+from treediff.model.errors import InputError
+from treediff.render.data import csv_files, render_csv, render_json, render_jsonl
 from treediff.render.formatting import fit_width
 from treediff.render.text import render_markdown, render_plain, render_rich, wrap
 from treediff.store.files import write_text_atomic
 
-FORMATS = ("table", "markdown", "csv", "json")
+FORMATS = ("table", "markdown", "csv", "json", "jsonl")
+
+def is_directory_output(output: str | os.PathLike) -> bool:
+    """``-o`` names a directory for ``--format csv``: it is one, ends with ``/``, or has no suffix."""
+    text = str(output)
+    return text.endswith(("/", os.sep)) or Path(text).is_dir() or not Path(text).suffix
 
 
 def _all_notes(sections: Sequence, notes: Sequence[str]) -> list[str]:
@@ -36,6 +49,8 @@ def render(sections: Sequence, fmt: str, extra_json: dict | None = None, width: 
         return render_markdown(sections)
     if fmt == "csv":
         return render_csv(sections)
+    if fmt == "jsonl":
+        return render_jsonl(sections)
     if fmt == "json":
         extra = dict(extra_json or {})
         every = _all_notes(sections, notes)
@@ -63,9 +78,12 @@ def emit(sections: Sequence, fmt: str, output: str | os.PathLike | None = None,
     table format only.
     """
     fit = fit_width(width) if fmt == "table" else None
-    if fmt == "csv":
+    if fmt in ("csv", "jsonl"):
         for n in _all_notes(sections, notes):
             sys.stderr.write(n + "\n")
+    if fmt == "csv" and output is not None and str(output) != "-":
+        write_csv(sections, output)
+        return
     if output is not None and str(output) != "-":
         text = render(sections, fmt, extra_json, fit, notes)
         if fmt in ("table", "markdown"):
@@ -85,3 +103,30 @@ def emit(sections: Sequence, fmt: str, output: str | os.PathLike | None = None,
     if fmt in ("table", "markdown"):
         sys.stdout.write(_notes_text(notes, fmt, fit))
     sys.stdout.flush()
+
+
+def write_csv(sections: Sequence, output: str | os.PathLike) -> list[Path]:
+    """``--format csv -o OUT``: one file per table into the directory OUT, or the one table into the file OUT.
+
+    Each file is written atomically; a directory is created if missing.  Several tables to one file are
+    refused (:class:`~treediff.model.errors.InputError`) before anything is written.
+    """
+    if is_directory_output(output):
+        directory = Path(str(output))
+        if directory.exists() and not directory.is_dir():
+            raise InputError(f"{output}: exists and is not a directory (--format csv -o DIR writes one CSV per table)")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{output}: cannot create the directory: {exc.strerror or exc}") from None
+        written = []
+        for name, text in csv_files(sections).items():
+            write_text_atomic(directory / name, text)
+            written.append(directory / name)
+        return written
+    if len(sections) > 1:
+        names = ", ".join(s.name for s in sections)
+        raise InputError(f"{output}: {len(sections)} tables ({names}) do not fit one CSV file; give a directory "
+                         f"(-o {Path(str(output)).with_suffix('')}/ writes one CSV per table) or choose one table")
+    write_text_atomic(output, render_csv(sections))
+    return [Path(str(output))]
