@@ -485,10 +485,8 @@ def divergence_list_html(frame: pd.DataFrame, anchor: Callable[[dict], str | Non
             text = f"{row['position']}: {text}"
         body = f"<a class=\"divlink\" href=\"{esc(href)}\">{esc(text)}</a>" if href else esc(text)
         items.append(f"<li>{body}</li>")
-    if not items:
-        items.append("<li class=\"empty\">(no differing row)</li>")
-    return (f"<section class=\"divergences\" id=\"sec-divergence-list\"><h2>{esc(title)}</h2><ol>"
-            + "".join(items) + "</ol></section>")
+    body = "<ol>" + "".join(items) + "</ol>" if items else "<p class=\"empty\">(no differing row)</p>"
+    return f"<section class=\"divergences\" id=\"sec-divergence-list\"><h2>{esc(title)}</h2>{body}</section>"
 
 
 # --- pages --------------------------------------------------------------------------------------------------
@@ -591,7 +589,7 @@ def diff_html(alignment: Alignment, rows: pd.DataFrame, summaries: Summaries,
         _frame_section("divergence_by_ply", "Delta by frontier ply (nodes)", summaries.by_ply),
     ]
     by_ply = summaries.by_ply
-    if len(by_ply) and {"ply", "delta"} <= set(by_ply.columns):
+    if len(by_ply) and {"ply", "delta"} <= set(by_ply.columns) and by_ply["delta"].abs().sum() > 0:
         frame = by_ply.assign(ply=by_ply["ply"].astype(object).map(lambda v: "-" if to_python(v) is None else str(v)))
         parts.append("<section class=\"charts\" id=\"sec-charts\"><h2>Charts</h2>"
                      + grouped_bars(frame, "ply", None, "delta", "Delta by frontier ply", "nodes, A − B", [],
