@@ -83,6 +83,9 @@ class _Side:
         missing = [c for c in NEEDED_COLUMNS if c not in records.columns and c not in OPTIONAL_COLUMNS]
         if missing:
             raise ValueError(f"records lack column(s): {', '.join(missing)}")
+        shadow = equals(records["tag"], "SHADOW")
+        if shadow.any():  # typhoon_py's --shadow side searches: no decision, no node (only fh/whatif read them)
+            records = records[~shadow]
         keep = records["path"].notna().to_numpy()
         self.dropped = int((~keep).sum())
         if self.dropped:

@@ -22,8 +22,9 @@ FORMAT_VERSION = 1
 
 KIND_VALUES = [k.value for k in Kind]
 
-# Tags that become rows of the records table.
-ROW_TAGS = ("MOVE", "RESULT")
+# Tags that become rows of the records table (SHADOW: typhoon_py's --shadow side searches; only the fh and
+# whatif reports read them, every other consumer looks at MOVE and RESULT rows only).
+ROW_TAGS = ("MOVE", "RESULT", "SHADOW")
 
 DICT_STR = pa.dictionary(pa.int32(), pa.string())
 
@@ -63,6 +64,8 @@ RECORDS_SCHEMA = pa.schema(
         # (1-based, per node = path within one iteration); a MOVE record names its parent's visit.
         pa.field("visit", pa.int32()),
         pa.field("parent_visit", pa.int32()),
+        # SHADOW records (docs/TREEDUMP_FORMAT.md): fh=1, the full-depth side search reached the node's beta.
+        pa.field("fh", pa.bool_()),
     ]
 )
 

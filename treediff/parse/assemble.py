@@ -189,6 +189,7 @@ def _record_columns(has_kind: bool) -> list[pl.Expr]:
         # (treediff.parse.visits.records_with_visits) makes both columns.
         pl.col("visit").cast(pl.Int32, strict=False),
         pl.lit(None, pl.Int32).alias("parent_visit"),
+        (pl.col("fh").cast(pl.Int8, strict=False) != 0).alias("fh"),
     ]
 
 

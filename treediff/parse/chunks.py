@@ -122,7 +122,7 @@ def _read_slow_lines(text, slow_idx: np.ndarray, problems: Problems) -> tuple[li
         token = tokenize_line(text[i])
         if token is None:
             continue
-        if token.tag in ("MOVE", "RESULT"):
+        if token.tag in ("MOVE", "RESULT", "SHADOW"):
             row = _slow_row(token, i, problems)
             if row is not None:
                 slow_rows.append(row)
@@ -169,7 +169,7 @@ def _all_rows(fast_rows: pl.DataFrame, slow_rows: list[dict]) -> pl.DataFrame:
 
 
 def _slow_row(token, idx: int, problems: Problems) -> dict | None:
-    """A MOVE/RESULT record read by the slow path, as a row of string fields (None: dropped).
+    """A MOVE/RESULT/SHADOW record read by the slow path, as a row of string fields (None: dropped).
 
     ``idx`` is the line in the chunk; problems are numbered by it too.
     """
@@ -179,7 +179,7 @@ def _slow_row(token, idx: int, problems: Problems) -> dict | None:
         if key not in fields or not fields[key]:
             problems.add(f"missing required key {key}= (dropped)", idx)
             return None
-    if token.tag == "MOVE" and fields["path"] == "-":
+    if token.tag in ("MOVE", "SHADOW") and fields["path"] == "-":
         problems.add(ROOT_MOVE_PROBLEM, idx)
         return None
     if token.bad:

@@ -496,12 +496,18 @@ def _iterations_by_context(rows: pl.DataFrame, iter_events: list) -> pl.DataFram
 
 
 def count_records(rows: pl.DataFrame, by_id: dict[int, SearchState], runs: Runs) -> None:
-    """Add a chunk's records (MOVE or RESULT) to its searches' counts, and move their ``seq`` on."""
-    is_move = (rows.get_column("tag") == "MOVE").to_numpy()
+    """Add a chunk's records (MOVE, RESULT, SHADOW) to its searches' counts, and move their ``seq`` on.
+
+    ``records`` counts MOVE and RESULT rows; a SHADOW row (typhoon_py's ``--shadow``) is no node and no
+    decision, but it has its ``seq``."""
+    tag = rows.get_column("tag")
+    is_move = (tag == "MOVE").to_numpy()
+    is_shadow = (tag == "SHADOW").to_numpy()
     moves = np.add.reduceat(is_move.astype(np.int64), runs.starts).tolist()  # per search (one run each)
-    for search, n, m in zip(runs.present, runs.lengths.tolist(), moves):
+    shadows = np.add.reduceat(is_shadow.astype(np.int64), runs.starts).tolist()
+    for search, n, m, s in zip(runs.present, runs.lengths.tolist(), moves, shadows):
         state = by_id[search]
-        state.records += n
+        state.records += n - s
         state.moves += m
-        state.result_nodes += n - m  # records are MOVE or RESULT
+        state.result_nodes += n - m - s  # the others are RESULT records
         state.seq += n

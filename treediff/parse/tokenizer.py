@@ -35,10 +35,10 @@ ROW_KEYS = (
     "score", "bound", "ctx",
 )
 #: Record keys the fast path does not take (a line with one goes down the slow path): ``visit``,
-#: which engines rarely write (docs/TREEDUMP_FORMAT.md §3).
-SLOW_ROW_KEYS = ("visit",)
+#: which engines rarely write (docs/TREEDUMP_FORMAT.md §3), and SHADOW records' ``fh``.
+SLOW_ROW_KEYS = ("visit", "fh")
 #: Keys whose value must be an integer.
-INT_KEYS = frozenset({"ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "score", "visit"})
+INT_KEYS = frozenset({"ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "score", "visit", "fh"})
 
 # Printable ASCII without space: an ASCII-only class keeps the regex engine off UTF-8 decoding,
 # which makes the fast path about a quarter cheaper.  Integers are validated after the cast.
