@@ -151,7 +151,17 @@ def test_compare_same_positions(parquets):
     acts = t["acts"]["rows"]
     assert (acts[0]["stockfish act"], acts[0]["stockfish count"], acts[0]["crafty act"], acts[0]["crafty count"]) \
         == ("FULL", 16, "FULL", 14)
-    assert acts[-1]["crafty act"] is None  # crafty has 6 acts, stockfish 8
+    # Aligned by kind (counted in the two logs): SEARCH 16+14, PRUNE 16+12, REDUCE 6+3, RESEARCH 2+2,
+    # NULL_PROBE 1+1, NODE_CUT (the PROBCUT act) 1+0; within PRUNE each side's acts by count: stockfish FP-QUIET 10 then
+    # HIST-PRUNE 3 and SEE-QUIET 3, crafty FP-QUIET 7, LMP 5 and an empty cell.
+    assert [r["kind"] for r in acts] == ["SEARCH", "PRUNE", "PRUNE", "PRUNE", "REDUCE", "RESEARCH", "NULL_PROBE",
+                                         "NODE_CUT"]
+    prune = [r for r in acts if r["kind"] == "PRUNE"]
+    assert [r["crafty act"] for r in prune] == ["FP-QUIET", "LMP", None]
+    assert [r["crafty count"] for r in prune] == [7, 5, None]
+    assert prune[0]["stockfish act"] == "FP-QUIET" and {r["stockfish act"] for r in prune[1:]} == {"HIST-PRUNE",
+                                                                                                 "SEE-QUIET"}
+    assert acts[-1]["stockfish act"] == "PROBCUT" and acts[-1]["crafty act"] is None
     lmr = {r["side"]: r for r in t["lmr"]["rows"]}
     assert lmr["stockfish"]["lmr"] == 6 and lmr["crafty"]["lmr"] == 3
     skips = {r["act"]: r for r in t["skips"]["rows"]}

@@ -90,6 +90,9 @@ def _key_count(section, frame: pd.DataFrame) -> int:
     """How many leading columns name a row: the section's keys and the text columns right after them
     (an act, a kind, a phase); they are repeated in every column group and head a transposed table."""
     numeric = _numeric(frame)
+    keys = len(section.keys)
+    if keys and list(map(str, frame.columns[:keys])) == list(section.keys) and _blocked(frame.iloc[:, keys:]):
+        return keys  # the side-by-side blocks start after the keys (compare's acts: kind, then <label> act ...)
     n = 0
     for name, num in zip(frame.columns, numeric):
         if str(name) in section.keys or not num:
@@ -102,7 +105,7 @@ def _key_count(section, frame: pd.DataFrame) -> int:
 def _units(section, frame: pd.DataFrame, first: int) -> list[list[int]]:
     """Columns after the keys, in the groups that must stay together (a side-by-side engine block)."""
     cols = list(range(first, len(frame.columns)))
-    if first == 0 and _blocked(frame):
+    if _blocked(frame.iloc[:, first:]):
         size = 3
         return [cols[i:i + size] for i in range(0, len(cols), size)]
     return [[c] for c in cols]
@@ -136,8 +139,9 @@ def plan_blocks(section, frame: pd.DataFrame, width: int | None, sep: int = 2, e
         return [whole]
     keys = _key_count(section, frame)
     # 1. Transposed: one column per row, headed by its key values.
-    if rows and len(rows) <= TRANSPOSE_MAX_ROWS and keys:
-        labels = [" ".join(r[:keys]) for r in rows]
+    labels = [" ".join(r[:keys]) for r in rows]
+    # (Only when the key values name the rows: compare's acts repeat a kind over several rows.)
+    if rows and len(rows) <= TRANSPOSE_MAX_ROWS and keys and len(set(labels)) == len(labels):
         t_header = ["column", *labels]
         t_rows = [[header[c], *(r[c] for r in rows)] for c in range(keys, len(header))]
         t_widths = [max(len(h), *(len(r[i]) for r in t_rows)) for i, h in enumerate(t_header)]

@@ -9,8 +9,9 @@
   searched and the ratio of the sums; the other columns are each side's overall
   figures) and, with several positions, a ``(geomean)`` row (the geometric mean
   of the per-position ratios).
-* ``acts``: the two act breakdowns side by side, each sorted by count
-  (rank-aligned, like the user's hand-made table).
+* ``acts``: the act breakdowns side by side, aligned by kind (a PRUNE act
+  next to the other side's PRUNE acts; within a kind, each side's acts by
+  count), ``kind`` first.
 * ``kinds``: MOVE decisions per shared kind, merged on the kind.
 * ``lmr``, ``ebf``: the report's lmr and ebf rows of A and of B, one row each.
 * ``skips``: PRUNE decisions per act, merged on the act, ``(all)`` first.
@@ -89,7 +90,7 @@ class Comparison:
         out = [
             Section("nodes", f"Nodes per position at a common depth, ratio {ratio} ({ab})", self.nodes,
                     ("position",)),
-            Section("acts", "MOVE decisions per act, side by side", self.acts),
+            Section("acts", "MOVE decisions per act, side by side, aligned by kind", self.acts, ("kind",)),
             Section("kinds", "MOVE decisions per kind", self.kinds, ("kind",)),
             Section("lmr", "LMR admission, magnitude (plies) and re-search rate", self.lmr, ("side",)),
             Section("ebf", "Effective branching factor", self.ebf, ("side",)),
@@ -223,13 +224,35 @@ def _nodes_table(figures: Sequence[_Figures], pairing: Pairing) -> pd.DataFrame:
     return out
 
 
-def _rank_aligned(frames: Sequence[pd.DataFrame], labels: Sequence[str], label_col: str) -> pd.DataFrame:
-    blocks = []
-    for frame, label in zip(frames, labels):
-        block = frame[[label_col, "count", "pct_of_moves"]].reset_index(drop=True)
-        block.columns = [f"{label} {label_col}", f"{label} count", f"{label} pct_of_moves"]
-        blocks.append(block)
-    return pd.concat(blocks, axis=1)
+def _kind_aligned(frames: Sequence[pd.DataFrame], labels: Sequence[str], label_col: str) -> pd.DataFrame:
+    """Each side's acts side by side, aligned by kind: a PRUNE act stands next to the other side's PRUNE acts.
+
+    Kinds in order of their total count over the sides; within a kind each
+    side's acts by count (rank-aligned within the kind), the shorter side
+    padded with empty cells.  Columns: ``kind``, then per side
+    ``<label> act``, ``<label> count``, ``<label> pct_of_moves``.
+    """
+    totals: dict[str, int] = {}
+    for frame in frames:
+        for kind, count in zip(frame["kind"].astype(str), frame["count"]):
+            totals[kind] = totals.get(kind, 0) + int(count)
+    kinds = sorted(totals, key=lambda k: (-totals[k], k))
+    pieces = []
+    for kind in kinds:
+        parts = [frame[frame["kind"].astype(str) == kind].sort_values("count", ascending=False, kind="stable")
+                 for frame in frames]
+        height = max(len(p) for p in parts)
+        block = {"kind": [kind] * height}
+        for part, label in zip(parts, labels):
+            pad = height - len(part)
+            block[f"{label} {label_col}"] = pd.array(part[label_col].astype(str).tolist() + [None] * pad, dtype=object)
+            block[f"{label} count"] = pd.array(part["count"].astype(np.int64).tolist() + [None] * pad, dtype="Int64")
+            block[f"{label} pct_of_moves"] = part["pct_of_moves"].astype(float).tolist() + [np.nan] * pad
+        pieces.append(pd.DataFrame(block))
+    if not pieces:
+        columns = ["kind"] + [f"{label} {c}" for label in labels for c in (label_col, "count", "pct_of_moves")]
+        return pd.DataFrame({c: [] for c in columns})
+    return pd.concat(pieces, ignore_index=True)
 
 
 def _merged(frames: Sequence[pd.DataFrame], on: str) -> pd.DataFrame:
@@ -313,7 +336,7 @@ def compare(*sides: Side, allow_different_positions: bool = False, depth: int | 
         label_a=labels[0],
         label_b=labels[1],
         nodes=_nodes_table(figures, pairing),
-        acts=_rank_aligned([r["acts"] for r in reports], labels, "act"),
+        acts=_kind_aligned([r["acts"] for r in reports], labels, "act"),
         kinds=_merged([r["kinds"] for r in reports], "kind"),
         lmr=pd.concat([_with_side(r["lmr"], label) for r, label in zip(reports, labels)], ignore_index=True),
         ebf=pd.concat([_with_side(r["ebf"], label) for r, label in zip(reports, labels)], ignore_index=True),
