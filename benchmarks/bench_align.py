@@ -171,7 +171,7 @@ def _child(kind: str, a: str, b: str, out: str) -> None:
         mid = time.perf_counter()
         summary = divergence_summary(alignment, n=10)
         attribution_seconds = time.perf_counter() - mid
-        total = summary.total.iloc[0]
+        total = summary.total
         if int(total["delta"]) != int(total["nodes_a"]) - int(total["nodes_b"]):
             raise SystemExit("attribution does not add up")
     else:
@@ -201,6 +201,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=2_000_000, help="records per side (default 2M)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per aligner run")
+    parser.add_argument("--workdir", help="keep the generated Parquet pair here and reuse it when present")
     parser.add_argument("--child", choices=["vectorized", "baseline"], help=argparse.SUPPRESS)
     parser.add_argument("--a", help=argparse.SUPPRESS)
     parser.add_argument("--b", help=argparse.SUPPRESS)
@@ -212,15 +213,21 @@ def main() -> None:
 
     from support.synthetic import synthetic_pair
 
-    start = time.perf_counter()
-    records_a, records_b, depth = synthetic_pair(args.records, seed=args.seed)
-    print(f"generated 2 x {args.records:,} records (root depth {depth}) in {time.perf_counter() - start:.1f} s")
     with tempfile.TemporaryDirectory(prefix="bench_align.") as tmp:
         tmpdir = Path(tmp)
-        a, b = tmpdir / "a.parquet", tmpdir / "b.parquet"
-        records_a.to_parquet(a)
-        records_b.to_parquet(b)
-        del records_a, records_b
+        where = Path(args.workdir) if args.workdir else tmpdir
+        where.mkdir(parents=True, exist_ok=True)
+        a, b = where / f"a.{args.records}.{args.seed}.parquet", where / f"b.{args.records}.{args.seed}.parquet"
+        if a.exists() and b.exists():
+            print(f"reusing {a} and {b}")
+        else:
+            start = time.perf_counter()
+            records_a, records_b, depth = synthetic_pair(args.records, seed=args.seed)
+            print(f"generated 2 x {args.records:,} records (root depth {depth}) in "
+                  f"{time.perf_counter() - start:.1f} s")
+            records_a.to_parquet(a)
+            records_b.to_parquet(b)
+            del records_a, records_b
         runs = {}
         for kind in ("vectorized", "baseline"):
             runs[kind] = _run_child(kind, a, b, tmpdir / f"{kind}.out.parquet", args.timeout)
