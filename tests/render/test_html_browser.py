@@ -177,3 +177,28 @@ def test_expand_divergent(browser, pages):
     toc = [a.get_attribute("href").rsplit("#", 1)[1] for a in browser.find_elements(By.CSS_SELECTOR, "nav#toc a")]
     assert "t0" in toc and "sec-divergence-list" in toc
     assert _errors(browser) == []
+
+
+def test_compare_page_links_open_rows_in_each_positions_tree(browser, tmp_path):
+    from click.testing import CliRunner
+
+    from treediff.cli import main
+
+    traces = HAND.parent / "traces"
+    out = tmp_path / "compare.html"
+    result = CliRunner().invoke(main, ["compare", str(traces / "typhoon_batch3.log"), str(traces / "stockfish_batch3.log"),
+                                       "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    _open(browser, out)
+    links = browser.find_elements(By.CSS_SELECTOR, "section.divergences a.divlink")
+    seen = set()
+    for link in links:
+        position = link.text.split(":")[0]
+        link.click()
+        target = browser.find_element(By.CSS_SELECTOR, "tr.target")
+        section = target.find_element(By.XPATH, "ancestor::section[@class='tree']")
+        assert f"position {position}:" in section.find_element(By.TAG_NAME, "h2").text
+        assert target.is_displayed()
+        seen.add(position)
+    assert seen == {"kiwipete", "rook-endgame", "start"}
+    assert _errors(browser) == []
