@@ -59,3 +59,18 @@ def test_wilson_bounds_solve_the_score_equation():
 def test_bucket_refuses_unknown_key():
     with pytest.raises(InputError, match="--bucket: unknown key 'colour'"):
         parse_buckets("kind,colour")
+
+
+def test_shadow_silent_miss_rate_per_act(tmp_path):
+    # SHADOW_CASES (tests/support/analytics_traces.py): LMP 4 shadow tries, 2 with fh=1; LMR 1, 0.
+    from support.analytics_traces import SHADOW_CASES
+
+    r = build_report(source_of(tmp_path, SHADOW_CASES), ["fh"])
+    shadow = r["fh_shadow"].set_index("act")
+    assert shadow["shadow_tries"].to_dict() == {"LMP": 4, "LMR": 1}
+    assert shadow["shadow_fail_highs"].to_dict() == {"LMP": 2, "LMR": 0}
+    assert shadow.loc["LMP", "shadow_fh_pct"] == pytest.approx(50.0)
+    lo, hi = wilson(np.array([2]), np.array([4]))
+    assert (shadow.loc["LMP", "shadow_fh_lo"], shadow.loc["LMP", "shadow_fh_hi"]) == (lo[0], hi[0])
+    # Without SHADOW records there is no such section.
+    assert "fh_shadow" not in build_report(source_of(tmp_path, CUTOFF_CASES, "plain.log"), ["fh"]).names

@@ -85,3 +85,12 @@ def test_cli_whatif_json_and_bad_rule(tmp_path):
     bad = runner.invoke(main, ["whatif", str(log), "--rule", '__import__("os").system("true")'])
     assert bad.exit_code == 2
     assert "--rule: unexpected character '.' at position 17" in bad.output and "Traceback" not in bad.output
+
+
+def test_whatif_reports_the_shadow_figures(tmp_path):
+    from support.analytics_traces import SHADOW_CASES
+
+    sections = whatif(source_of(tmp_path, SHADOW_CASES), "mn >= 2")
+    shadow = {s.name: s for s in sections}["shadow"].frame.set_index("act")
+    assert shadow["shadow_tries"].to_dict() == {"LMP": 4, "LMR": 1}
+    assert shadow["shadow_fail_highs"].to_dict() == {"LMP": 2, "LMR": 0}

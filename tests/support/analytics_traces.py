@@ -142,3 +142,28 @@ RESULT path=b1c3 ply=1 d=1 score=-1 bound=upper
 RESULT path=- ply=0 d=4 score=20 bound=exact
 END nodes=22 best=d2d4 score=20
 """
+
+#: typhoon dialect with SHADOW records (typhoon_py --shadow) right after the decisions they shadow:
+#:   root: e2e4 FULL; d2d4 LMP + SHADOW fh=1; g1f3 LMR + SHADOW fh=0 (then its reduced search, RESULT);
+#:   e2e4 node (ply 2): e7e5 LMP + SHADOW fh=1, d7d5 LMP + SHADOW fh=0, c7c5 LMP + SHADOW fh=0.
+#: Per act: LMP 4 shadow tries, 2 fail highs; LMR 1, 0.  RESULT records 4; MOVE records 7.
+SHADOW_CASES = f"""TREEDUMP engine=typhoon v=1 unit=64 id=start fen={START}
+ITER d=2
+MOVE path=e2e4 ply=1 mn=1 d=128 nd=64 act=FULL
+MOVE path=e2e4/e7e5 ply=2 mn=1 d=64 act=LMP
+SHADOW path=e2e4/e7e5 ply=2 d=0 score=30 fh=1
+MOVE path=e2e4/d7d5 ply=2 mn=2 d=64 act=LMP
+SHADOW path=e2e4/d7d5 ply=2 d=0 score=-30 fh=0
+MOVE path=e2e4/c7c5 ply=2 mn=3 d=64 act=LMP
+SHADOW path=e2e4/c7c5 ply=2 d=0 score=-40 fh=0
+RESULT path=e2e4 ply=1 d=64 score=-10 bound=exact
+MOVE path=d2d4 ply=1 mn=2 d=128 act=LMP
+SHADOW path=d2d4 ply=1 d=64 score=-30 fh=1
+MOVE path=g1f3 ply=1 mn=3 d=128 nd=32 act=LMR red=32
+SHADOW path=g1f3 ply=1 d=64 score=-50 fh=0
+RESULT path=g1f3 ply=1 d=32 score=-20 bound=upper
+MOVE path=b1c3 ply=1 mn=4 d=128 nd=64 act=FULL
+RESULT path=b1c3 ply=1 d=64 score=-20 bound=upper
+RESULT path=- ply=0 d=128 score=10 bound=exact
+END nodes=4 best=e2e4 score=10
+"""

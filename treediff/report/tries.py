@@ -51,7 +51,7 @@ _CLASS_OF_KIND = {"SEARCH": MOVE, "REDUCE": MOVE, "RESEARCH": MOVE, "EXTEND": MO
 #: Records columns the derivation reads; ``move`` (else taken from the path), ``bound``, ``visit`` and
 #: ``parent_visit`` (else no node visits: see :func:`derive`) are read when present.
 COLUMNS = ("tag", "kind", "act", "path", "ply", "seq", "iter", "mn", "depth")
-OPTIONAL = ("move", "bound", "visit", "parent_visit")
+OPTIONAL = ("move", "bound", "visit", "parent_visit", "fh")
 
 
 @dataclass
@@ -93,6 +93,10 @@ class Tries:
     rec_in_main: np.ndarray
     #: Per closed visit: whether it belongs to its parent node's main visit (False at the root).
     v_in_parent_main: np.ndarray
+    #: SHADOW records (typhoon_py's ``--shadow``) and each one's decision: the latest MOVE record of its path
+    #: at or before it in its iteration (-1 when there is none).
+    shadow: np.ndarray
+    shadow_decision: np.ndarray
 
     @property
     def n(self) -> int:
@@ -163,7 +167,7 @@ def derive(batch: Batch) -> Tries:
     if n == 0:
         none = np.zeros(0, bool)
         return Tries(empty, empty, none, empty, empty, empty, empty, empty, empty, empty, none, empty, empty,
-                     empty, empty, empty, none, none)
+                     empty, empty, empty, none, none, empty, empty)
 
     # Runs: one iteration of one search (a repeated ITER d starts a new run).
     new_run = np.r_[True, (srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1])]
@@ -276,6 +280,18 @@ def derive(batch: Batch) -> Tries:
     r_parent = parent_of[own[res]]
     v_in_parent_main = (r_parent >= 0) & (tree.parent_visit == main_of[np.maximum(r_parent, 0)]) \
         & (main_of[np.maximum(r_parent, 0)] > 0)
+    # SHADOW records: the decision they follow.
+    is_shadow = batch.equals("tag", "SHADOW")[order]
+    sh = np.flatnonzero(is_shadow)
+    sh_dec = np.full(len(sh), -1, dtype=np.int64)
+    if len(sh) and len(mov):
+        span = np.int64(n + 1)
+        m_key = own_key[mov] * span + mov  # sorted: own_key is (run, path) and mov ascends within it? sort anyway
+        srt_m = np.argsort(m_key, kind="stable")
+        m_key = m_key[srt_m]
+        q = np.searchsorted(m_key, own_key[sh] * span + sh, side="right") - 1
+        hit = (q >= 0) & (m_key[np.maximum(q, 0)] // span == own_key[sh])
+        sh_dec[hit] = mov[srt_m[q[hit]]]
     back = order
     return Tries(
         first=back[t_first], last=back[t_last], fh=fh, subtree=subtree, final_kind=kind[t_last],
@@ -284,7 +300,8 @@ def derive(batch: Batch) -> Tries:
         v_main=tree.is_main, v_entering=np.where(entering >= 0, back[np.maximum(entering, 0)], -1),
         v_parent=np.where(tree.parent_result >= 0, back[res[np.maximum(tree.parent_result, 0)]], -1),
         v_nodes=tree.nodes, rec_path=_unsort(pcode[:n], order), rec_run=_unsort(run, order),
-        rec_in_main=_unsort(in_main, order), v_in_parent_main=v_in_parent_main)
+        rec_in_main=_unsort(in_main, order), v_in_parent_main=v_in_parent_main, shadow=back[sh],
+        shadow_decision=np.where(sh_dec >= 0, back[np.maximum(sh_dec, 0)], -1))
 
 
 def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -382,3 +399,52 @@ def try_frame(batch: Batch, t: Tries, columns: tuple[str, ...] = TRY_COLUMNS) ->
 
 
 _STRING_COLUMNS = ("kind", "act", "nt", "phase", "why")
+
+
+SHADOW_COLUMNS = ("act", "shadow_tries", "shadow_fail_highs")
+
+
+def shadow_counts(batch: Batch, t: Tries) -> pd.DataFrame:
+    """Per (cell, act of the decision): SHADOW records (``shadow_tries``) and those with ``fh=1``
+    (``shadow_fail_highs``); a SHADOW record is counted in its decision's cell, under its decision's act."""
+    ok = t.shadow_decision >= 0
+    dec = t.shadow_decision[ok]
+    sh = t.shadow[ok]
+    fh = (np.asarray(batch.records["fh"].fillna(False), dtype=bool)[sh] if "fh" in batch.records
+          else np.zeros(len(sh), dtype=bool))
+    a_codes, a_cats = batch.codes("act")
+    cell = batch.record_groups.record_group[dec]
+    na = len(a_cats) + 1
+    key = cell * na + a_codes[dec] + 1
+    tries = np.bincount(key, minlength=batch.n_cells * na)
+    fhs = np.bincount(key[fh], minlength=batch.n_cells * na)
+    used = np.flatnonzero(tries)
+    acts = np.concatenate([[None], np.asarray(a_cats, dtype=object)])
+    return batch.cell_frame(used // na, act=acts[used % na], shadow_tries=tries[used].astype(np.int64),
+                            shadow_fail_highs=fhs[used].astype(np.int64))
+
+
+def shadow_frame(partials: list[pd.DataFrame], grouping) -> pd.DataFrame | None:
+    """The per-group, per-act shadow figures (tries, fail highs, rate, Wilson 95 %); None without SHADOW records."""
+    from treediff.report.grouping import key_frame
+    from treediff.report.table import concat
+
+    frames = [p for p in partials if p is not None and len(p)]
+    if not frames:
+        return None
+    merged = concat(frames, ["srow", "iter", "key", *SHADOW_COLUMNS])
+    work = pd.DataFrame({"_group": grouping.group_of(merged), "act": merged["act"].to_numpy(dtype=object),
+                         "shadow_tries": merged["shadow_tries"].to_numpy(dtype=np.int64),
+                         "shadow_fail_highs": merged["shadow_fail_highs"].to_numpy(dtype=np.int64)})
+    body = work.groupby(["_group", "act"], sort=True, dropna=False, as_index=False)[
+        ["shadow_tries", "shadow_fail_highs"]].sum()
+    body["shadow_fh_pct"] = pct(body["shadow_fail_highs"].to_numpy(), body["shadow_tries"].to_numpy())
+    body["shadow_fh_lo"], body["shadow_fh_hi"] = wilson(body["shadow_fail_highs"].to_numpy(),
+                                                        body["shadow_tries"].to_numpy())
+    keys = key_frame(grouping.groups, body["_group"].to_numpy(dtype=np.int64))
+    cols = ["act", "shadow_tries", "shadow_fail_highs", "shadow_fh_pct", "shadow_fh_lo", "shadow_fh_hi"]
+    return pd.concat([keys, body[cols].reset_index(drop=True)], axis=1)
+
+
+SHADOW_TITLE = ("Shadow searches (--shadow): what the engine pruned or reduced, searched at full depth "
+                "aside -- silent-miss rate per act")

@@ -31,7 +31,8 @@ from treediff.report.core import fold_tables
 from treediff.report.expr import Expr, check_types, parse
 from treediff.report.grouping import key_frame, parse_by
 from treediff.report.table import Batch, Grouping, Section, concat
-from treediff.report.tries import COLUMNS, OPTIONAL, derive, pct, try_frame, wilson
+from treediff.report.tries import (COLUMNS, OPTIONAL, SHADOW_TITLE, derive, pct, shadow_counts, shadow_frame, try_frame,
+                                   wilson)
 from treediff.store.source import BATCH_RECORDS, Source
 
 #: Columns a rule may name, and their types.
@@ -56,6 +57,7 @@ def parse_rule(rule: str) -> Expr:
 class WhatifPartial:
     counts: pd.DataFrame  #: srow, iter, key and _COUNTS per cell
     misses: pd.DataFrame  #: the batch's top silent misses (srow, iter, key and _MISS_COLUMNS)
+    shadow: pd.DataFrame  #: SHADOW records per cell and act (tries.shadow_counts)
 
 
 class WhatifTable:
@@ -77,6 +79,7 @@ class WhatifTable:
         t = derive(batch)
         if not t.n:
             return None
+        shadow = shadow_counts(batch, t)
         frame = try_frame(batch, t, tuple(RULE_COLUMNS))
         pf = pl.DataFrame({c: (pl.Series(c, frame[c].astype(object).where(frame[c].notna(), None).tolist(),
                                          dtype=pl.String) if RULE_COLUMNS[c] is str else
@@ -116,7 +119,7 @@ class WhatifTable:
             depth=frame["depth"].to_numpy()[miss], mn=frame["mn"].to_numpy()[miss],
             subtree_nodes=frame["subtree"].to_numpy()[miss],
             line=records["line"].to_numpy()[rec] if "line" in records else np.full(len(rec), -1))
-        return WhatifPartial(counts, misses)
+        return WhatifPartial(counts, misses, shadow)
 
     def finish(self, partials: Sequence[WhatifPartial | None], grouping: Grouping) -> list[Section]:
         parts = [p for p in partials if p is not None]
@@ -153,8 +156,12 @@ class WhatifTable:
             mframe = pd.DataFrame({c: [] for c in ("engine", "position", "iter", "path", "kind", "act", "depth",
                                                    "mn", "subtree_nodes", "source", "line")})
         note = f"rule: {self.rule} (--as {self.as_}: eligible first kinds {', '.join(ELIGIBLE[self.as_])})"
-        return [Section("whatif", TITLES["whatif"], table, keys, notes=[note]),
-                Section("silent_misses", TITLES["silent_misses"], mframe.reset_index(drop=True), ())]
+        out = [Section("whatif", TITLES["whatif"], table, keys, notes=[note]),
+               Section("silent_misses", TITLES["silent_misses"], mframe.reset_index(drop=True), ())]
+        shadow = shadow_frame([p.shadow for p in parts], grouping)
+        if shadow is not None:
+            out.append(Section("shadow", SHADOW_TITLE, shadow, keys))
+        return out
 
 
 def whatif(source: Source, rule: str, as_: str = "prune", by: Sequence[str] | str | None = None, top: int = 10,

@@ -16,6 +16,7 @@ A try without the value is in a ``-`` bucket (None).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -25,8 +26,8 @@ import polars as pl
 from treediff.model.errors import InputError
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
-from treediff.report.tries import (COLUMNS, OPTIONAL, SEE_BANDS, derive, mn_band, mn_band_order, pct, see_band,
-                                   try_frame, wilson)
+from treediff.report.tries import (COLUMNS, OPTIONAL, SEE_BANDS, SHADOW_TITLE, derive, mn_band, mn_band_order, pct,
+                                   see_band, shadow_counts, shadow_frame, try_frame, wilson)
 
 TITLE = "Fail-high rate of move tries per bucket (Wilson 95 % interval)"
 BUCKETS = ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt")
@@ -47,9 +48,19 @@ def parse_buckets(text: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items)) or DEFAULT_BUCKETS
 
 
-def fh_counts(batch: Batch) -> pd.DataFrame | None:
-    """Tries and fail-highs per (cell, kind, act, floor depth, mn, ply, see, hist, nt) of one batch."""
+@dataclass
+class FhPartial:
+    counts: pd.DataFrame | None  #: tries and fail highs per cell and bucket values
+    shadow: pd.DataFrame         #: SHADOW records per cell and act (tries.shadow_counts)
+
+
+def fh_partial(batch: Batch) -> FhPartial:
     t = derive(batch)
+    return FhPartial(fh_counts(batch, t), shadow_counts(batch, t))
+
+
+def fh_counts(batch: Batch, t) -> pd.DataFrame | None:
+    """Tries and fail-highs per (cell, kind, act, floor depth, mn, ply, see, hist, nt) of one batch."""
     if not t.n:
         return None
     frame = try_frame(batch, t, ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt"))
@@ -148,13 +159,17 @@ class FhTable:
     columns = COLUMNS
     optional_columns = (*OPTIONAL, "see", "hist", "node_type")
 
-    def partial(self, batch: Batch) -> pd.DataFrame | None:
-        return fh_counts(batch)
+    def partial(self, batch: Batch) -> FhPartial:
+        return fh_partial(batch)
 
-    def finish(self, partials: Sequence[pd.DataFrame | None], grouping: Grouping) -> list[Section]:
+    def finish(self, partials: Sequence[FhPartial], grouping: Grouping) -> list[Section]:
         buckets = getattr(grouping.options, "fh_buckets", DEFAULT_BUCKETS)
-        frame = finish_fh(merge_fh(partials, grouping), grouping.groups, buckets)
-        return [Section("fh", TITLE, frame, tuple(grouping.keys))]
+        frame = finish_fh(merge_fh([p.counts for p in partials], grouping), grouping.groups, buckets)
+        out = [Section("fh", TITLE, frame, tuple(grouping.keys))]
+        shadow = shadow_frame([p.shadow for p in partials], grouping)
+        if shadow is not None:
+            out.append(Section("fh_shadow", SHADOW_TITLE, shadow, tuple(grouping.keys)))
+        return out
 
 
 FH = FhTable()
