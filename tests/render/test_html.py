@@ -227,3 +227,11 @@ def test_act_panels_share_one_scale():
     assert labels == ["LMP", "FULL", "LMP", "FULL"]
     # engine colours by input order, whatever the frame's order
     assert 'fill="#0072b2"><title>one' in svg and 'fill="#e69f00"><title>two' in svg
+
+
+def test_html_extension_chooses_the_page(tmp_path):
+    out = tmp_path / "page.html"
+    result = _cli(["compare", str(A), str(B), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert sorted(full_paths(embedded(out.read_text(encoding="utf-8"))["t0"])) == sorted(EXPECTED_STATUS)
