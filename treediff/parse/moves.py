@@ -35,6 +35,20 @@ _CASTLE_RE = re.compile(r"(?:O-O(?P<long>-O)?|0-0(?P<long0>-0)?)[+#!?]*\Z")
 _PIECE_OF = {"N": chess.KNIGHT, "B": chess.BISHOP, "R": chess.ROOK, "Q": chess.QUEEN, "K": chess.KING}
 
 
+def chess_internals_usable(board_class: Any = chess.Board) -> bool:
+    """Whether python-chess still has the private ``Board._slider_blockers`` and ``Board._is_safe`` (1.11 does).
+
+    They save finding the king's pins again for every move tested; a release that renames them
+    (they are not public API, hence chess<2 and this check) makes :class:`_Legality` use the public
+    ``is_pinned`` / ``is_legal`` instead: the same answers, a little slower (tests/parse/test_moves_fallback.py).
+    """
+    return callable(getattr(board_class, "_slider_blockers", None)) and callable(getattr(board_class, "_is_safe", None))
+
+
+#: Set once at import; tests switch it off to run the public-API path.
+CHESS_INTERNALS = chess_internals_usable()
+
+
 def normalize_coord_paths(paths: "pl.Series", null_spellings: tuple[str, ...]) -> "pl.Series":
     """Lower-case coordinate paths and write null moves as ``0000``; the root ``-`` becomes ``""``.
 
@@ -260,7 +274,12 @@ class _Legality:
         self._king = board.king(board.turn)
         if self._king is not None:
             self._checkers = board.attackers_mask(not board.turn, self._king)
-            self._blockers = board._slider_blockers(self._king)
+            if CHESS_INTERNALS:
+                self._blockers = board._slider_blockers(self._king)
+            else:  # the public API: our pieces pinned to our king
+                ours = board.occupied_co[board.turn]
+                self._blockers = sum(_BB_SQUARES[sq] for sq in chess.scan_forward(ours & ~_BB_SQUARES[self._king])
+                                     if board.is_pinned(board.turn, sq))
 
     def is_safe(self, move: chess.Move) -> bool:
         """Legality of any move already known to be pseudo-legal: it does not leave the king in check."""
@@ -268,8 +287,8 @@ class _Legality:
             self._king_facts()
         if self._king is None:
             return True  # as board.is_legal: no king, nothing can be left in check
-        if self._checkers:
-            return self.board.is_legal(move)  # evasions: python-chess's own path
+        if self._checkers or not CHESS_INTERNALS:
+            return self.board.is_legal(move)  # evasions (or no internals): python-chess's own path
         return self.board._is_safe(self._king, self._blockers, move)
 
     def _safe(self, from_sq: int, to_sq: int, promotion: int | None = None) -> bool:
