@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from treediff.align.api import Alignment
 from treediff.align.attribution import attribute, difference, main_rows, shown
@@ -188,6 +189,7 @@ class BrowseModel:
         self._rank = np.full(n, -1, dtype=np.int64)
         self._rank[self.divergences] = np.arange(len(self.divergences))
         self._line_index: list[tuple[np.ndarray, np.ndarray] | None] = [None, None]
+        self._path_set: pa.Array | None = None
         self._fen = next((nt.fen for nt in notations if nt is not None and nt.fen), None)
 
     # --- the tree -----------------------------------------------------------------------------------------
@@ -318,7 +320,11 @@ class BrowseModel:
             keep &= records["iter"].to_numpy() == choice.iter
         recs = records.loc[keep, ["path", "line"]]
         recs = recs[recs["path"].notna() & recs["line"].notna()]
-        codes = pd.Index(self._paths).get_indexer(recs["path"].astype(object).to_numpy())
+        if self._path_set is None:
+            self._path_set = pa.array(self._paths, pa.string())
+        # Each record's row: one hash lookup per record in C (pyarrow), no Python per record.
+        found = pc.index_in(pa.Array.from_pandas(recs["path"]).cast(pa.string()), value_set=self._path_set)
+        codes = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
         lines = recs["line"].to_numpy(dtype=np.int64)
         known = codes >= 0
         codes, lines = codes[known], lines[known]
