@@ -16,6 +16,9 @@ DIALECT = Dialect(
         "SEE-QUIET": Kind.PRUNE,
         "SEE-CAP": Kind.PRUNE,
         "HIST-PRUNE": Kind.PRUNE,
+        # Move-count pruning: real Stockfish writes nothing for it; typhoon_py writes one record per
+        # dropped quiet move under --trace-silent.
+        "SKIP-QUIETS": Kind.PRUNE,
         "PROBCUT": Kind.NODE_CUT,
         "NMP": Kind.NULL_PROBE,
         "EXT": Kind.EXTEND,
