@@ -65,7 +65,8 @@ def _batch_target(in_memory: bool) -> int:
 @click.option("-o", "--output", type=click.Path(), metavar="FILE|DIR",
               help="Write to FILE (atomically) instead of stdout; with --format csv a DIR gets one CSV per table.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False),
-              help="Also write PNG charts (acts, EBF by iteration, LMR by phase) into DIR.")
+              help="Also write PNG charts (acts, EBF by iteration, LMR by phase, cutoff share by mn, fh%% by "
+                   "depth, residual depth by iteration) into DIR.")
 @click.option("--engine", default="auto", show_default=True, help=_PARSE_HELP)
 @click.option("--positions", type=click.Path(exists=True, dir_okay=False),
               help="EPD file giving position ids and phase labels for logs.")
@@ -117,6 +118,11 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
         base = build_report(source, ("acts", "ebf"), ("engine",), target)
         by_phase = build_report(source, ("lmr",), ("engine", "phase"), target)
         files = write_plots(base["acts"], base["ebf_iter"], by_phase["lmr"], plot_dir)
+        from treediff.render.analytics_plots import write_analytics_plots
+
+        quality = build_report(source, ("cutoffs", "fh", "residual"), ("engine",), target,
+                               options=ReportOptions(fh_buckets=("depth",)))
+        files += write_analytics_plots(quality["cutoff_mn"], quality["fh"], quality["residual_iter"], plot_dir)
         click.echo("wrote " + ", ".join(str(f) for f in files), err=True)
 
 
