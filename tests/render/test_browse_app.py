@@ -179,3 +179,17 @@ def test_command_runs_the_app(monkeypatch):
     assert result.exit_code == 0, result.output
     assert ran["rows"] == 10
     assert "nodes A 8, B 6 (Δ +2)" in ran["title"] and "3 divergences" in ran["title"]
+
+
+def test_command_asks_for_a_position_when_the_inputs_share_several(monkeypatch):
+    traces = FIXTURES.parent / "traces"
+    a, b = str(traces / "typhoon_batch3.log"), str(traces / "stockfish_batch3.log")
+    result = CliRunner().invoke(main, ["browse", a, b])
+    assert result.exit_code == 2
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("treediff: error:") and "--position" in last
+    ran = {}
+    monkeypatch.setattr(BrowseApp, "run", lambda self, *args, **kwargs: ran.setdefault("title", self.title_text))
+    result = CliRunner().invoke(main, ["browse", a, b, "--position", "kiwipete"])
+    assert result.exit_code == 0, result.output
+    assert "position kiwipete" in ran["title"]
