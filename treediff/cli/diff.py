@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 import numpy as np
@@ -10,7 +11,9 @@ from treediff.cli.common import keep_complete_option
 
 from treediff.model.errors import InputError
 
-FORMATS = ["table", "text", "markdown", "json", "csv"]
+#: --format choices: report's and compare's names (table, markdown, csv, json, jsonl, html); ``text`` is kept as
+#: an alias of the plain-text table (what ``table`` gives when piped or written with -o).
+FORMATS = ["table", "markdown", "csv", "json", "jsonl", "html", "text"]
 #: --notation choices (treediff.render.diffview.NOTATIONS).
 NOTATIONS = ["own", "uci", "san"]
 #: Rows kept around each change when folding identical runs, unless --context says otherwise.
@@ -19,12 +22,16 @@ DEFAULT_CONTEXT = 3
 TOP_N = 10
 
 
-def _side(path: str, label: str, engine: str | None, keep_complete: bool = False):
+def _side(path: str, label: str, engine: str | None, keep_complete: bool = False, dialect: str = "auto",
+          positions: str | None = None):
     """One side as a Source, restricted to ``engine`` when given (nothing is read yet)."""
     from treediff.cli.common import echo_warnings
     from treediff.parse.source import open_source
 
-    source = open_source(path, keep_complete=keep_complete)
+    options: dict = {"keep_complete": keep_complete, "engine": dialect}
+    if positions:
+        options["positions"] = positions
+    source = open_source(path, **options)
     echo_warnings(source.warnings)
     if engine is not None:
         names = source.searches["engine"].astype(str)
@@ -137,14 +144,21 @@ def _fen_of(records, search: int) -> str | None:
 @click.option("--width", type=click.IntRange(min=20), metavar="N",
               help="Fit the table/text view in N columns (default: the terminal's, COLUMNS, else 100).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="Output format; default: table on a terminal, text when piped.")
+              help="Output format; default: from -o's extension (.csv .json .jsonl .md .html .txt), else table "
+                   "(rich on a terminal, plain text when piped or written with -o; text is its alias).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write to FILE (atomically) instead of stdout.")
+@click.option("--engine", "dialect", default="auto", show_default=True,
+              help="Dialect for logs whose header does not say (default: auto).")
+@click.option("--positions", type=click.Path(exists=True, dir_okay=False),
+              help="EPD file giving position ids and phase labels for logs (--position then takes its ids).")
 @click.option("--meld", "meld_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are blank lines), for meld or diff -y.")
 @click.option("--engine-a", metavar="NAME", help="The engine to take from A when it holds several (e.g. a batch dataset).")
 @click.option("--engine-b", metavar="NAME", help="The engine to take from B when it holds several.")
 @keep_complete_option
 def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, context, top_n, visits, notation, width,
-         fmt, meld_dir, engine_a, engine_b, keep_complete) -> None:
+         fmt, output, dialect, positions, meld_dir, engine_a, engine_b, keep_complete) -> None:
     """Show A's and B's search trees of one position side by side, aligned by move path.
 
     Rows are in depth-first tree order; a path only one side has leaves a gap
@@ -164,7 +178,15 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
 
     if under is not None and drill is not None:
         raise InputError("use one of --under and --drill (--drill PATH shows PATH's subtree, as --under does)")
-    source_a, source_b = _side(a, "A", engine_a, keep_complete), _side(b, "B", engine_b, keep_complete)
+    from treediff.cli.common import format_from_output
+
+    fmt = format_from_output(fmt, output, default="", choices=FORMATS)
+    if output is not None:
+        from treediff.store.files import check_output
+
+        check_output(output, [a, b, *([positions] if positions else [])])
+    source_a = _side(a, "A", engine_a, keep_complete, dialect, positions)
+    source_b = _side(b, "B", engine_b, keep_complete, dialect, positions)
     if len(source_a.searches) == 0 or len(source_b.searches) == 0:
         side, path = ("A", a) if len(source_a.searches) == 0 else ("B", b)
         raise InputError(f"{side} ({path}) has no search (a 0-node search?)")
@@ -194,10 +216,12 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     if meld_dir is not None:
         path_a, path_b = render.write_meld(meld_dir, rows, notations)
         click.echo(f"wrote {path_a} and {path_b} ({len(rows):,} lines each)", err=True)
-        if fmt is None:
+        if fmt == "" and output is None:
             return
 
-    fmt = fmt or ("table" if sys.stdout.isatty() else "text")
+    rich_terminal = output is None and sys.stdout.isatty()
+    if fmt in ("", "table"):
+        fmt = "table" if rich_terminal else "text"
     summaries = None
     if fmt != "csv":
         # Summaries cover the --under/--drill (and, for the kinds, --max-ply) scope, --only-diff or not.
@@ -220,32 +244,84 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
             confusion=kind_confusion(alignment, within=scope), divergences=found.rows, total=found.total,
             by_kind=found.by_kind, by_ply=found.by_ply, scope=scope_path, drill=drill is not None,
             scope_sentence=scope_sentence, min_cost=min_cost)
-    if fmt == "json":
-        click.echo(render.to_json(alignment, rows, summaries, notations))
-        return
-    if fmt == "csv":
-        click.echo(render.to_csv(rows, notations), nl=False)
-        return
-    items = fold(rows, None if full_paths else (DEFAULT_CONTEXT if context is None else context))
-    assert summaries is not None
-    if fmt == "markdown":
-        _echo_lines(render.markdown_lines(alignment, rows, items, summaries, notations))
-        return
-    fit = render.view_width(width)
-    layout = render.layout_of(rows, items, fit, full_paths, notations)
-    if fmt == "table":
-        from rich.console import Console
+    if fmt == "html":
+        from treediff.cli.html_output import diff_page
 
-        console = Console(width=fit)
-        render.print_rich(console, alignment, rows, items, full_paths, fit, notations)
-        for line in [""] + render.legend_lines(layout, notations, fit) + render.summary_lines(summaries, fit):
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        assert summaries is not None
+        diff_page(alignment, rows, summaries, notations, output)
         return
-    _echo_lines(render.text_lines(alignment, rows, items, full_paths, fit, notations))
-    _echo_lines(["", *render.legend_lines(layout, notations, fit)])
-    _echo_lines(render.summary_lines(summaries, fit))
+    with _Sink(output) as sink:
+        if fmt == "json":
+            sink.write([render.to_json(alignment, rows, summaries, notations)])
+            return
+        if fmt == "csv":
+            sink.write([render.to_csv(rows, notations).rstrip("\n")])
+            return
+        if fmt == "jsonl":
+            sink.write(_jsonl_lines(rows, notations))
+            return
+        items = fold(rows, None if full_paths else (DEFAULT_CONTEXT if context is None else context))
+        assert summaries is not None
+        if fmt == "markdown":
+            sink.write(render.markdown_lines(alignment, rows, items, summaries, notations))
+            return
+        fit = render.view_width(width)
+        layout = render.layout_of(rows, items, fit, full_paths, notations)
+        if fmt == "table":
+            from rich.console import Console
+
+            console = Console(width=fit)
+            render.print_rich(console, alignment, rows, items, full_paths, fit, notations)
+            for line in [""] + render.legend_lines(layout, notations, fit) + render.summary_lines(summaries, fit):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
+            return
+        sink.write(render.text_lines(alignment, rows, items, full_paths, fit, notations))
+        sink.write(["", *render.legend_lines(layout, notations, fit)])
+        sink.write(render.summary_lines(summaries, fit))
     for note in alignment.notes:
         click.echo(f"note: {note}", err=True)
+
+
+def _jsonl_lines(rows, notations):
+    """JSON Lines: one compact object per selected row (``"table": "rows"``), the columns of the CSV."""
+    from treediff.render.data import jsonl_lines
+    from treediff.render.diffview import export_frame
+    from treediff.report.table import Section
+
+    return jsonl_lines([Section("rows", "aligned rows", export_frame(rows, notations))])
+
+
+class _Sink:
+    """Where diff's lines go: stdout (echoed in chunks), or ``-o FILE`` written atomically (streamed to a
+    temporary file beside it that replaces FILE only when everything was written)."""
+
+    def __init__(self, output: str | None):
+        self.output = output
+        self._atomic: Any = None
+        self._fh: Any = None
+
+    def __enter__(self) -> "_Sink":
+        if self.output is not None:
+            from treediff.store.files import atomic_output
+
+            self._atomic = atomic_output(self.output)
+            tmp = self._atomic.__enter__()
+            self._fh = open(tmp, "w", encoding="utf-8")
+        return self
+
+    def write(self, lines) -> None:
+        if self._fh is None:
+            _echo_lines(lines)
+            return
+        for line in lines:
+            self._fh.write(line)
+            self._fh.write("\n")
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        if self._atomic is not None:
+            self._atomic.__exit__(*exc)
 
 
 COMMANDS = [diff]
