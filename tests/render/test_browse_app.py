@@ -112,6 +112,21 @@ def test_jump_to_a_path(typed):
     assert not box_open and tree_focused
 
 
+def test_notation_key_writes_every_built_label_again():
+    async def steps(app, pilot):
+        await pilot.press("n")  # builds e2e4's and e2e4/e7e5's children too
+        await pilot.press("t")
+        await pilot.pause()
+        labels = {str(app.model.rows["path"].iloc[row]): str(node.label) for row, node in app.nodes.items()}
+        return labels, _details(app), [n.message for n in app._notifications]
+
+    labels, details, messages = _drive(steps)
+    assert labels["e2e4"].startswith("  e4 ") and labels["d2d4"].startswith("| d4 ")
+    assert labels["e2e4/e7e5/g1f3"].startswith("| Nf3 ")
+    assert "A: e4/e5/Nf3, FULL" in details
+    assert "notation: san" in messages
+
+
 def test_jump_to_a_missing_path_keeps_the_cursor():
     async def steps(app, pilot):
         await pilot.press("n")
@@ -148,7 +163,7 @@ def test_footer_lists_the_keys():
 
     keys = _drive(steps)
     for key, what in (("n", "next divergence"), ("p", "prev divergence"), ("g", "go to path"), ("u", "parent"),
-                      ("space", "expand/collapse"), ("q", "quit")):
+                      ("t", "notation"), ("space", "expand/collapse"), ("q", "quit")):
         assert keys.get(key) == what, keys
 
 

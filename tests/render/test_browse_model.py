@@ -148,3 +148,15 @@ def test_children_index_matches_parent_column_on_a_larger_tree():
     for row in range(0, len(m), max(1, len(m) // 200)):
         assert list(m.children(row)) == list(np.flatnonzero(parent == row))
     assert sum(len(m.children(r)) for r in range(len(m))) == len(m) - 1
+
+
+def test_next_notation_cycles_own_uci_san():
+    m, _ = build_model(A, B, notation="uci")
+    g1f3 = _row(m, "e2e4/e7e5/g1f3")
+    assert m.labels_of([g1f3])[0].startswith("| g1f3")
+    assert m.next_notation() == "san"
+    assert m.labels_of([g1f3])[0].startswith("| Nf3")   # 1. e4 e5 2. Nf3
+    assert m.detail(g1f3).b.name == "e4/e5/Nf3"
+    assert m.next_notation() == "own"                     # stockfish's own notation is UCI
+    assert m.labels_of([g1f3])[0].startswith("| g1f3")
+    assert m.next_notation() == "uci"

@@ -68,11 +68,12 @@ def build_model(a: str, b: str, position: str | None = None, iteration: int | No
     records_a, records_b = _records(source_a, a, "A"), _records(source_b, b, "B")
     alignment = align(records_a, records_b, iter=iteration, position=position)
     fen_a, fen_b = _fen_of(records_a, alignment.a.search), _fen_of(records_b, alignment.b.search)
-    notations = (side_notation(notation, alignment.a.engine, fen_a),
-                 side_notation(notation, alignment.b.engine, fen_b or fen_a))
+    choices = {name: (side_notation(name, alignment.a.engine, fen_a),
+                      side_notation(name, alignment.b.engine, fen_b or fen_a)) for name in NOTATIONS}
     scope = normalize_path(under, fen_a) if under is not None else None
-    model = BrowseModel(alignment, notations, under=scope, records_a=records_a, records_b=records_b,
-                        logs=(log_lines_for(a), log_lines_for(b)))
+    model = BrowseModel(alignment, choices[notation], under=scope, records_a=records_a, records_b=records_b,
+                        logs=(log_lines_for(a), log_lines_for(b)), choices=choices,
+                        notation_name=notation)
     total_a, total_b = int(model.nodes_a[model.root]), int(model.nodes_b[model.root])
     sides = [f"{tag}: {choice.engine or '?'} ({Path(path).name}) iter {choice.iter}"
              for tag, choice, path in (("A", alignment.a, a), ("B", alignment.b, b))]
@@ -108,7 +109,8 @@ def browse(a, b, position, iteration, under, notation, engine_a, engine_b, diale
     decisions, depths (plies) and subtree node counts; children are added as
     a row is expanded.  Keys (also in the footer): n / p next / previous
     divergence by cost (largest |delta| first), g or / go to a path (UCI or
-    SAN), u parent, enter / space expand or collapse, q quit.  The details
+    SAN), u parent, t next notation (own, uci, san), enter / space expand or
+    collapse, q quit.  The details
     pane shows the row's raw log lines (line numbers) for log inputs.
 
     Example: treediff browse typhoon.log stockfish.log --under e2e4

@@ -7,7 +7,8 @@ builds the root's children only.
 
 Keys (shown in the footer): ``n`` / ``p`` next / previous divergence by cost
 (largest |delta| first), ``g`` or ``/`` go to a path (UCI or SAN), ``u`` the
-parent, ``enter`` / ``space`` expand or collapse, ``q`` quit.
+parent, ``t`` the next notation (own, uci, san), ``enter`` / ``space``
+expand or collapse, ``q`` quit.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ class BrowseApp(App[None]):
         Binding("g", "jump", "go to path"),
         Binding("slash", "jump", "go to path", show=False),
         Binding("u", "parent", "parent"),
+        Binding("t", "notation", "notation"),
         Binding("escape", "cancel_jump", "cancel", show=False),
         Binding("q", "quit", "quit"),
     ]
@@ -154,6 +156,21 @@ class BrowseApp(App[None]):
         row = self.cursor_row
         if row is not None and row != self.model.root:
             self.move_to(int(self.model.parent[row]))
+
+    def action_notation(self) -> None:
+        """Write moves in the next notation (own, uci, san): every label built so far is made again."""
+        name = self.model.next_notation()
+        if not name:
+            return
+        for parent in sorted(self._loaded):
+            children = self.model.children(parent)
+            for child, text in zip(children.tolist(), self.model.labels_of(children)):
+                self.nodes[child].set_label(self._label(child, text))
+        root = self.model.root
+        self.nodes[root].set_label(self._label(root, self.model.labels_of([root])[0]))
+        row = self.cursor_row
+        self._show_details(self.model.root if row is None else row)
+        self.notify(f"notation: {name}", timeout=2)
 
     def action_jump(self) -> None:
         box = self.query_one("#jump", Input)

@@ -25,6 +25,7 @@ import mmap
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -149,17 +150,24 @@ class BrowseModel:
     subtree (the path itself included, as ``diff --under``).  ``records_a`` /
     ``_b`` (the records the alignment was made from, with ``line``) and
     ``logs`` (each side's :class:`LogLines`, None for a Parquet input or a
-    dataset) feed the raw lines of the details.
+    dataset) feed the raw lines of the details.  ``choices``: the notations
+    :meth:`next_notation` cycles through, by name (``own``, ``uci``, ``san``),
+    ``notation_name`` the name of ``notations`` among them.
     """
 
     def __init__(self, alignment: Alignment, notations: tuple[Notation | None, Notation | None] = (None, None),
                  under: str | None = None, records_a: pd.DataFrame | None = None,
                  records_b: pd.DataFrame | None = None,
                  logs: tuple[LogLines | None, LogLines | None] = (None, None),
-                 labels: tuple[str, str] = ("A", "B")):
+                 labels: tuple[str, str] = ("A", "B"),
+                 choices: Mapping[str, tuple[Notation | None, Notation | None]] | None = None,
+                 notation_name: str = ""):
         self.alignment = alignment
         self.rows = main_rows(alignment.rows).reset_index(drop=True)
         self.notations = notations
+        self.choices = dict(choices or {})
+        # By name: two choices can be the same notation (own is uci for a UCI dialect).
+        self.notation_name = notation_name
         self.labels = labels
         self._records = (records_a, records_b)
         self.logs = logs
@@ -257,6 +265,16 @@ class BrowseModel:
             return 0 if forward else n - 1
         target = base + 1 if forward else base - 1
         return target if 0 <= target < n else None
+
+    def next_notation(self) -> str:
+        """Switch to the next of ``choices`` (in their order, wrapping); returns its name ("" without choices)."""
+        names = list(self.choices)
+        if not names:
+            return ""
+        at = names.index(self.notation_name) if self.notation_name in names else -1
+        self.notation_name = names[(at + 1) % len(names)]
+        self.notations = self.choices[self.notation_name]
+        return self.notation_name
 
     # --- labels and details -------------------------------------------------------------------------------
 
