@@ -42,6 +42,15 @@ def _records(source, path: str, label: str):
     return records
 
 
+def _only(source, row: int):
+    """``source`` restricted to one searches row (nothing read)."""
+    import numpy as np
+
+    keep = np.zeros(len(source.searches), dtype=bool)
+    keep[row] = True
+    return source.select(keep)
+
+
 def _fen_of(records, search: int) -> str | None:
     if "fen" not in records.columns or not len(records):
         return None
@@ -54,19 +63,27 @@ def build_model(a: str, b: str, position: str | None = None, iteration: int | No
                 engine_b: str | None = None, dialect: str = "auto", positions: str | None = None):
     """The browser's model and title line for A and B: the alignment :func:`treediff.align.align` makes.
 
-    The search and iteration are chosen by the aligner, as for ``treediff diff`` (``position``: an id,
-    needed when the inputs share several positions; ``iteration``: default the deepest both completed);
+    The searches are paired by position as ``treediff diff`` pairs them (``position``: an id, needed when
+    the inputs share several positions; :func:`treediff.align.select.choose_pair`) and only those two are
+    read; the iteration is the aligner's choice (``iteration``: default the deepest both completed);
     ``under`` is a typed path (UCI or SAN).  Returns ``(BrowseModel, title)``; raises InputError on bad input.
     """
     from treediff.align import align
+    from treediff.align.select import choose_pair
     from treediff.align.view import normalize_path
     from treediff.render.browse_model import BrowseModel, log_lines_for
     from treediff.render.diffview import side_notation
 
     source_a = _open_side(a, "A", engine_a, dialect, positions)
     source_b = _open_side(b, "B", engine_b, dialect, positions)
+    for label, path, source in (("A", a, source_a), ("B", b, source_b)):
+        if len(source.searches) == 0:
+            raise InputError(f"{label} ({path}) has no search")
+    # The one search per side, paired by position as diff pairs them; only those searches are read.
+    row_a, row_b, _ = choose_pair(source_a.searches, source_b.searches, position)
+    source_a, source_b = _only(source_a, row_a), _only(source_b, row_b)
     records_a, records_b = _records(source_a, a, "A"), _records(source_b, b, "B")
-    alignment = align(records_a, records_b, iter=iteration, position=position)
+    alignment = align(records_a, records_b, iter=iteration)
     fen_a, fen_b = _fen_of(records_a, alignment.a.search), _fen_of(records_b, alignment.b.search)
     choices = {name: (side_notation(name, alignment.a.engine, fen_a),
                       side_notation(name, alignment.b.engine, fen_b or fen_a)) for name in NOTATIONS}
