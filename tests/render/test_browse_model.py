@@ -160,3 +160,22 @@ def test_next_notation_cycles_own_uci_san():
     assert m.next_notation() == "own"                     # stockfish's own notation is UCI
     assert m.labels_of([g1f3])[0].startswith("| g1f3")
     assert m.next_notation() == "uci"
+
+
+def test_a_dataset_holding_both_engines(tmp_path):
+    """A batch dataset as both inputs, one engine taken from each (--engine-a/-b), one position (--position)."""
+    from support.scale_helpers import TRACES, dataset_from_logs
+
+    dataset = dataset_from_logs([TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"], tmp_path / "ds")
+    m, title = build_model(str(dataset), str(dataset), position="kiwipete", engine_a="typhoon",
+                           engine_b="stockfish", notation="uci")
+    direct, _ = build_model(str(TRACES / "typhoon_batch3.log"), str(TRACES / "stockfish_batch3.log"),
+                            position="kiwipete", notation="uci")
+    assert list(m.rows["path"]) == list(direct.rows["path"])
+    assert list(m.divergences) == list(direct.divergences)
+    assert "A: typhoon" in title and "B: stockfish" in title
+    row = int(m.divergences[0])
+    assert [n for n, _ in m.detail(row).a.lines] == [n for n, _ in direct.detail(row).a.lines]
+    assert "not a log" in m.detail(row).a.lines_note
+    with pytest.raises(InputError, match="holds no engine 'crafty'"):
+        build_model(str(dataset), str(dataset), engine_a="crafty")
