@@ -145,11 +145,14 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
               help="EPD file giving position ids and phase labels for logs.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many of the costliest divergent subtrees to show (aligned per position); 0 skips aligning.")
+@click.option("--fail-if", "fail_if", metavar="EXPR",
+              help="Exit 1 when EXPR holds over the summary figures, e.g. 'ratio > 1.05' (a regression gate; "
+                   "names: treediff docs reports, 'compare --fail-if').")
 @_width_option
 @_in_memory_option
 @keep_complete_option
 def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, engine_b, label_a, label_b, engine,
-            positions, top, width, in_memory, keep_complete):
+            positions, top, width, in_memory, keep_complete, fail_if=None):
     """Why is A's tree bigger than B's? Nodes and ratio at a common depth, acts, LMR, EBF and skips side by side.
 
     With three or more inputs the first is the reference and each other is shown side by side with it.
@@ -160,6 +163,11 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     if len(inputs) < 2:
         raise click.UsageError("compare needs at least two inputs: A B [C...]")
     a, b, *rest = inputs
+    gate = None
+    if fail_if is not None:
+        from treediff.report.gate import parse_gate
+
+        gate = parse_gate(fail_if, len(inputs))  # a bad expression fails before anything is read
     fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
     _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
     source_a = _open([a], engine, positions, keep_complete)
@@ -189,8 +197,15 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         aligned = (select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B")) if top else None
         sides = [(source_a, la), (source_b, lb), *zip(others, names[2:])]
         compare_page(result, notes, sides, aligned, depth, _batch_target(in_memory), output)
-        return
-    _emit_comparison(result, notes, fmt, output, width)
+    else:
+        _emit_comparison(result, notes, fmt, output, width)
+    if gate is not None:
+        from treediff.report.gate import evaluate_gate
+
+        verdict = evaluate_gate(gate, fail_if, result)
+        click.echo(f"compare: --fail-if {'holds' if verdict.failed else 'does not hold'}: {verdict.message}", err=True)
+        if verdict.failed:
+            raise SystemExit(1)
 
 
 def _emit_comparison(result, notes: list[str], fmt: str, output: str | None, width: int | None = None) -> None:
