@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from support.analytics_traces import CUTOFF_CASES, source_of
@@ -66,3 +67,24 @@ def test_no_bound_column_no_cutoffs(tmp_path):
     frame = r["cutoffs"].set_index("class")
     assert frame.loc["all", "visits"] == 15 and frame.loc["all", "cutoffs"] == 0
     assert math.isnan(r["cutoff_mn"].iloc[0]["mn1_pct"])
+
+
+def test_by_nt_counts_a_visit_under_its_decisions_node_type(tmp_path):
+    # The e2e4 node's decisions carry nt=CUT, the d2d4 node's nt=ALL, the root's nt=PV (added to CUTOFF_CASES
+    # here); the other visits have no nt.  Cut visits: e2e4 (move) under CUT, d2d4 (null) under ALL.
+    lines = []
+    for line in CUTOFF_CASES.splitlines():
+        if line.startswith("MOVE path=e2e4/"):
+            line += " nt=CUT"
+        elif line.startswith("MOVE path=d2d4/"):
+            line += " nt=ALL"
+        elif line.startswith("MOVE") and "/" not in line.split()[1]:
+            line += " nt=PV"
+        lines.append(line)
+    r = build_report(source_of(tmp_path, "\n".join(lines) + "\n"), ["cutoffs"], by="nt")
+    frame = r["cutoffs"]
+    allrows = {(None if pd.isna(row.nt) else row.nt, row.visits, row.cutoffs)
+               for row in frame[frame["class"] == "all"].itertuples()}
+    # visits: PV: the root (1); CUT: e2e4 (1); ALL: d2d4 (1); none: the other 12 (4 of them cutoffs).
+    assert allrows == {("PV", 1, 0), ("CUT", 1, 1), ("ALL", 1, 1), (None, 12, 4)}
+    assert [None if pd.isna(v) else v for v in frame["nt"].drop_duplicates()] == [None, "PV", "CUT", "ALL"]

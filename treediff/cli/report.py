@@ -58,8 +58,9 @@ def _batch_target(in_memory: bool) -> int:
 @click.option("--table", "tables", default="all", show_default=True,
               help="Comma-separated: nodes,acts,lmr,ebf,skips,scope,cutoffs,fh,depths,why,residual or all.")
 @click.option("--by", default="engine", show_default=True,
-              help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth (engine is always "
-                   "included; ply and depth: the deciding node's ply and remaining depth, per record).")
+              help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth,nt (engine is always "
+                   "included; ply and depth: the deciding node's ply and remaining depth, per record; nt: the "
+                   "node type MOVE records carry).")
 @click.option("--format", "fmt", type=click.Choice(_FORMAT_CHOICES), default=None,
               help="Output format; default: from -o's extension (.csv .json .jsonl .md .html .txt), else table.")
 @click.option("-o", "--output", type=click.Path(), metavar="FILE|DIR",

@@ -15,7 +15,7 @@ from treediff.render import FORMATS, emit
               help="prune: the rule may change tries first searched (SEARCH, REDUCE, EXTEND); "
                    "reduce: tries searched unreduced (SEARCH, EXTEND).")
 @click.option("--by", default="engine", show_default=True,
-              help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth.")
+              help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth,nt.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many silent misses (admitted tries that failed high) to list, largest subtrees first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
-from treediff.report.grouping import RECORD_KEYS, parse_by
+from treediff.report.grouping import RECORD_KEY_COLUMNS, RECORD_KEYS, parse_by
 from treediff.report.table import Batch, Grouping, Report, ReportOptions, Section, Table, concat
 from treediff.report.tables import TABLES as REGISTRY
 from treediff.store.source import BATCH_RECORDS, FrameSource, Source
@@ -63,7 +63,7 @@ def columns_for(tables: Sequence[str], keys: Sequence[str] = (), optional: bool 
     for key in RECORD_KEYS:
         if key in keys:
             cols["tag"] = None
-            cols[key] = None
+            cols[RECORD_KEY_COLUMNS[key]] = None
     return list(cols)
 
 

@@ -5,7 +5,7 @@ key (mixing engines in one number is never meaningful); ``--by`` adds
 ``source`` (the log a search came from: two runs of one engine side by side),
 ``phase``, ``position``, ``iter`` and the record-level keys ``ply`` (the
 deciding node's ply) and ``depth`` (the deciding node's remaining depth, whole
-plies), which split a search's records.  Groups are numbered densely and the
+plies) and ``nt`` (a MOVE record's node type), which split a search's records.  Groups are numbered densely and the
 numbers are used with ``numpy.bincount`` so that no table loops over rows in
 Python.
 
@@ -23,10 +23,13 @@ import pandas as pd
 
 from treediff.model.errors import InputError
 
-BY_CHOICES = ("engine", "source", "phase", "position", "iter", "ply", "depth")
+BY_CHOICES = ("engine", "source", "phase", "position", "iter", "ply", "depth", "nt")
 SEARCH_KEYS = ("engine", "source", "phase", "position")
 #: Keys that are a property of each record, not of its search (a record's cell has a third component).
-RECORD_KEYS = ("ply", "depth")
+#: ``nt``: the node type a MOVE record carries (``nt=``: PV, CUT, ALL; RESULT records have none).
+RECORD_KEYS = ("ply", "depth", "nt")
+#: The records column each record-level key reads.
+RECORD_KEY_COLUMNS = {"ply": "ply", "depth": "depth", "nt": "node_type"}
 PHASE_ORDER = ("opening", "middlegame", "endgame")
 
 

@@ -30,9 +30,12 @@ from treediff.report.grouping import RECORD_KEYS, RecordGroups, SearchGroups, co
 
 #: Iteration numbers are int16: (row, iteration) cells are packed as row * ITER_SPAN + iteration.
 ITER_SPAN = 1 << 16
-#: Record keys are packed in 24 bits: the deciding node's ply in the high 12, its remaining depth in the low 12.
-KEY_SPAN = 1 << 24
+#: Record keys are packed in 26 bits: the node type (``nt``) in the top 2, the deciding node's ply in the next
+#: 12, its remaining depth in the low 12.
+KEY_SPAN = 1 << 26
 _FIELD = 1 << 12
+#: Node type codes in the record key (0: none or another value).
+NT_VALUES = (None, "PV", "CUT", "ALL")
 #: Depth codes: whole plies + _DEPTH_ZERO; code 0 is "no depth".
 _DEPTH_ZERO = 1 << 11
 
@@ -56,14 +59,22 @@ def record_key_codes(records: pd.DataFrame, is_move: np.ndarray, keys: Sequence[
         code = np.zeros(n, dtype=np.int64)
         code[known] = np.clip(np.floor(depth[known]), 1 - _DEPTH_ZERO, _DEPTH_ZERO - 1).astype(np.int64) + _DEPTH_ZERO
         packed += code
+    if "nt" in keys and n and "node_type" in records:
+        codes, cats = codes_of(records["node_type"])
+        lut = np.asarray([NT_VALUES.index(c) if c in NT_VALUES else 0 for c in cats.tolist()] + [0], dtype=np.int64)
+        packed += lut[codes] * (_FIELD * _FIELD)
     return packed
 
 
 def decode_record_key(packed: np.ndarray, key: str) -> np.ndarray:
-    """The values of one record-level key from packed record keys (depth: float, NaN when unknown)."""
+    """The values of one record-level key from packed record keys (depth: float, NaN when unknown; nt: object,
+    None when unknown)."""
     packed = np.asarray(packed, dtype=np.int64)
+    if key == "nt":
+        nt: np.ndarray = np.asarray(NT_VALUES, dtype=object)[packed // (_FIELD * _FIELD)]
+        return nt
     if key == "ply":
-        return packed // _FIELD
+        return (packed // _FIELD) % _FIELD
     code = packed % _FIELD
     return np.where(code > 0, (code - _DEPTH_ZERO).astype(np.float64), np.nan)
 
@@ -216,6 +227,9 @@ class Grouping:
                 groups["iter"] = (rest % ITER_SPAN).astype(np.int64)
             for key in self.record_keys:
                 values = decode_record_key(self._cells % KEY_SPAN, key)
+                if key == "nt":
+                    groups[key] = values
+                    continue
                 groups[key] = (values.astype(np.int64) if not np.isnan(values).any()
                                else pd.Series(values).astype("Int64").to_numpy(dtype=object))
             self.groups = groups
@@ -233,10 +247,10 @@ class Grouping:
         packed = packed * KEY_SPAN
         if self.record_keys and "key" in frame.columns:
             key = frame["key"].to_numpy(dtype=np.int64)
-            if "ply" not in self.record_keys:
-                key = key % _FIELD
-            if "depth" not in self.record_keys:
-                key = key - key % _FIELD
+            nt, ply, depth = key // (_FIELD * _FIELD), (key // _FIELD) % _FIELD, key % _FIELD
+            key = ((nt if "nt" in self.record_keys else 0) * _FIELD * _FIELD
+                   + (ply if "ply" in self.record_keys else 0) * _FIELD
+                   + (depth if "depth" in self.record_keys else 0))
             packed = packed + key
         return np.asarray(packed, dtype=np.int64)
 

@@ -13,7 +13,9 @@ Definitions (``docs/REPORTS.md``, "cutoffs"; the derivation is :mod:`treediff.re
   ``mn``; ``mn1_pct`` is the first-move cutoff rate) and ``mean_mn``.
 
 A visit is counted in the cell of its RESULT record (``--by depth``: the
-node's entry depth, ``--by ply``: its ply).
+node's entry depth, ``--by ply``: its ply); with ``--by nt``, in the cell of
+its first MOVE record (the node type it carries; a visit without decisions:
+its RESULT, no node type).
 """
 from __future__ import annotations
 
@@ -40,7 +42,9 @@ def cutoff_counts(batch: Batch) -> pd.DataFrame | None:
     if not len(t.v_result):
         return None
     n_cells = batch.n_cells
-    cell = batch.record_groups.record_group[t.v_result]
+    # A RESULT carries no node type: with --by nt a visit is counted where its first MOVE record is.
+    where = t.v_first if "nt" in batch.record_keys else t.v_result
+    cell = batch.record_groups.record_group[where]
     out: dict[str, np.ndarray] = {"visits": np.bincount(cell, minlength=n_cells)}
     for code, name in enumerate(CLASSES):
         out[name] = np.bincount(cell[t.v_class == code], minlength=n_cells)

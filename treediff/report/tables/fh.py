@@ -164,8 +164,12 @@ class FhTable:
 
     def finish(self, partials: Sequence[FhPartial], grouping: Grouping) -> list[Section]:
         buckets = getattr(grouping.options, "fh_buckets", DEFAULT_BUCKETS)
+        # A bucket that is also a --by key (depth, ply, nt) is the group's column already.
+        shared = [b for b in buckets if b in grouping.keys]
+        buckets = tuple(b for b in buckets if b not in grouping.keys)
         frame = finish_fh(merge_fh([p.counts for p in partials], grouping), grouping.groups, buckets)
-        out = [Section("fh", TITLE, frame, tuple(grouping.keys))]
+        notes = [f"note: --bucket {', '.join(shared)} left out: also a --by key"] if shared else []
+        out = [Section("fh", TITLE, frame, tuple(grouping.keys), notes=notes)]
         shadow = shadow_frame([p.shadow for p in partials], grouping)
         if shadow is not None:
             out.append(Section("fh_shadow", SHADOW_TITLE, shadow, tuple(grouping.keys)))
