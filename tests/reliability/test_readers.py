@@ -164,3 +164,187 @@ def test_whole_compressed_logs_still_read(tmp_path):
         result = parse_logs([tmp_path / name])
         assert result.searches.to_pydict()["result_nodes"] == expected, name
         assert not [w for w in result.warnings if "truncated" in w]
+
+
+# -- searches without END, interleaved searches ---------------------------------------------------------------
+
+START_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+
+
+def _header(pid: str) -> str:
+    return f"TREEDUMP engine=stockfish v=1 id={pid} fen={START_FEN}\n"
+
+
+def _write(tmp_path, text: str, name: str = "t.log"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_search_without_end_is_warned(tmp_path):
+    from treediff.parse.core import parse_logs
+
+    log = _write(tmp_path, _header("a") + "ITER d=1\nMOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL\n"
+                 "RESULT path=e2e4 ply=1 d=0 score=20\nRESULT path=- ply=0 d=1 score=20\n"       # lines 1-5
+                 + _header("b") + "ITER d=1\nRESULT path=- ply=0 d=1 score=20\nEND nodes=1\n"    # lines 6-9
+                 + _header("c") + "ITER d=1\nRESULT path=- ply=0 d=1 score=20\n")                # lines 10-12
+    result = parse_logs([log])
+    no_end = [w for w in result.warnings if "no END record" in w]
+    assert len(no_end) == 2, result.warnings
+    assert no_end[0].startswith(f"{log}: search 0 (a, line 1): no END record (lines 1-5)")
+    assert no_end[1].startswith(f"{log}: search 2 (c, line 10): no END record (lines 10-12)")
+    # The numbers are still those of the lines read: 2 RESULT records in a, 1 in c.
+    assert result.searches.to_pydict()["result_nodes"] == [2, 1, 1]
+
+
+def test_interleaved_searches_name_both_and_the_lines(tmp_path):
+    from treediff.model.errors import InputError
+    from treediff.parse.core import parse_logs
+
+    # Search a's header, then b's, then both searches' lines mixed: every record lands in b (the latest header).
+    log = _write(tmp_path, _header("a") + _header("b")
+                 + "ITER d=1\nITER d=1\n"                                                          # lines 3-4
+                 + "MOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL\nMOVE path=d2d4 ply=1 mn=1 d=1 nd=0 act=FULL\n"
+                 + "RESULT path=e2e4 ply=1 d=0 score=20\nRESULT path=d2d4 ply=1 d=0 score=20\n"
+                 + "RESULT path=- ply=0 d=1 score=20\nEND nodes=2 best=e2e4\n"                     # END: line 10
+                 + "RESULT path=- ply=0 d=1 score=20\nEND nodes=2 best=d2d4\n")                    # END: line 12
+    result = parse_logs([log])
+    warned = [w for w in result.warnings if "searches interleaved" in w]
+    assert len(warned) == 2, result.warnings
+    a = next(w for w in warned if w.startswith(f"{log}: search 0 (a, line 1)"))
+    b = next(w for w in warned if w.startswith(f"{log}: search 1 (b, line 2)"))
+    assert "search 1 (b, line 2)" in a and "lines 10, 12" in a
+    assert "search 0 (a, line 1)" in b and "lines 10, 12" in b and "not reliable" in b
+    with pytest.raises(InputError, match="interleaved"):
+        parse_logs([log], strict=True)
+
+
+def test_one_end_per_search_is_not_interleaving(tmp_path):
+    from treediff.parse.core import parse_logs
+
+    log = _write(tmp_path, "".join(_header(p) + "ITER d=1\nRESULT path=- ply=0 d=1 score=0\nEND nodes=1\n"
+                                   for p in "abc"))
+    result = parse_logs([log], strict=True)
+    assert result.warnings == [] and result.searches.num_rows == 3
+
+
+# -- ply= against the path ------------------------------------------------------------------------------------
+
+def test_ply_that_is_not_the_path_length_is_flagged(tmp_path):
+    from treediff.model.errors import InputError
+    from treediff.parse.core import parse_logs
+
+    log = _write(tmp_path, _header("a") + "ITER d=2\n"
+                 "MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL\n"            # line 3: right
+                 "MOVE path=e2e4/e7e5 ply=1 mn=1 d=1 nd=0 act=FULL\n"       # line 4: 2 moves, ply 1
+                 "RESULT path=e2e4/e7e5 ply=2 d=0 score=0\n"                # line 5: right
+                 "RESULT path=e2e4 ply=2 d=1 score=0\n"                     # line 6: 1 move, ply 2
+                 "RESULT path=- ply=1 d=2 score=0\n"                        # line 7: the root, ply 1
+                 "RESULT path=- ply=0 d=2 score=0\nEND nodes=4\n")          # line 8: right
+    result = parse_logs([log])
+    rows = result.records.select(["line", "problem"]).to_pydict()
+    flagged = [line for line, problem in zip(rows["line"], rows["problem"]) if problem == "bad-ply"]
+    assert flagged == [4, 6, 7]
+    warned = [w for w in result.warnings if "ply=" in w]
+    assert len(warned) == 1 and warned[0].startswith(f"{log}: 3 lines") and "(line 4, 6, 7)" in warned[0]
+    with pytest.raises(InputError, match="--strict: .*bad-ply"):
+        parse_logs([log], strict=True)
+
+
+def test_fixture_traces_have_no_bad_ply():
+    """typhoon_py writes ply= itself: its traces must all pass the check (SAN and coordinate dialects too)."""
+    from treediff.parse.core import parse_logs
+
+    traces = sorted((ROOT / "fixtures" / "traces").glob("*.log"))
+    result = parse_logs(traces)
+    assert not [w for w in result.warnings if "ply=" in w]
+    assert "bad-ply" not in set(result.records.column("problem").to_pylist())
+
+
+# -- EPD line breaks, byte-order marks ------------------------------------------------------------------------
+
+TACTIC_FEN = "2q1r1k1/1ppb4/r2p1Pp1/p4n1p/2P1n3/5NPP/PP3Q1K/2BRRB2 w - - 0 1"
+
+
+@pytest.mark.parametrize("odd", ["\u2028", "\u0085", "\u2029", "\x1c", "\x1e"])
+def test_epd_lines_break_only_at_newlines(tmp_path, odd):
+    from treediff.model.positions import read_positions
+
+    epd = tmp_path / "p.epd"
+    # Two lines (the second ends in \r\n); the odd separator sits inside the first line's id.
+    epd.write_bytes(f'{START_FEN} id "a{odd}b";\n{TACTIC_FEN} id "t";\r\n'.encode())
+    if odd in "\x1c\x1e":  # C0 control characters are refused, naming the line
+        from treediff.model.errors import InputError
+
+        with pytest.raises(InputError, match="p.epd:1: contains a control character"):
+            read_positions(epd)
+        return
+    positions, skipped = read_positions(epd)
+    # One id, not cut (python-chess may show the odd blank as a space), and the second line numbered 2.
+    assert len(positions) == 2 and skipped == [] and positions[1].id == "t" and positions[1].line == 2
+    assert positions[0].id.startswith("a") and positions[0].id.endswith("b") and len(positions[0].id) == 3
+
+
+def test_byte_order_mark_before_a_comment_or_the_first_line(tmp_path):
+    from treediff.model.positions import read_positions
+    from treediff.parse.core import parse_logs
+
+    bom = "\ufeff"
+    epd = tmp_path / "p.epd"
+    epd.write_text(f"{bom}# positions\n{START_FEN} id \"s\";\n", encoding="utf-8")
+    assert [p.id for p in read_positions(epd)[0]] == ["s"]
+    epd.write_text(f"{bom}{START_FEN} id \"s\";\n", encoding="utf-8")
+    assert [p.id for p in read_positions(epd)[0]] == ["s"]
+    body = "ITER d=1\nRESULT path=- ply=0 d=1 score=0\nEND nodes=1\n"
+    for text in (f"{bom}# a comment\n" + _header("a") + body, bom + _header("a") + body,
+                 _header("a") + body + bom + _header("b") + body):   # two files concatenated
+        log = _write(tmp_path, text)
+        result = parse_logs([log])
+        assert result.warnings == [], result.warnings
+        assert result.searches.column("position").to_pylist()[:1] == ["a"]
+
+
+# -- log text shown on a terminal -----------------------------------------------------------------------------
+
+ESCAPES = "x\x1b[2Jy\x1b]52;c;aGk=\x07z\u202e\u2028"
+
+
+def test_printable_escapes_controls_visibly():
+    from treediff.model.text import printable
+
+    assert printable("e2e4 start kiwipete é ♞") == "e2e4 start kiwipete é ♞"  # clean text unchanged
+    assert printable("a\x1b[2Jb") == "a\\x1b[2Jb"
+    assert printable(ESCAPES) == "x\\x1b[2Jy\\x1b]52;c;aGk=\\x07z\\u202e\\u2028"
+    assert printable("tab\tnl\nnel\x85del\x7f") == "tab\\x09nl\\x0anel\\x85del\\x7f"
+
+
+def test_header_escapes_do_not_reach_the_terminal(cli, tmp_path):
+    log = _write(tmp_path, f"TREEDUMP engine=stockfish v=1 id={ESCAPES} fen={START_FEN}\n"
+                 "ITER d=1\nRESULT path=- ply=0 d=1 score=0\n")
+    for args in (("report", log, "--table", "nodes", "--by", "position"), ("report", log, "--format", "markdown"),
+                 ("info", log, "-v"), ("compare", log, log, "--top", "0")):
+        c = cli(*args)
+        assert c.wait(60) == 0, c.output
+        assert "\x1b" not in c.output and "\x07" not in c.output and "\u202e" not in c.output, (args, c.output)
+        assert "x\\x1b[2Jy" in c.output, (args, c.output)  # shown, escaped (in the table or the warnings)
+    # The machine formats keep the id as it was written.
+    c = cli("report", log, "--table", "nodes", "--by", "position", "--format", "json")
+    assert c.wait(60) == 0 and "\\u001b[2Jy" in c.output, c.output
+
+
+def test_rich_markup_in_an_id_is_text(tmp_path):
+    """On a terminal the tables are rich tables: an id like ``[/x]`` must print as itself, not be markup."""
+    import io
+
+    from rich.console import Console
+
+    from treediff.parse.source import open_source
+    from treediff.render.text import render_rich
+    from treediff.report.core import build_report
+
+    log = _write(tmp_path, f"TREEDUMP engine=stockfish v=1 id=[/x][red]p fen={START_FEN}\n"
+                 "ITER d=1\nRESULT path=- ply=0 d=1 score=0\nEND nodes=1\n")
+    sections = build_report(open_source(log), ("nodes",), ("engine", "position")).sections
+    out = io.StringIO()
+    render_rich(sections, Console(file=out, width=200, color_system=None))
+    assert "[/x][red]p" in out.getvalue()

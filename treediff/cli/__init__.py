@@ -89,7 +89,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except TreediffError as exc:
-            click.echo(f"treediff: error: {exc}", err=True)
+            from treediff.model.text import printable
+
+            click.echo(f"treediff: error: {printable(str(exc))}", err=True)  # it may quote the input
             ctx.exit(2)
         except KeyboardInterrupt as exc:
             signum = getattr(exc, "signum", None)

@@ -24,8 +24,10 @@ EXTENSION_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson
 
 def echo_warnings(warnings: list[str], limit: int = 40) -> None:
     """Print warnings to stderr, one per line, at most ``limit`` of them and a count of the rest."""
+    from treediff.model.text import printable
+
     for w in warnings[:limit]:
-        click.echo(f"warning: {w}", err=True)
+        click.echo(f"warning: {printable(w)}", err=True)  # warnings quote ids and lines from the input
     if len(warnings) > limit:
         click.echo(f"warning: ... and {len(warnings) - limit} more warnings", err=True)
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from treediff.model.errors import InputError
+from treediff.model.text import printable
 from treediff.cli.common import echo_warnings, keep_complete_option
 from treediff.parse.dialects import DIALECTS
 from treediff.parse.core import parse_to_parquet, total_input_bytes
@@ -130,20 +131,21 @@ def info_command(file, engine, verbose):
     headers = ["engine", "position", "phase", "iterations", "records", "RESULT nodes", "END nodes", "contexts", "warnings"]
     if sys.stdout.isatty():
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(*headers)
         for r in rows:
-            table.add_row(*[str(r[c]) for c in INFO_COLUMNS])
+            table.add_row(*[escape(printable(str(r[c]))) for c in INFO_COLUMNS])
         Console().print(table)
     else:
         click.echo("\t".join(headers))
         for r in rows:
-            click.echo("\t".join(str(r[c]) for c in INFO_COLUMNS))
+            click.echo("\t".join(printable(str(r[c])) for c in INFO_COLUMNS))
     for r in rows:
         if r["_warning_text"] and verbose:
             for w in r["_warning_text"].splitlines():
-                click.echo(f"warning: {r['position']}: {w}", err=True)
+                click.echo(f"warning: {printable(str(r['position']))}: {printable(w)}", err=True)
 
 
 COMMANDS = [parse_command, info_command]

@@ -208,6 +208,10 @@ def validate_fen(fen: str, where: str = "--fen") -> str:
     return board.fen()
 
 
+#: The UTF-8 byte-order mark, as text (U+FEFF).
+BOM = "\ufeff"
+
+
 def parse_epd_line(line: str, where: str, number: int = 0) -> Position | None:
     """One EPD line as a :class:`Position`; None for blank lines and ``#`` comments.
 
@@ -218,7 +222,8 @@ def parse_epd_line(line: str, where: str, number: int = 0) -> Position | None:
     python-chess cannot parse, an illegal position or one with no legal move,
     and an unknown phase label.
     """
-    text = line.strip()
+    # A byte-order mark (an editor's, or one left where files were concatenated) is not part of the line.
+    text = line.strip().lstrip(BOM).strip()
     if not text or text.startswith("#"):
         return None
     if _CONTROL.search(text):
@@ -272,7 +277,10 @@ def read_positions(path: str | Path, skip_bad: bool = False) -> tuple[list[Posit
     positions: list[Position] = []
     skipped: list[str] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at \n (or \r\n) only: str.splitlines also breaks at U+2028, NEL (U+0085), \v, \f ..., which
+    # would cut a line in two (an id truncated, the rest read as another line) and number the lines wrongly.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         where = f"{p.name}:{number}"
         try:
             pos = parse_epd_line(line, where, number)

@@ -31,7 +31,15 @@ import pyarrow as pa
 
 from treediff.model.errors import InputError
 from treediff.model.positions import PositionBook, read_epd
-from treediff.model.schema import RECORDS_SCHEMA, searches_path_for
+from treediff.model.schema import (
+    RECORDS_FORMAT,
+    RECORDS_SCHEMA,
+    SEARCHES_FORMAT,
+    dialects_of,
+    format_metadata,
+    searches_path_for,
+    with_format,
+)
 from treediff.parse import assemble
 from treediff.parse.chunks import ChunkReader, PreparedChunk, prepare_chunk
 from treediff.parse.paths import PathNormalizer
@@ -111,6 +119,7 @@ class TreedumpParser:
         reader = ChunkReader(stream, source, progress, keep_complete=self.options.keep_complete)
         line_base = self._read_chunks(reader, source, problems)
         open_search = self._states.current
+        self._states.end_file(line_base - 1)
         self._hand_on(self._visits.flush)  # a search never spans two files: nothing stays open
         self._release_finished_searches(None)
         if reader.tail.strip() and reader.truncated is None:
@@ -179,6 +188,7 @@ class TreedumpParser:
         """Number, check and complete the chunk's records, count them, and hand them on."""
         rows, runs = assemble.number_records(rows, by_id, line_base)
         rows = assemble.check_numbers(rows, problems)
+        rows = assemble.check_ply(rows, problems)
         rows = assemble.with_search_columns(rows, by_id, runs.present)
         uci_paths = self._paths.normalize(rows, by_id, problems)
         rows, kinds = assemble.kinds_of_chunk(rows, by_id, runs.present)
@@ -351,6 +361,8 @@ def parse_to_parquet(
     with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer:
         held = _HoldOpenSearch(writer.write) if keep_complete else None
         result = _parse_into(paths, out, parser_options, progress, held.write if held else writer.write, held)
+        # The schema's metadata, plus the dialects found (known only now; in the footer's key-value metadata).
+        writer.add_metadata(format_metadata(RECORDS_FORMAT, dialects_of(result.searches)))
     return result
 
 
@@ -369,7 +381,8 @@ def _parse_into(paths: Iterable[str | os.PathLike], out: str, parser_options: Pa
         if held is not None:
             held.finish(parser.dropped)
         # Written before the records file is renamed into place, so a reader never sees records alone.
-        write_table_atomic(result.searches, searches_path_for(out))
+        write_table_atomic(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)),
+                           searches_path_for(out))
     return result
 
 

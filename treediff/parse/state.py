@@ -66,6 +66,10 @@ class SearchState:
     max_iter: dict = field(default_factory=dict)
     #: Raw context label -> (nodes, best, score, order) of its last END.
     ends: dict = field(default_factory=dict)
+    #: Raw context label -> the line numbers of its END records (more than one: interleaved searches).
+    end_lines: dict = field(default_factory=dict)
+    #: The search's last line (the line before the next header of its file, else the file's last line).
+    last_line: int | None = None
     records: int = 0
     moves: int = 0
     result_nodes: int = 0
@@ -149,6 +153,11 @@ class SearchStates:
     def begin_file(self) -> None:
         self.current = None  # a search never spans two files
 
+    def end_file(self, last_line: int) -> None:
+        """The file read so far ended at ``last_line``: its open search ends there."""
+        if self.current is not None:
+            self.current.last_line = last_line
+
     def release_finished(self, open_search: SearchState | None) -> None:
         """Drop the move resolvers (boards and path caches) of every search but ``open_search``.
 
@@ -190,6 +199,8 @@ class SearchStates:
             else:
                 problems.add("with a bad unit= (the dialect's default used)", line_no)
         position, fen, phase, phase_source = self._identify(fields, warnings)
+        if self.current is not None:
+            self.current.last_line = line_no - 1
         state = SearchState(
             search=len(self.searches),
             dialect=dialect,
@@ -399,6 +410,7 @@ def _on_end(state: SearchState, ctx: str, fields: dict, line_no: int, problems: 
         problems.add("with an END record with non-numeric nodes=", line_no)
         nodes = None
     score = fields.get("score")
+    state.end_lines.setdefault(ctx, []).append(line_no)
     state.ends[ctx] = (
         int(nodes) if nodes is not None else None,
         fields.get("best"),

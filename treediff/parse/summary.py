@@ -22,8 +22,9 @@ def searches_table(searches: list[SearchState], all_contexts: bool) -> tuple[pa.
     """The SEARCHES_SCHEMA table, and every search's warnings as ``source: search N (...): warning``."""
     rows: list[dict] = []
     warnings: list[str] = []
+    interleaved = _interleaving(searches, all_contexts)
     for st in searches:
-        row, search_warnings = _summarize(st, all_contexts)
+        row, search_warnings = _summarize(st, all_contexts, interleaved.get(st.search, []))
         where = f"search {st.search} ({st.position}, line {st.first_line})"
         warnings.extend(f"{st.source}: {where}: {w}" for w in search_warnings)
         rows.append(row)
@@ -31,11 +32,55 @@ def searches_table(searches: list[SearchState], all_contexts: bool) -> tuple[pa.
 
 
 def strict_failures(warnings: list[str]) -> list[str]:
-    """The warnings that ``--strict`` turns into an error: unknown acts and moves that do not resolve."""
-    return [w for w in warnings if "unknown act=" in w or "does not resolve" in w]
+    """The warnings that ``--strict`` turns into an error: unknown acts, moves that do not resolve, interleaved
+    searches."""
+    return [w for w in warnings if "unknown act=" in w or "does not resolve" in w or INTERLEAVED in w]
 
 
-def _summarize(st: SearchState, all_contexts: bool) -> tuple[dict, list[str]]:
+#: The phrase of every interleaving warning (``--strict`` looks for it).
+INTERLEAVED = "searches interleaved"
+
+
+def _where(st: SearchState) -> str:
+    return f"search {st.search} ({st.position}, line {st.first_line})"
+
+
+def _interleaving(searches: list[SearchState], all_contexts: bool) -> dict[int, list[str]]:
+    """Warnings about two searches whose lines are mixed, keyed by search.
+
+    Records carry no search id: each belongs to the latest header.  When a
+    second search's header comes before the first one's records and END, every
+    record lands in the second search, which then has two END lines in one
+    context, while the first has none.  Both searches are named, with the lines.
+    """
+    out: dict[int, list[str]] = {}
+    for i, st in enumerate(searches):
+        kept = _kept_labels(st, all_contexts)
+        doubled = {label: lines for label, lines in st.end_lines.items() if label in kept and len(lines) > 1}
+        if not doubled:
+            continue
+        lines = sorted(line for ls in doubled.values() for line in ls)
+        # The earlier search of the same file that never got its END: the one whose lines went here.
+        partner = next((p for p in reversed(searches[:i])
+                        if p.source == st.source and not _kept_ends(p, all_contexts)), None)
+        other = f"; {_where(partner)} has no END of its own" if partner is not None else ""
+        out.setdefault(st.search, []).append(
+            f"{len(lines)} END records in one context (lines {', '.join(map(str, lines))}): two {INTERLEAVED} "
+            f"(records belong to the latest header, so this search counts the other's records too){other}: "
+            "its numbers are not reliable")
+        if partner is not None:
+            out.setdefault(partner.search, []).append(
+                f"no END, and {_where(st)} has {len(lines)} (lines {', '.join(map(str, lines))}): two "
+                f"{INTERLEAVED}; this search's records were counted in search {st.search}: its numbers are not "
+                "reliable")
+    return out
+
+
+def _kept_ends(st: SearchState, all_contexts: bool) -> list:
+    return [st.ends[label] for label in _kept_labels(st, all_contexts) if label in st.ends]
+
+
+def _summarize(st: SearchState, all_contexts: bool, interleaved: list[str] | None = None) -> tuple[dict, list[str]]:
     """One search's row of the searches table, and its warnings (header ones first)."""
     primary_name = st.primary_label or ""
     kept_labels = _kept_labels(st, all_contexts)
@@ -45,7 +90,11 @@ def _summarize(st: SearchState, all_contexts: bool) -> tuple[dict, list[str]]:
     if all_contexts and kept_ends:
         # Every context's records are kept, so every context's own count adds up.
         end_nodes = sum(e[0] for e in kept_ends if e[0] is not None)
-    warnings = list(st.warnings) + _count_warnings(st, all_contexts, end_nodes)
+    warnings = list(st.warnings) + (interleaved or []) + _count_warnings(st, all_contexts, end_nodes)
+    if end is None and not any(INTERLEAVED in w for w in interleaved or []):
+        last = f"-{st.last_line}" if st.last_line is not None and st.last_line > st.first_line else ""
+        warnings.append(f"no END record (lines {st.first_line}{last}): the search was cut short or its engine did "
+                        "not finish it, so its node count cannot be checked against the engine's")
     row = {
         "engine": st.dialect.name,
         "search": st.search,

@@ -66,9 +66,15 @@ class Token:
     bad: str | None = None
 
 
+#: What separates the fields of a line, and what is stripped from its ends: ASCII blanks.
+_ASCII_SPACE = " \t\r\n\f\v"
+_FIELD_SEPARATOR = re.compile(r"[ \t\f\v]+")
+
+
 def tokenize_line(text: str) -> Token | None:
     """Tokenize one decoded line; None for blank lines and ``#`` comments."""
-    stripped = text.strip()
+    # A byte-order mark before the first line (or where files were concatenated) is not part of the line.
+    stripped = text.strip(_ASCII_SPACE).lstrip("\ufeff").strip(_ASCII_SPACE)
     if not stripped or stripped.startswith("#"):
         return None
     fen = None
@@ -78,7 +84,9 @@ def tokenize_line(text: str) -> Token | None:
         if m:
             fen = stripped[m.end():].strip()
             stripped = stripped[: m.start()]
-    parts = stripped.split()
+    # Fields are separated by ASCII blanks only: str.split() would also split at U+2028, NEL (U+0085),
+    # U+001C..U+001F, which the fast path (and the format) do not treat as separators.
+    parts = _FIELD_SEPARATOR.split(stripped)
     tag, rest = parts[0], parts[1:]
     token = Token(tag=tag)
     for part in rest:

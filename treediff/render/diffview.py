@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from treediff.align.api import Alignment
 from treediff.align.core import STATUS_VALUES
+from treediff.model.text import printable
 
 #: diff -y style markers between the two sides.
 MARKERS = {"same": " ", "differs": "|", "only-A": "<", "only-B": ">"}
@@ -440,7 +441,7 @@ def header_lines(alignment: Alignment, rows: pd.DataFrame, width: int | None = N
 
     counts = rows["status"].astype(str).value_counts()
     split = ", ".join(f"{s} {int(counts.get(s, 0)):,}" for s in MARKERS)
-    first = f"position {alignment.position}   {side(a)}   vs   {side(b)}"
+    first = f"position {printable(str(alignment.position))}   {side(a)}   vs   {side(b)}"
     second = (f"{len(rows):,} rows ({split}); nodes A {int(alignment.rows['nodes_a'].iloc[0]):,}, "
               f"B {int(alignment.rows['nodes_b'].iloc[0]):,}")
     if width is None or (len(first) <= width and len(second) <= width):
@@ -576,7 +577,7 @@ def text_lines(
                            lambda v: f"... {int(v):,} identical row{'s' if v != 1 else ''} ...", "")
     out = pc.if_else(pa.array(index < 0), fold_text, shown_lines)
     for start in range(0, len(out), 65536):
-        yield from out.slice(start, 65536).to_pylist()
+        yield from map(printable, out.slice(start, 65536).to_pylist())  # a path as written in a log, escaped
 
 
 def print_rich(
@@ -591,11 +592,11 @@ def print_rich(
     for i, segments in enumerate(side_by_side(alignment, rows, items, full_paths, width, notations)):
         text = Text(no_wrap=True, overflow="ignore")
         for chunk, style in segments:
-            text.append(chunk, style=style or ("bold underline" if i == 0 else ""))
+            text.append(printable(chunk), style=style or ("bold underline" if i == 0 else ""))
         text.rstrip()
         console.print(text, soft_wrap=True)
     for note in alignment.notes:
-        console.print(Text(f"note: {note}", style="dim"))
+        console.print(Text(f"note: {printable(note)}", style="dim"))
 
 
 def _changes(rows: pd.DataFrame) -> dict[str, np.ndarray]:

@@ -11,6 +11,8 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
+from treediff.model.text import printable
+
 MISSING = "-"
 
 
@@ -50,7 +52,7 @@ def format_cell(column: str, value) -> str:
         if f.is_integer() and "pct" not in column and precision(column) and not _always_decimal(column):
             return f"{int(f):,}"
         return f"{f:,.{precision(column)}f}"
-    return str(value)
+    return printable(str(value))  # ids, FENs, paths from a log: no escape sequence reaches a terminal
 
 
 def _always_decimal(column: str) -> bool:

@@ -65,9 +65,11 @@ def render(sections: Sequence, fmt: str, extra_json: dict | None = None, width: 
 def _notes_text(notes: Sequence[str], fmt: str, width: int | None) -> str:
     if not notes:
         return ""
+    from treediff.model.text import printable
+
     if fmt == "table":
-        return "".join("\n" + "\n".join(wrap(n, width)) for n in notes) + "\n"
-    return "".join(f"\n{n}" for n in notes) + "\n"
+        return "".join("\n" + "\n".join(wrap(printable(n), width)) for n in notes) + "\n"
+    return "".join(f"\n{printable(n)}" for n in notes) + "\n"
 
 
 def emit(sections: Sequence, fmt: str, output: str | os.PathLike | None = None,

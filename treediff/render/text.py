@@ -27,6 +27,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from treediff.model.text import printable
 from treediff.render.formatting import format_cell
 
 #: A table with at most this many rows is transposed when that makes it fit.
@@ -243,7 +244,7 @@ def render_markdown(sections) -> str:
         for row in rows:
             out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
         out.append("")
-        out.extend(f"{note}\n" for note in getattr(section, "notes", ()))
+        out.extend(f"{printable(note)}\n" for note in getattr(section, "notes", ()))
     return "\n".join(out)
 
 
@@ -266,13 +267,14 @@ def render_plain(sections, width: int | None = None) -> str:
                     out.extend(wrap(f"{block.caption}:", width))
                 out.extend(_record_lines(block, width) if block.records else _grid_lines(block))
         for note in getattr(section, "notes", ()):
-            out.extend(wrap(note, width))
+            out.extend(wrap(printable(note), width))
         out.append("")
     return "\n".join(out)
 
 
 def render_rich(sections, console, width: int | None = None) -> None:
     """Every section as rich table(s) printed to ``console``, fitting ``width`` (default: the console's)."""
+    from rich.markup import escape
     from rich.table import Table
 
     fit = width or console.width
@@ -298,7 +300,7 @@ def render_rich(sections, console, width: int | None = None) -> None:
                 else:
                     table.add_column(name, justify="right" if num else "left", no_wrap=True)
             for row in block.rows:
-                table.add_row(*row)
+                table.add_row(*(escape(cell) for cell in row))  # a cell's [..] is text, not rich markup
             console.print(table, width=fit)
         for note in getattr(section, "notes", ()):
-            console.print(note, style="dim", markup=False, width=fit)
+            console.print(printable(note), style="dim", markup=False, width=fit)
