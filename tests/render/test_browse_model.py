@@ -179,3 +179,25 @@ def test_a_dataset_holding_both_engines(tmp_path):
     assert "not a log" in m.detail(row).a.lines_note
     with pytest.raises(InputError, match="holds no engine 'crafty'"):
         build_model(str(dataset), str(dataset), engine_a="crafty")
+
+
+def test_divergence_order_against_a_plain_walk():
+    """On the bundled crafty / stockfish tactical pair: the frontier rows found by walking each row's ancestors
+    (topmost non-same row on the way to the root), ordered by |nodes_a - nodes_b| then tree order."""
+    traces = FIXTURES.parent / "traces"
+    m, _ = build_model(str(traces / "crafty_tactical-f6f7.log"), str(traces / "stockfish_tactical-f6f7.log"))
+    parent = m.rows["parent"].tolist()
+    status = m.rows["status"].astype(str).tolist()
+    cost = (m.rows["nodes_a"] - m.rows["nodes_b"]).abs().tolist()
+    frontier = []
+    for row in range(len(parent)):
+        if status[row] == "same":
+            continue
+        up = parent[row]
+        while up >= 0 and status[up] == "same":
+            up = parent[up]
+        if up < 0:
+            frontier.append(row)
+    expected = sorted(frontier, key=lambda r: (-cost[r], r))
+    assert len(expected) > 10
+    assert list(m.divergences) == expected
