@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 
 import click
 
@@ -54,8 +55,9 @@ def _stderr_console():
 
 @click.command("parse")
 @click.argument("logs", nargs=-1, required=True)
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
-              help="Records Parquet file; the searches table goes beside it as OUT.searches.parquet.")
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="Records Parquet file; the searches table goes beside it as OUT.searches.parquet. "
+                   "- writes the records to stdout (not a terminal) and no searches table.")
 @click.option("--engine", type=ENGINE_CHOICE, default="auto", show_default=True,
               help="Dialect; auto reads it from each header's engine= key.")
 @click.option("--positions", type=click.Path(dir_okay=False), default=None,
@@ -71,18 +73,45 @@ def parse_command(logs, output, engine, positions, strict, all_contexts, keep_co
     from treediff.model.schema import searches_path_for
     from treediff.store.files import check_output
 
+    to_stdout = output == "-"
+    if to_stdout and sys.stdout.isatty():
+        raise InputError("-o -: the records Parquet file is binary; redirect stdout (> FILE.parquet, | tool) "
+                         "or give -o FILE.parquet")
     # Both files written must be neither an input nor a symlink/FIFO/device: refused before any work.
-    for target in (output, searches_path_for(output)):
+    for target in (() if to_stdout else (output, searches_path_for(output))):
         check_output(target, [*paths, *([positions] if positions else [])])
-    with byte_progress(paths, "parsing") as advance:
-        result = parse_to_parquet(paths, output, engine=engine, positions=positions,
-                                  strict=strict, all_contexts=all_contexts, progress=advance,
-                                  keep_complete=keep_complete)
+    with contextlib.ExitStack() as stack:
+        target = output
+        if to_stdout:
+            import tempfile
+
+            target = str(Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="treediff-parse-")))
+                         / "records.parquet")
+        with byte_progress(paths, "parsing") as advance:
+            result = parse_to_parquet(paths, target, engine=engine, positions=positions,
+                                      strict=strict, all_contexts=all_contexts, progress=advance,
+                                      keep_complete=keep_complete)
+        if to_stdout:
+            _copy_to_stdout(target)
     echo_warnings(result.warnings)
     searches = result.searches
     records = sum(searches.column("records").to_pylist())
     nodes = sum(searches.column("result_nodes").to_pylist())
-    click.echo(f"{output}: {searches.num_rows} searches, {records:,} records, {nodes:,} RESULT nodes")
+    summary = f"{output}: {searches.num_rows} searches, {records:,} records, {nodes:,} RESULT nodes"
+    if to_stdout:
+        click.echo(f"(stdout): {summary[3:]}; the searches table is not written (-o FILE writes both)", err=True)
+    else:
+        click.echo(summary)
+
+
+def _copy_to_stdout(path: str) -> None:
+    """The finished records file's bytes to stdout (Parquet is written front to back: a pipe will do)."""
+    import shutil
+
+    sys.stdout.flush()
+    with open(path, "rb") as src:
+        shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
+    sys.stdout.buffer.flush()
 
 
 INFO_COLUMNS = ["engine", "position", "phase", "iterations", "records", "result_nodes", "end_nodes", "contexts", "warnings"]
@@ -121,12 +150,84 @@ def _contexts_cell(contexts: str | None) -> str:
     return f"{len(parts)} ({', '.join(p if not p.startswith(':') else '(unlabelled)' + p for p in parts)})"
 
 
+def schema_lines(path: str, engine: str) -> list[str]:
+    """``info --schema``: each table's format, version, producer and dialects, then its columns (name,
+    Arrow type, unit, description), tab-separated; from the file's own metadata (a log: as parse writes it)."""
+    from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA, column_docs, dialects_of, schema_info
+
+    p = Path(path)
+    tables: list[tuple[str, dict[str, str], list[dict[str, str]]]] = []
+    if path != "-" and p.is_dir():
+        from treediff.store.layout import is_dataset_dir, manifest_tables, read_manifest
+
+        if not is_dataset_dir(p):
+            raise InputError(f"{path}: a directory but not a treediff batch dataset (no searches/ inside)")
+        manifest = read_manifest(p) or {}
+        head = {"treediff.format": str(manifest.get("format", "?")), "version": str(manifest.get("version", "?")),
+                "treediff.version": str(manifest.get("treediff_version", "(not recorded: an older treediff)")),
+                "treediff.dialects": ",".join(manifest.get("dialects") or
+                                              [e.get("dialect") or "-" for e in manifest.get("engines", [])])}
+        tables.append((f"{path} (batch.json)", head, []))
+        for name, table in (manifest.get("tables") or manifest_tables()).items():
+            tables.append((f"{path}/{name}", {"treediff.format": table["format"],
+                                              "treediff.format_version": str(table["format_version"])},
+                           table["columns"]))
+    elif path != "-" and p.exists() and _is_parquet(p):
+        import pyarrow.parquet as pq
+
+        from treediff.model.schema import searches_path_for
+
+        for file in (str(p), searches_path_for(str(p))):
+            if not Path(file).exists():
+                continue
+            try:
+                footer = pq.read_metadata(file).metadata or {}
+                schema = pq.read_schema(file)
+            except Exception as exc:  # noqa: BLE001 - pyarrow's errors have no common base worth naming
+                raise InputError(f"{file}: not a readable Parquet file ({exc})") from None
+            meta = schema_info(schema)
+            meta.update({k.decode(): v.decode() for k, v in footer.items() if k.startswith(b"treediff.")})
+            tables.append((file, meta, column_docs(schema)))
+    else:
+        from treediff.parse.core import parse_logs
+
+        result = parse_logs([path], engine=engine)
+        dialects = ",".join(dialects_of(result.searches))
+        for label, schema in (("records", RECORDS_SCHEMA), ("searches", SEARCHES_SCHEMA)):
+            meta = {**schema_info(schema), "treediff.dialects": dialects}
+            tables.append((f"{path} (a log: the {label} table as treediff parse writes it)", meta, column_docs(schema)))
+    lines: list[str] = []
+    for title, meta, columns in tables:
+        if lines:
+            lines.append("")
+        if not meta:
+            meta = {"treediff.format": "(none: not written by treediff)"}
+        lines.append(f"{title}: " + ", ".join(f"{k.removeprefix('treediff.')}={v}" for k, v in meta.items()))
+        if columns:
+            lines.append("column\ttype\tunit\tdescription")
+            lines += [f"{c['column']}\t{c['type']}\t{c['unit']}\t{c['description']}" for c in columns]
+    return lines
+
+
+def _is_parquet(path: Path) -> bool:
+    from treediff.store.dataset import is_parquet_file
+
+    return is_parquet_file(path)
+
+
 @click.command("info")
 @click.argument("file")
 @click.option("--engine", type=ENGINE_CHOICE, default="auto", show_default=True)
 @click.option("--verbose", "-v", is_flag=True, help="Print every search's warnings in full.")
-def info_command(file, engine, verbose):
+@click.option("--schema", "show_schema", is_flag=True,
+              help="Print the tables' format, version, producer and dialects and every column's type, unit and "
+                   "description (from the file's Parquet metadata, or a dataset's batch.json) instead of the searches.")
+def info_command(file, engine, verbose, show_schema):
     """One line per search in FILE: engine, position, phase, iterations, records, nodes, contexts, warnings."""
+    if show_schema:
+        for line in schema_lines(file, engine):
+            click.echo(line)
+        return
     rows = info_rows(file, engine)
     headers = ["engine", "position", "phase", "iterations", "records", "RESULT nodes", "END nodes", "contexts", "warnings"]
     if sys.stdout.isatty():

@@ -526,6 +526,11 @@ class AtomicParquetWriter:
         self._writer.write_table(table)
         self.rows += table.num_rows
 
+    def add_metadata(self, metadata: dict[str, str]) -> None:
+        """Key-value metadata known only once the rows are written (e.g. the dialects a parse found): it goes
+        into the file's footer (``pyarrow.parquet.read_metadata(path).metadata``), beside the schema's own."""
+        self._writer.add_key_value_metadata(metadata)
+
     def commit(self) -> None:
         try:
             self._writer.close()

@@ -46,7 +46,17 @@ from typing import Any, Iterable, Sequence, cast
 import pyarrow as pa
 
 from treediff.model.errors import InputError
-from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_SCHEMA
+from treediff.model.schema import (
+    FORMAT_VERSION,
+    RECORDS_COLUMN_DOCS,
+    RECORDS_FORMAT,
+    RECORDS_SCHEMA,
+    SEARCHES_COLUMN_DOCS,
+    SEARCHES_FORMAT,
+    SEARCHES_SCHEMA,
+    column_docs,
+    described,
+)
 from treediff.store.files import display_path, write_bytes_atomic, write_error
 
 MANIFEST = "batch.json"
@@ -55,7 +65,8 @@ MANIFEST_VERSION = 1
 LOCK_FILE = ".treediff.lock"
 
 #: Records as stored in the dataset: the normalized schema without the partition column.
-DATASET_RECORDS_SCHEMA = pa.schema([f for f in RECORDS_SCHEMA if f.name != "engine"])
+DATASET_RECORDS_SCHEMA = described(pa.schema([f for f in RECORDS_SCHEMA if f.name != "engine"]),
+                                   RECORDS_COLUMN_DOCS, RECORDS_FORMAT)
 
 #: Columns the runner adds to each searches row.
 RUNNER_SEARCH_FIELDS = [
@@ -69,7 +80,21 @@ RUNNER_SEARCH_FIELDS = [
     pa.field("seconds", pa.float64()),         # wall-clock seconds from engine start to reaped
     pa.field("task", pa.string()),             # KEY
 ]
-DATASET_SEARCHES_SCHEMA = pa.schema([f for f in SEARCHES_SCHEMA if f.name != "engine"] + RUNNER_SEARCH_FIELDS)
+#: Unit and one-line description of the runner's searches columns (Parquet field metadata).
+RUNNER_COLUMN_DOCS: dict[str, tuple[str, str]] = {
+    "dialect": ("label", "TREEDUMP dialect of the trace; null for an engine without one"),
+    "protocol": ("label", "uci or xboard"),
+    "requested_depth": ("plies", "depth asked for (go depth / sd)"),
+    "iter_nodes": ("JSON", "[[depth, nodes], ...]: the engine's cumulative node counter per iteration"),
+    "engine_nodes": ("nodes", "the engine's own final node count (last info/thinking line)"),
+    "engine_depth": ("plies", "deepest iteration the engine reported"),
+    "bestmove": ("UCI move", "the engine's answer"),
+    "seconds": ("seconds", "wall-clock time from engine start to reaped"),
+    "task": ("label", "the task KEY (the position's index in the EPD file)"),
+}
+DATASET_SEARCHES_SCHEMA = described(
+    pa.schema([f for f in SEARCHES_SCHEMA if f.name != "engine"] + RUNNER_SEARCH_FIELDS),
+    {**SEARCHES_COLUMN_DOCS, **RUNNER_COLUMN_DOCS}, SEARCHES_FORMAT)
 
 FAILURES_SCHEMA = pa.schema([
     pa.field("task", pa.string()),
@@ -85,6 +110,23 @@ FAILURES_SCHEMA = pa.schema([
     pa.field("returncode", pa.int32()),
     pa.field("log", pa.string()),            # the transcript, relative to the dataset (null if not kept)
 ])
+#: ``treediff.format`` of a dataset's failures files.
+FAILURES_FORMAT = "treediff-failures"
+FAILURES_COLUMN_DOCS: dict[str, tuple[str, str]] = {
+    "task": ("label", "the task KEY (the position's index in the EPD file)"),
+    "search": ("ordinal", "the search number the task would have had"),
+    "position": ("label", "position id"),
+    "fen": ("FEN", "the position"),
+    "phase": ("label", "opening, middlegame or endgame"),
+    "requested_depth": ("plies", "depth asked for"),
+    "failure": ("label", "why the search failed (a treediff.run.search.Failure value)"),
+    "detail": ("text", "one human-readable line"),
+    "seconds": ("seconds", "wall-clock time until the engine was reaped"),
+    "trace_lines": ("count", "trace lines read before the failure"),
+    "returncode": ("exit status", "the engine's exit status (negative: killed by that signal)"),
+    "log": ("path", "the transcript, relative to the dataset (null if not kept)"),
+}
+FAILURES_SCHEMA = described(FAILURES_SCHEMA, FAILURES_COLUMN_DOCS, FAILURES_FORMAT)
 
 #: The dataset's subdirectories.
 RECORDS, SEARCHES, FAILURES, LOGS, TRACES = "records", "searches", "failures", "logs", "traces"
@@ -255,12 +297,29 @@ def positions_digest(rows: Sequence[tuple[str, str, str | None]]) -> str:
 
 def make_manifest(depth: int, engines: list[dict[str, Any]], n_positions: int, digest: str,
                   source: str) -> dict[str, Any]:
+    from treediff import __version__
+
     return {
         "format": "treediff-batch",
         "version": MANIFEST_VERSION,
         "depth": depth,
         "engines": engines,
         "positions": {"count": n_positions, "sha256": digest, "source": source},
+        # Self-description (issue 16): who wrote it, the dialects, and every table's columns with units.
+        "treediff_version": __version__,
+        "dialects": list(dict.fromkeys(e["dialect"] for e in engines if e.get("dialect"))),
+        "tables": manifest_tables(),
+    }
+
+
+def manifest_tables() -> dict[str, dict[str, Any]]:
+    """The ``tables`` entry of the manifest: each Parquet table's format, version and columns (name, Arrow
+    type, unit, description), as stored (the ``engine`` partition column is the directory)."""
+    return {
+        name: {"format": fmt, "format_version": FORMAT_VERSION, "columns": column_docs(schema)}
+        for name, fmt, schema in ((RECORDS, RECORDS_FORMAT, DATASET_RECORDS_SCHEMA),
+                                  (SEARCHES, SEARCHES_FORMAT, DATASET_SEARCHES_SCHEMA),
+                                  (FAILURES, FAILURES_FORMAT, FAILURES_SCHEMA))
     }
 
 
