@@ -21,6 +21,7 @@ Targets (issue 16): tactical pair HTML <= 2 s; a 50k-row diff page opens
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,22 +35,28 @@ sys.path.insert(0, str(ROOT / "tests"))  # support.synthetic, support.html_helpe
 TACTICAL = (ROOT / "fixtures/traces/typhoon_tactical-f6f7.log", ROOT / "fixtures/traces/stockfish_tactical-f6f7.log")
 
 
-def _cli_seconds(args: list[str], repeat: int) -> float:
-    times = []
+def _cli_seconds(args: list[str], repeat: int) -> tuple[float, float]:
+    """Median wall and CPU (user + system) seconds of a fresh ``treediff`` process (CPU: robust to load)."""
+    walls, cpus = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", "from treediff.cli import main; main()", *args], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def bench_tactical(out: Path, repeat: int) -> None:
     a, b = (str(p) for p in TACTICAL)
     for verb, inputs in (("diff", [a, b]), ("compare", [a, b]), ("report", [a, b])):
         target = out / f"{verb}.html"
-        seconds = _cli_seconds([verb, *inputs, "--format", "html", "-o", str(target)], repeat)
-        print(f"tactical pair: treediff {verb} --format html: {seconds:.2f} s (median of {repeat}), "
+        wall, cpu = _cli_seconds([verb, *inputs, "--format", "html", "-o", str(target)], repeat)
+        text_wall, text_cpu = _cli_seconds([verb, *inputs, "-o", str(out / f"{verb}.txt")], repeat)
+        print(f"tactical pair: treediff {verb} --format html: {wall:.2f} s wall, {cpu:.2f} s CPU "
+              f"(median of {repeat}; the table format: {text_wall:.2f} s wall, {text_cpu:.2f} s CPU), "
               f"{target.stat().st_size / 1e3:,.0f} kB")
 
 

@@ -235,3 +235,20 @@ def test_html_extension_chooses_the_page(tmp_path):
     assert result.exit_code == 0, result.output
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert sorted(full_paths(embedded(out.read_text(encoding="utf-8"))["t0"])) == sorted(EXPECTED_STATUS)
+
+
+def test_diff_writes_the_page_of_its_selection(tmp_path):
+    out = tmp_path / "diff.html"
+    result = _cli(["diff", str(A), str(B), "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    assert embedded(page) == embedded(diff_page(A, B))  # the command's page is the library's
+    result = _cli(["diff", str(A), str(B), "--under", "e2e4", "-o", str(tmp_path / "under.html")])
+    assert result.exit_code == 0, result.output
+    data = embedded((tmp_path / "under.html").read_text(encoding="utf-8"))["t0"]
+    assert sorted(full_paths(data)) == ["e2e4", "e2e4/a7a6", "e2e4/e7e5", "e2e4/e7e5/g1f3"]
+    assert data["parent"][full_paths(data).index("e2e4")] == -1
+    result = _cli(["diff", str(A), str(B), "--only-diff", "-o", str(tmp_path / "only.html")])
+    assert result.exit_code == 0, result.output
+    data = embedded((tmp_path / "only.html").read_text(encoding="utf-8"))["t0"]
+    assert set(full_paths(data)) == {p for p, s in EXPECTED_STATUS.items() if s != "same"}
