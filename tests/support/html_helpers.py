@@ -6,6 +6,26 @@ import re
 import shutil
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+HAND = ROOT / "fixtures" / "hand"
+#: The hand fixture whose aligned rows tests/render/test_html.py counts by hand.
+A, B = HAND / "align_basic_a.log", HAND / "align_basic_b.log"
+TACTICAL_A = ROOT / "fixtures" / "traces" / "typhoon_tactical-f6f7.log"
+TACTICAL_B = ROOT / "fixtures" / "traces" / "stockfish_tactical-f6f7.log"
+#: A search id that tries to end the script element and run code.
+HOSTILE_ID = "</script><script>alert(1)</script><img/src=x/onerror=alert(2)>&amp;"
+
+
+def hostile_logs(directory: Path) -> tuple[Path, Path]:
+    """align_basic with :data:`HOSTILE_ID` as the search id, written into ``directory``."""
+    out = []
+    for src in (A, B):
+        target = directory / src.name
+        target.write_text(src.read_text(encoding="utf-8").replace("id=start", f"id={HOSTILE_ID}"), encoding="utf-8")
+        out.append(target)
+    return out[0], out[1]
+
+
 _DATA = re.compile(r'<script type="application/json" id="(t\d+)-data">(.*?)</script>', re.S)
 
 
