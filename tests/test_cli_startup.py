@@ -4,9 +4,12 @@
 by hand, where imports dominate; pandas alone costs about 0.15 s.  The SAN
 worker process starts in the middle of a parse and should need python-chess only.
 """
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "crafty_batch3.log"
 
@@ -43,3 +46,100 @@ def test_san_worker_module_needs_only_python_chess():
             "print(' '.join(m for m in ('polars', 'pyarrow', 'pandas', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == []
+
+
+# ------------------------------------------------------------------ issue 17 item 4: a fast start
+_HEAVY = ("pandas", "polars", "pyarrow", "numpy", "matplotlib", "rich", "chess", "scipy", "textual")
+
+_RUN_THEN_LIST_HEAVY = """
+import contextlib, io, sys
+from treediff.cli import main
+sys.argv = ["treediff", *sys.argv[1:]]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+heavy = {m.split(".")[0] for m in sys.modules} & set(%r)
+print(" ".join(sorted(heavy)))
+""" % (_HEAVY,)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["report", "--help"], ["compare", "--help"],
+                                  ["parse", "--help"], ["info", "--help"], ["run", "--help"], ["batch", "--help"],
+                                  ["docs"], ["docs", "reports"]],
+                         ids=lambda a: " ".join(a))
+def test_help_and_docs_import_no_data_library(argv):
+    """`treediff --help` lists the commands from their source; a command's --help imports only click."""
+    out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_HEAVY, *argv], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.split() == []
+
+
+def test_help_peak_rss_is_small():
+    """`treediff --help` <= 80 MB peak RSS (it was 140 MB when it imported every command's module)."""
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.execv(sys.executable, [sys.executable, "-c", "import sys; from treediff.cli import main; main()", "--help"])
+    _, status, usage = os.wait4(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert usage.ru_maxrss / 1024 <= 80, usage.ru_maxrss
+
+
+def test_command_list_read_from_source_is_clicks_own():
+    """The listing built without importing the modules is byte for byte what click prints after importing them."""
+    import click
+
+    from treediff.cli import main
+
+    ctx = click.Context(main, info_name="treediff")
+    for width in (60, 80, 120):
+        ours, theirs = click.HelpFormatter(width=width), click.HelpFormatter(width=width)
+        main.format_commands(ctx, ours)
+        click.Group.format_commands(main, ctx, theirs)  # imports every command module
+        assert ours.getvalue() == theirs.getvalue()
+        assert "Commands:" in ours.getvalue()
+
+
+def test_every_command_help_has_an_example():
+    import click
+
+    from treediff.cli import main
+
+    ctx = click.Context(main, info_name="treediff")
+    names = main.list_commands(ctx)
+    assert {"parse", "info", "report", "compare", "diff", "docs"} <= set(names)
+    for name in names:
+        command = main.get_command(ctx, name)
+        text = command.get_help(click.Context(command, info_name=name, parent=ctx))
+        assert "Examples:" in text and f"treediff {name}" in text.split("Examples:", 1)[1], name
+
+
+def test_version_names_the_tokenizer_in_use():
+    from treediff.parse.tokenizer import ctok_available
+
+    out = subprocess.run([sys.executable, "-c", "import sys; from treediff.cli import main; main()", "--version"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.startswith("treediff ")
+    assert ("compiled _ctok" in out) == ctok_available()
+    regex = subprocess.run([sys.executable, "-c", "import sys; from treediff.cli import main; main()", "--version"],
+                           capture_output=True, text=True, timeout=60, check=True,
+                           env={**os.environ, "TREEDIFF_TOKENIZER": "regex"}).stdout
+    assert "polars regex" in regex
+
+
+def test_docs_ship_with_the_package_and_print(tmp_path):
+    from click.testing import CliRunner
+
+    from treediff.cli import main
+
+    listed = CliRunner().invoke(main, ["docs"])
+    assert listed.exit_code == 0
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    assert {line.split()[0] for line in listed.stdout.splitlines()} == {p.stem.lower() for p in docs.glob("*.md")}
+    shown = CliRunner().invoke(main, ["docs", "REPORTS"])
+    assert shown.exit_code == 0 and shown.stdout == (docs / "REPORTS.md").read_text()
+    missing = CliRunner().invoke(main, ["docs", "nonesuch"])
+    assert missing.exit_code == 2 and "no document 'nonesuch'" in missing.stderr

@@ -13,7 +13,7 @@ import sys
 import click
 
 from treediff import __version__
-from treediff.cli.common import attach_examples, tokenizer_in_use
+from treediff.cli.common import attach_examples, command_summaries, tokenizer_in_use
 from treediff.model.errors import TreediffError
 from treediff.run.signals import interrupt_status, interrupting
 
@@ -71,6 +71,17 @@ class _Group(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load_all()
         return super().list_commands(ctx)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # `treediff --help` lists the commands from their modules' source, without importing them
+        # (they pull in pandas, polars, pyarrow, rich: 0.6 s of a 0.9 s --help); click's own way otherwise.
+        found = command_summaries(_commands_pkg.__path__[0], _COMMAND_MODULES)
+        if not found:
+            return super().format_commands(ctx, formatter)
+        limit = formatter.width - 6 - max(len(name) for name in found)
+        rows = [(name, click.utils.make_default_short_help(text, limit)) for name, text in sorted(found.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         home = _KNOWN_HOMES.get(cmd_name)

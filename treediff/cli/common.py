@@ -8,8 +8,12 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    import ast
 
 #: ``--keep-complete``, on every command that reads logs: a compressed log cut short keeps the searches
 #: read completely (the one the cut ends is dropped, a warning says so) instead of failing.
@@ -61,7 +65,7 @@ EXAMPLES: dict[str, list[str]] = {
     "parse": [
         "treediff parse engine.log -o engine.parquet      # + engine.searches.parquet",
         "zstd -dc big.log.zst | treediff parse - -o big.parquet",
-        "treediff parse engine.log -o - | duckdb -c \"select count(*) from read_parquet('/dev/stdin')\"",
+        "treediff parse engine.log -o - > records.parquet    # the records table only, to stdout",
     ],
     "info": [
         "treediff info engine.log                 # one line per search",
@@ -82,7 +86,8 @@ EXAMPLES: dict[str, list[str]] = {
         "treediff diff a.log b.log --meld out/ && meld out/a.txt out/b.txt",
     ],
     "run": [
-        "treediff run --engine typhoon_py --fen startpos --depth 5 -o start.log",
+        "treediff run --engine typhoon_py --fen 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1' "
+        "--depth 4 -o start.log",
     ],
     "batch": [
         "treediff batch fixtures/positions20.epd --engine typhoon_py --engine stockfish --depth 6 -o ds/ -j 2",
@@ -95,6 +100,10 @@ EXAMPLES: dict[str, list[str]] = {
     "browse": [
         "treediff browse a.log b.log",
         "treediff browse a.log b.log --under e2e4",
+    ],
+    "whatif": [
+        "treediff whatif typhoon.log --rule 'kind == \"SEARCH\" and mn >= 6 and depth <= 4 and hist < 0'",
+        "treediff whatif a.log --rule 'see < -100' --as reduce --by phase",
     ],
 }
 
@@ -125,3 +134,67 @@ def tokenizer_in_use() -> str:
         return ("polars regex fallback: the compiled _ctok was not built (no C compiler at install?); "
                 "parsing is about half as fast")
     return "compiled _ctok"
+
+
+def command_summaries(package_dir: str | os.PathLike[str], modules: list[str]) -> dict[str, str] | None:
+    """``{command name: help text}`` of every command the modules' ``COMMANDS`` lists, read from their
+    source (``ast``) instead of importing them: ``treediff --help`` lists the commands without loading
+    pandas, polars and the rest (about 0.6 s).  None when a module is written in a way this reader does
+    not follow (then the caller imports the modules); tests/test_cli_startup.py checks it against click.
+    """
+    import ast
+
+    found: dict[str, str] = {}
+    for module in modules:
+        try:
+            tree = ast.parse(Path(package_dir, f"{module}.py").read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            return None
+        listed: list[str] | None = None
+        functions: dict[str, ast.FunctionDef] = {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                functions[node.name] = node
+            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "COMMANDS"
+                                                      for t in node.targets):
+                if not isinstance(node.value, (ast.List, ast.Tuple)) or \
+                        not all(isinstance(e, ast.Name) for e in node.value.elts):
+                    return None
+                listed = [e.id for e in node.value.elts if isinstance(e, ast.Name)]
+        for function_name in listed or ():
+            function = functions.get(function_name)
+            summary = _command_of(function) if function is not None else None
+            if summary is None:
+                return None
+            name, text, hidden = summary
+            if not hidden:
+                found[name] = text
+    return found
+
+
+def _command_of(function: "ast.FunctionDef") -> tuple[str, str, bool] | None:
+    """(name, help text, hidden) of a ``@click.command("name")``-decorated function, None if not one."""
+    import ast
+    import inspect
+
+    for decorator in function.decorator_list:
+        if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
+                and decorator.func.attr == "command"):
+            continue
+        if not (decorator.args and isinstance(decorator.args[0], ast.Constant)
+                and isinstance(decorator.args[0].value, str)):
+            return None  # click derives the name from the function's: not followed here
+        keywords = {k.arg: k.value for k in decorator.keywords}
+        if any(k in keywords for k in ("cls", "short_help")):
+            return None
+        hidden = keywords.get("hidden")
+        is_hidden = isinstance(hidden, ast.Constant) and hidden.value is True
+        given = keywords.get("help")
+        if given is not None:
+            if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+                return None
+            text = inspect.cleandoc(given.value)
+        else:
+            text = ast.get_docstring(function, clean=True) or ""
+        return decorator.args[0].value, text.split("\f", 1)[0], is_hidden
+    return None

@@ -33,7 +33,7 @@ def _first_heading(text: str) -> str:
 @click.command("docs")
 @click.argument("name", required=False)
 def docs_command(name: str | None) -> None:
-    """Print a document of treediff's documentation (NAME, e.g. reports), or list them without NAME.
+    """Print one of the documents (NAME, e.g. reports); without NAME, list them.
 
     The documents are the files of the repository's docs/ folder, shipped
     with the package, so an installed treediff has them too.

@@ -11,7 +11,6 @@ from treediff.model.errors import InputError
 from treediff.model.text import printable
 from treediff.cli.common import echo_warnings, keep_complete_option
 from treediff.parse.dialects import DIALECTS
-from treediff.parse.core import parse_to_parquet, total_input_bytes
 
 #: Inputs smaller than this parse without a progress bar.
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
@@ -22,6 +21,8 @@ ENGINE_CHOICE = click.Choice(["auto", *DIALECTS], case_sensitive=False)
 @contextlib.contextmanager
 def byte_progress(paths: list[str], label: str):
     """A rich bytes/s progress bar on a terminal for large inputs; yields an ``advance(n)`` callback or None."""
+    from treediff.parse.core import total_input_bytes
+
     total = total_input_bytes(paths)
     if not sys.stderr.isatty() or (total is not None and total < PROGRESS_MIN_BYTES):
         yield None
@@ -72,6 +73,8 @@ def parse_command(logs, output, engine, positions, strict, all_contexts, keep_co
         raise InputError("stdin (-) can be given only once")
     from treediff.model.schema import searches_path_for
     from treediff.store.files import check_output
+
+    from treediff.parse.core import parse_to_parquet
 
     to_stdout = output == "-"
     if to_stdout and sys.stdout.isatty():

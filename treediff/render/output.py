@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
-from pathlib import Path
-
 from treediff.model.errors import InputError
-from treediff.render.data import csv_files, render_csv, render_json, render_jsonl
-from treediff.render.formatting import fit_width
-from treediff.render.text import render_markdown, render_plain, render_rich, wrap
-from treediff.store.files import write_text_atomic
+
+# The renderers (pandas, numpy, rich) and the writer (pyarrow) are imported where they are used: the CLI
+# imports this module for FORMATS, and `treediff report --help` should not pay for them (issue 17).
 
 FORMATS = ("table", "markdown", "csv", "json", "jsonl")
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """:func:`treediff.store.files.write_text_atomic` (imported on first use)."""
+    from treediff.store.files import write_text_atomic as write
+
+    write(path, text)
 
 def is_directory_output(output: str | os.PathLike) -> bool:
     """``-o`` names a directory for ``--format csv``: it is one, ends with ``/``, or has no suffix."""
@@ -45,6 +50,9 @@ def render(sections: Sequence, fmt: str, extra_json: dict | None = None, width: 
     ``notes`` (the command's) are included in JSON (with the sections' notes, as ``notes``); the text
     formats show the sections' notes after their tables and leave ``notes`` to :func:`emit`.
     """
+    from treediff.render.data import render_csv, render_json, render_jsonl
+    from treediff.render.text import render_markdown, render_plain
+
     if fmt == "markdown":
         return render_markdown(sections)
     if fmt == "csv":
@@ -63,6 +71,8 @@ def render(sections: Sequence, fmt: str, extra_json: dict | None = None, width: 
 
 
 def _notes_text(notes: Sequence[str], fmt: str, width: int | None) -> str:
+    from treediff.render.text import wrap
+
     if not notes:
         return ""
     from treediff.model.text import printable
@@ -79,6 +89,8 @@ def emit(sections: Sequence, fmt: str, output: str | os.PathLike | None = None,
     ``width``: ``--width N`` (None: :func:`~treediff.render.formatting.fit_width`'s default), for the
     table format only.
     """
+    from treediff.render.formatting import fit_width
+
     fit = fit_width(width) if fmt == "table" else None
     if fmt in ("csv", "jsonl"):
         for n in _all_notes(sections, notes):
@@ -94,6 +106,8 @@ def emit(sections: Sequence, fmt: str, output: str | os.PathLike | None = None,
         return
     if fmt == "table" and sys.stdout.isatty():
         from rich.console import Console
+
+        from treediff.render.text import render_rich
 
         console = Console()
         render_rich(sections, console, fit)
@@ -113,6 +127,8 @@ def write_csv(sections: Sequence, output: str | os.PathLike) -> list[Path]:
     Each file is written atomically; a directory is created if missing.  Several tables to one file are
     refused (:class:`~treediff.model.errors.InputError`) before anything is written.
     """
+    from treediff.render.data import csv_files, render_csv
+
     if is_directory_output(output):
         directory = Path(str(output))
         if directory.exists() and not directory.is_dir():
