@@ -147,6 +147,11 @@
   Tree.prototype.render = function () {
     var frag = document.createDocumentFragment();
     this.emitChildren(this.n, frag);
+    if (!frag.firstChild) {
+      var none = text("td", this.n ? "(no divergent row)" : "(no row selected)", "empty");
+      none.colSpan = 14;
+      frag.appendChild(document.createElement("tr")).appendChild(none);
+    }
     this.body.textContent = "";
     this.body.appendChild(frag);
   };
