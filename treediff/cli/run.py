@@ -18,7 +18,7 @@ _LIMIT_OPTIONS = [
                  help="Trip-wire in bytes on the trace (and the output), newlines or not.  "
                       "[default: 256 per --max-trace-lines]"),
     click.option("--engines-config", type=click.Path(dir_okay=False), default=None,
-                 help="TOML file defining more engines ([engines.NAME] tables; see docs/RUNNER.md)."),
+                 help="TOML file defining more engines ([engines.NAME] tables; see `treediff docs runner`)."),
     click.option("--tmpdir", type=click.Path(file_okay=False), default=None,
                  help="Where the per-search working directories are made (default: the system's)."),
 ]
