@@ -115,10 +115,16 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
         emit(result.sections, fmt, output, notes=notes, width=width)
     if plot_dir:
         from treediff.render.plots import write_plots
+        from treediff.report.grouping import SEARCH_KEYS
+        from treediff.report.plotdata import engine_ebf_cumulative
 
-        base = build_report(source, ("acts", "ebf"), ("engine",), target)
+        plot_keys = tuple(k for k in keys if k in SEARCH_KEYS)  # --by's search-level keys (acts, EBF)
+        base = build_report(source, ("acts", "ebf"), plot_keys, target)
         by_phase = build_report(source, ("lmr",), ("engine", "phase"), target)
-        files = write_plots(base["acts"], base["ebf_iter"], by_phase["lmr"], plot_dir)
+        engines = [str(e) for e in dict.fromkeys(source.searches["engine"].astype("object"))]
+        files = write_plots(base["acts"], base["ebf_iter"], by_phase["lmr"], plot_dir, ebf=base["ebf"],
+                            cumulative=engine_ebf_cumulative(source.searches, plot_keys), keys=plot_keys,
+                            engines=engines)
         from treediff.render.analytics_plots import write_analytics_plots
 
         quality = build_report(source, ("cutoffs", "fh", "residual"), ("engine",), target,
@@ -146,6 +152,9 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
               help="EPD file giving position ids and phase labels for logs.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many of the costliest divergent subtrees to show (aligned per position); 0 skips aligning.")
+@click.option("--plot", "plot_dir", type=click.Path(file_okay=False),
+              help="Also write PNG charts (node ratio per position, acts side by side aligned by kind, LMR by "
+                   "phase) into DIR.")
 @click.option("--fail-if", "fail_if", metavar="EXPR",
               help="Exit 1 when EXPR holds over the summary figures, e.g. 'ratio > 1.05' (a regression gate; "
                    "names: treediff docs reports, 'compare --fail-if').")
@@ -153,7 +162,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
 @_in_memory_option
 @keep_complete_option
 def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, engine_b, label_a, label_b, engine,
-            positions, top, width, in_memory, keep_complete, fail_if=None):
+            positions, top, width, in_memory, keep_complete, fail_if=None, plot_dir=None):
     """Why is A's tree bigger than B's? Nodes and ratio at a common depth, acts, LMR, EBF and skips side by side.
 
     With three or more inputs the first is the reference and each other is shown side by side with it.
@@ -179,7 +188,8 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     names = [_default_label(engines, i, path) for i, path in enumerate(inputs)]
     la, lb = label_a or names[0], label_b or names[1]
     result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions, depth,
-                             more=list(zip(others, names[2:])), target=_batch_target(in_memory))
+                             more=list(zip(others, names[2:])), target=_batch_target(in_memory),
+                             lmr_by_phase=bool(plot_dir))
     notes = result.notes()
     if rest and top > 0:
         notes.append("note: divergences are aligned for two inputs; run compare A C to align A with C")
@@ -200,6 +210,12 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         compare_page(result, notes, sides, aligned, depth, _batch_target(in_memory), output)
     else:
         _emit_comparison(result, notes, fmt, output, width)
+    if plot_dir:
+        from treediff.render.plots import write_compare_plots
+
+        assert result.lmr_phase is not None
+        files = write_compare_plots(result.nodes, result.acts, result.lmr_phase, list(result.all_labels), plot_dir)
+        click.echo("wrote " + ", ".join(str(f) for f in files), err=True)
     if gate is not None:
         from treediff.report.gate import evaluate_gate
 

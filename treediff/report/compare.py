@@ -78,6 +78,8 @@ class Comparison:
     missing: tuple[tuple[str, ...], ...] = ()
     #: What pairing by position and cutting to a common depth did (clashes, cuts, unpaired positions).
     pairing_notes: list[str] = field(default_factory=list)
+    #: With ``lmr_by_phase`` (``compare --plot``): each side's lmr rows per phase (``side``, ``phase``, ...).
+    lmr_phase: pd.DataFrame | None = None
 
     @property
     def all_labels(self) -> tuple[str, ...]:
@@ -144,6 +146,7 @@ class _Figures:
     per_position: pd.DataFrame  #: index position label: phase, nodes, ebf, lmr_pct, skip_pct
     overall: dict
     report: Report              #: acts, lmr, ebf, skips over the paired positions
+    lmr_phase: pd.DataFrame | None = None  #: lmr per phase over the paired positions (when asked)
 
 
 def _figures(rep: Report, by_position: bool) -> pd.DataFrame:
@@ -156,7 +159,8 @@ def _figures(rep: Report, by_position: bool) -> pd.DataFrame:
                          "skip_pct": skips["pct_of_moves"]})
 
 
-def _side_figures(view: Source, keep: IterationCut, paired_rows: np.ndarray, target: int) -> _Figures:
+def _side_figures(view: Source, keep: IterationCut, paired_rows: np.ndarray, target: int,
+                  lmr_by_phase: bool = False) -> _Figures:
     per = build_report(view, ("ebf", "lmr", "skips"), ("engine", "position"), target, keep=keep)
     table = _figures(per, True)
     searches = view.searches
@@ -164,7 +168,9 @@ def _side_figures(view: Source, keep: IterationCut, paired_rows: np.ndarray, tar
     table.insert(0, "phase", phases.reindex(table.index).astype("object"))
     population = view.select(paired_rows) if paired_rows.any() else view
     overall = build_report(population, ("acts", "lmr", "ebf", "skips"), ("engine",), target, keep=keep)
-    return _Figures(table, _figures(overall, False).iloc[0].to_dict(), overall)
+    phases = (build_report(population, ("lmr",), ("engine", "phase"), target, keep=keep)["lmr"]
+              if lmr_by_phase else None)
+    return _Figures(table, _figures(overall, False).iloc[0].to_dict(), overall, phases)
 
 
 def _nodes_table(figures: Sequence[_Figures], pairing: Pairing) -> pd.DataFrame:
@@ -294,12 +300,13 @@ def _different_positions_error(pairing: Pairing, n: int) -> InputError:
 
 
 def compare(*sides: Side, allow_different_positions: bool = False, depth: int | None = None,
-            target: int = BATCH_RECORDS) -> Comparison:
+            target: int = BATCH_RECORDS, lmr_by_phase: bool = False) -> Comparison:
     """Compare two or more sides (one engine each; the first is the reference); see the module docstring.
 
     Searches are paired by position (:func:`treediff.model.positions.position_key`)
     and compared at a common depth (:mod:`treediff.report.pairing`); ``depth``
-    (``--depth N``) chooses that depth instead of the deepest one every side completed.
+    (``--depth N``) chooses that depth instead of the deepest one every side completed;
+    ``lmr_by_phase`` also fills :attr:`Comparison.lmr_phase` (``compare --plot``).
     """
     if len(sides) < 2:
         raise InputError("compare needs at least two inputs")
@@ -323,7 +330,7 @@ def compare(*sides: Side, allow_different_positions: bool = False, depth: int | 
         view = cut_view(side.source, depths[i], pairing, i)
         paired_rows = np.fromiter((k in paired_keys for k in depths[i].keys.tolist()), dtype=bool,
                                   count=len(depths[i].keys))
-        figures.append(_side_figures(view, cut_filter(pairing, i), paired_rows, target))
+        figures.append(_side_figures(view, cut_filter(pairing, i), paired_rows, target, lmr_by_phase))
     reports = [f.report for f in figures]
     notes = [f"note: {c}" for c in pairing.clashes] + pairing.notes
     if not pairing.paired:
@@ -347,16 +354,19 @@ def compare(*sides: Side, allow_different_positions: bool = False, depth: int | 
         labels=tuple(labels),
         missing=tuple(tuple(pairing.missing(i)) for i in range(len(sides))),
         pairing_notes=notes,
+        lmr_phase=(pd.concat([_with_side(f.lmr_phase, label) for f, label in zip(figures, labels)
+                              if f.lmr_phase is not None], ignore_index=True) if lmr_by_phase else None),
     )
 
 
 def compare_sources(source_a: Source, source_b: Source, label_a: str = "A", label_b: str = "B",
                     engine_a: str | None = None, engine_b: str | None = None,
                     allow_different_positions: bool = False, depth: int | None = None,
-                    more: Sequence[tuple[Source, str]] = (), target: int = BATCH_RECORDS) -> Comparison:
+                    more: Sequence[tuple[Source, str]] = (), target: int = BATCH_RECORDS,
+                    lmr_by_phase: bool = False) -> Comparison:
     """:func:`compare` of two (or, with ``more``, further) inputs, choosing one engine for A and B."""
     sa = select_engine(source_a, engine_a, "A")
     sb = select_engine(source_b, engine_b, "B")
     rest = [Side(label, select_engine(source, None, LETTERS[i + 2].upper())) for i, (source, label) in enumerate(more)]
     return compare(Side(label_a, sa), Side(label_b, sb), *rest, allow_different_positions=allow_different_positions,
-                   depth=depth, target=target)
+                   depth=depth, target=target, lmr_by_phase=lmr_by_phase)
