@@ -3,7 +3,7 @@
 For every profile it writes one trace per single position (the user's
 tactical position and the start position) and one 3-position batch log,
 each with the engine's counters next to it (``<name>.counters.json``).
-Depths are chosen per file to keep each trace under ~300 KB.  The output is
+Depths are chosen per file to keep each trace under ~400 KB.  The output is
 deterministic: rerunning reproduces every file byte for byte.
 """
 from __future__ import annotations

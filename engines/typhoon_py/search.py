@@ -146,6 +146,10 @@ class SearchOutcome:
     silent: dict[str, int]
     pv: list[chess.Move] = field(default_factory=list)
     aborted: bool = False
+    #: With ``--shadow``: per act, ``[tries, fail_highs]`` of the shadow searches, and their nodes
+    #: (non-quiescence and quiescence, none of them in ``nodes``/``qnodes``); ``None`` when off.
+    shadow: Optional[dict[str, list[int]]] = None
+    shadow_nodes: int = 0
 
     def counters(self) -> dict:
         """The ``--counters`` JSON object for this search (see docs/ENGINE.md)."""
@@ -155,7 +159,9 @@ class SearchOutcome:
             "qnodes": self.qnodes,
             "iterations": self.iterations,
             "silent": {k: v for k, v in sorted(self.silent.items()) if v},
-        }
+            **({} if self.shadow is None else {
+                "shadow": {k: {"tries": t, "fail_highs": f} for k, (t, f) in sorted(self.shadow.items())},
+                "shadow_nodes": self.shadow_nodes})}
 
 
 @dataclass
@@ -165,6 +171,12 @@ class SearchConfig:
     profile: Profile
     lmr_policy: LmrPolicy = LmrPolicy.PROFILE
     prune_scope: PruneScope = PruneScope.MOVE
+    #: ``--trace-silent``: write the decisions the emulated engine makes without a MOVE line
+    #: (stockfish's move-count pruning: ``act=SKIP-QUIETS``) as MOVE lines.
+    trace_silent: bool = False
+    #: ``--shadow``: search every pruned or reduced move again at full depth in a side search
+    #: that cannot change the result, and write a ``SHADOW`` line after its decision.
+    shadow: bool = False
 
 
 class Searcher:
@@ -206,9 +218,29 @@ class Searcher:
         self.killers: list[list[Optional[chess.Move]]] = [[None, None] for _ in range(MAX_PLY + 2)]
         self.countermoves: dict[int, chess.Move] = {}
         self.pfx = [""] * (MAX_PLY + 2)
+        #: When tracing: per record ply, the path of the move being decided and its `` see=.. hist=..``
+        #: keys, so a mechanism's second record of the move (a re-search) carries them too.
+        self.mkpath = [""] * (MAX_PLY + 2)
+        self.mkeys = [""] * (MAX_PLY + 2)
         self.root_best: Optional[chess.Move] = None
         self.root_depth = 1
+        #: The root's window width (cp) in the running iteration (Stockfish's ``rootDelta``).
+        self.root_delta = 2 * INF
+        #: Static evaluation per ply on the current path (``None`` in check), for ``improving``.
+        self.evals: list[Optional[int]] = [None] * (MAX_PLY + 2)
+        #: Quiescence TT of the pruned quiescence, apart from the main TT so its depth-0
+        #: entries never replace a main entry's move (the main TT is always-replace).
+        self.qtt: dict = {}
+        self.trace_silent = config.trace_silent
+        self.check_bonus = 0
+        self.qs_margin = self.qs_limit = 0
         self.iterations = 0
+        self.shadow = config.shadow
+        #: Per act: ``[tries, fail_highs]`` of the shadow searches; and their node count.
+        self.shadow_counts: dict[str, list[int]] = {}
+        self.shadow_nodes = 0
+        #: True inside a shadow search: cutoffs update no history, killer or countermove.
+        self.in_shadow = False
         mg, eg, ph, mat = full_evaluation(board)
         self.mg, self.eg, self.ph, self.mat = mg, eg, ph, mat
         self.estack: list = []
@@ -339,9 +371,22 @@ class Searcher:
             return _san_without_suffix(self.board, move)
         return self.prof.move_text(self.board, move)
 
+    def move_keys(self, move: chess.Move) -> str:
+        """`` see=<cp> hist=<int>`` of ``move`` for its MOVE records, with the node's position on
+        the board (the move not made): SEE in centipawns from the mover's view (0 for a quiet
+        move no enemy piece can take), and the history table's value for the move's from-to
+        square pair and the side to move (captures never get a bonus there, so theirs is the
+        malus or 0)."""
+        b = self.board
+        h = self.history[(0 if b.turn else 4096) + move.from_square * 64 + move.to_square]
+        return f" see={self.see(move)} hist={h}"
+
     def decide(self, act: str, path: str, ply: int, mn: int, d: int, nd: Optional[int],
-               red: int, a: int, bt: int, nt: str) -> None:
-        """Count one move decision and, when tracing, write its MOVE line."""
+               red: int, a: int, bt: int, nt: str, keys: Optional[str] = None,
+               why: Optional[str] = None) -> None:
+        """Count one move decision and, when tracing, write its MOVE line.  ``keys`` is the
+        move's `` see=.. hist=..`` text (``move_keys``; "" for a null move); ``None`` takes the
+        keys noted for ``path`` at this ply by the move loop, when it is that move."""
         acts = self.acts
         acts[act] = acts.get(act, 0) + 1
         out = self.out
@@ -349,8 +394,11 @@ class Searcher:
             div = self.div
             nd_txt = "" if nd is None else f" nd={(nd if nd > 0 else 0) // div}"
             red_txt = f" red={red // div}" if red else ""
+            if keys is None:
+                keys = self.mkeys[ply] if self.mkpath[ply] == path else ""
+            why_txt = f" why={why}" if why else ""
             out(f"MOVE path={path} ply={ply} mn={mn} d={d // div}{nd_txt} act={act}{red_txt}"
-                f" a={a} b={bt} nt={nt}{self.ctx_sfx}\n")
+                f" a={a} b={bt} nt={nt}{keys}{why_txt}{self.ctx_sfx}\n")
 
     # ------------------------------------------------------------------ driver
     def run(self, depth: int, position_id: Optional[str] = None, phase: Optional[str] = None,
@@ -362,18 +410,24 @@ class Searcher:
         if out is not None and header:
             self._write_header(out, position_id, phase)
         self.mech = make_mechanisms(self.config, self)
+        self.check_bonus = self.mech.CHECK_BONUS
+        if self.mech.QS_PRUNED:
+            self.qs_margin, self.qs_limit = self.mech.QS_FUTILITY_MARGIN, self.mech.QS_MOVE_LIMIT
+            self.qsearch = self._qsearch_pruned  # type: ignore[method-assign]
         try:
             best, score, done_depth, aborted = self._deepen(depth, on_iteration)
         finally:
             # The mechanisms refer back to the searcher: dropping them lets reference
             # counting free the search's tables now instead of the cycle collector later.
             del self.mech
+            self.__dict__.pop("qsearch", None)
         pv = self.principal_variation(best, max(done_depth, 1))
         if out is not None:
             best_txt = f" best={self.prof.move_text(b, best)}" if best is not None else ""
             out(f"END nodes={self.nodes}{best_txt} score={score}{self.ctx_sfx}\n")
         return SearchOutcome(best, score, done_depth, self.nodes, self.qnodes, self.iterations,
-                             dict(self.acts), dict(self.silent), pv, aborted)
+                             dict(self.acts), dict(self.silent), pv, aborted,
+                             dict(self.shadow_counts) if self.shadow else None, self.shadow_nodes)
 
     def _deepen(self, depth: int, on_iteration) -> tuple[Optional[chess.Move], int, int, bool]:
         """Iterations 1..``depth``: the best move, its score, the last finished depth, and
@@ -384,12 +438,14 @@ class Searcher:
         score = 0
         done_depth = 0
         for d in range(1, depth + 1):
+            if done_depth and self.stop is not None and self.stop.is_set():
+                return best, score, done_depth, True  # stopped between iterations: none is started
             self.iterations += 1
             if out is not None:
                 out(f"ITER d={d}{self.ctx_sfx}\n")
             self.root_depth = d
             try:
-                s = self.search(-INF, INF, d * ONE_PLY, 0, True, False, False)
+                s = self._root_search(d, score)
             except SearchAborted:
                 return best, score, done_depth, True
             done_depth = d
@@ -401,6 +457,37 @@ class Searcher:
             if not legal:
                 break
         return best, score, done_depth, False
+
+    def _root_search(self, d: int, prev: int) -> int:
+        """One iteration at the root: the full window, or the profile's aspiration windows
+        around ``prev`` (the previous iteration's score, cp), widened on each fail low or fail
+        high until the score lands inside; each consecutive fail high searches the root one
+        ply shallower (Stockfish's ``failedHighCnt``).  Every re-search is another root visit
+        (RESULT) and counts ``silent["aspiration-research"]``."""
+        delta = self.mech.aspiration_delta(d, prev) if d > 1 else None
+        if delta is None:
+            self.root_delta = 2 * INF
+            return self.search(-INF, INF, d * ONE_PLY, 0, True, False, False)
+        alpha, beta = max(prev - delta, -INF), min(prev + delta, INF)
+        failed_high = 0
+        silent = self.silent
+        while True:
+            self.root_delta = beta - alpha
+            kept = self.root_best
+            s = self.search(alpha, beta, max(1, d - failed_high) * ONE_PLY, 0, True, False, False)
+            if s <= alpha:
+                # A fail low proves nothing about the other moves: keep the previous best move.
+                self.root_best = kept
+                beta = (alpha + beta) // 2
+                alpha = max(s - delta, -INF)
+                failed_high = 0
+            elif s >= beta:
+                beta = min(s + delta, INF)
+                failed_high += 1
+            else:
+                return s
+            silent["aspiration-research"] = silent.get("aspiration-research", 0) + 1
+            delta += delta // 4 + 2
 
     def _write_header(self, out: Callable[[str], object], position_id: Optional[str],
                       phase: Optional[str]) -> None:
@@ -439,14 +526,16 @@ class Searcher:
 
     # ------------------------------------------------------------------ tree
     def search(self, alpha: int, beta: int, depth: int, ply: int, pv: bool, cut: bool,
-               reduced: bool) -> int:
-        """A non-quiescence node (``depth`` > 0 ticks): search, count, write its RESULT."""
+               reduced: bool, excluded: Optional[chess.Move] = None) -> int:
+        """A non-quiescence node (``depth`` > 0 ticks): search, count, write its RESULT.
+        With ``excluded``: a verification visit of the node at ``ply`` (already on the path)
+        without that move (see ``_node``)."""
         stop = self.stop
         if stop is not None and stop.is_set():
             raise SearchAborted
         if self.node_limit is not None and self.nodes + self.qnodes >= self.node_limit and self.iterations > 1:
             raise SearchAborted
-        s = self._node(alpha, beta, depth, ply, pv, cut, reduced)
+        s = self._node(alpha, beta, depth, ply, pv, cut, reduced, excluded)
         self.nodes += 1
         out = self.out
         if out is not None:
@@ -464,11 +553,16 @@ class Searcher:
         return -self.qsearch(-beta, -alpha, ply + 1, 0)
 
     def _node(self, alpha: int, beta: int, depth: int, ply: int, pv: bool, cut: bool,
-              reduced: bool) -> int:
-        """Draws, TT cutoffs, the null move, the profile's ProbCut, then the move loop."""
+              reduced: bool, excluded: Optional[chess.Move] = None) -> int:
+        """Draws, TT cutoffs, the profile's node cut, the null move, IIR, the profile's
+        ProbCut, then the move loop.
+
+        A verification visit (``excluded``, the node already on the path at ``ply``) is
+        the same node searched without that move: no TT cutoff or store (its result is not
+        the node's), no null move, no ProbCut, no verification of its own."""
         b = self.board
         key = b._transposition_key()
-        if ply:
+        if ply and excluded is None:
             if self._is_draw(key):
                 return 0
             if ply >= MAX_PLY:
@@ -477,30 +571,57 @@ class Searcher:
         tt_move = None
         if entry is not None:
             tt_move = entry[3]
-            if not pv and entry[0] >= depth:
+            if not pv and entry[0] >= depth and excluded is None:
                 s = _tt_cutoff(entry, ply, alpha, beta)
                 if s is not None:
                     return s
         in_check = b.is_check()
-        node = Node(alpha, beta, depth, ply, pv, cut, reduced, in_check,
-                    -INF if in_check else self._eval(), self.pfx[ply] + "/" if ply else "",
-                    0 if b.turn else 4096, -INF)
+        ev = -INF if in_check else self._eval()
+        node = Node(alpha, beta, depth, ply, pv, cut, reduced, in_check, ev,
+                    self.pfx[ply] + "/" if ply else "", 0 if b.turn else 4096, -INF)
+        evals = self.evals
+        if in_check:
+            evals[ply] = None
+        else:
+            evals[ply] = ev
+            prev = evals[ply - 2] if ply >= 2 else None
+            if prev is None and ply >= 4:
+                prev = evals[ply - 4]
+            node.improving = prev is None or ev > prev
+        node.npm = bool(b.occupied_co[b.turn] & ~(b.pawns | b.kings))
+        node.tt = entry
+        node.excluded = excluded
+        mech = self.mech
         keys = self.keys
-        keys.append(key)
+        if excluded is None:  # a verification visit's position is on the path already
+            keys.append(key)
         try:
-            if not pv and not in_check and ply and depth >= 2 * ONE_PLY:
+            if ply:
+                s = mech.node_cut(node)
+                if s is not None:
+                    return s
+            if not pv and not in_check and ply and depth >= mech.NULL_MIN_DEPTH and excluded is None:
                 s = self._null_move(node)
                 if s is not None:
                     return s
+            red = mech.iir(node, tt_move)
+            if red:
+                node.depth -= red
+                node.dp = node.depth // ONE_PLY
             moves = list(b.generate_legal_moves())
-            if not moves:
+            if excluded is not None:
+                moves = [m for m in moves if m != excluded]
+                if not moves:
+                    return alpha  # the excluded move was the only one: nothing else holds
+            elif not moves:
                 return -MATE + ply if in_check else 0
-            s = self.mech.probcut(node, moves)
+            s = mech.probcut(node, moves)
             if s is not None:
                 return s
-            return self._move_loop(node, moves, tt_move, key)
+            return self._move_loop(node, moves, tt_move if excluded is None else None, key)
         finally:
-            keys.pop()
+            if excluded is None:
+                keys.pop()
 
     def _is_draw(self, key) -> bool:
         """The 50-move rule, or ``key`` repeating a position of the game or the path."""
@@ -518,21 +639,22 @@ class Searcher:
         return False
 
     def _null_move(self, node: Node) -> Optional[int]:
-        """The null-move probe at a non-PV node, not the root or in check, at depth >= 2
-        plies (the caller checks these), when static eval >= beta, not after a null move,
+        """The null-move probe at a non-PV node, not the root or in check, at depth >=
+        ``NULL_MIN_DEPTH`` (2 plies unless the profile says otherwise; the caller checks
+        these), when static eval >= beta - ``NULL_MARGIN`` (cp), not after a null move,
         with non-pawn material.  The profile gives R and decides what a fail-low does;
         ``None``: go on with the node."""
         b = self.board
         beta = node.beta
-        if (node.ev < beta or beta <= -MATE_BOUND or not b.move_stack or not b.move_stack[-1]
-                or not b.occupied_co[b.turn] & ~(b.pawns | b.kings)):
-            return None
         mech = self.mech
+        if (node.ev < beta - mech.NULL_MARGIN or beta <= -MATE_BOUND or not b.move_stack
+                or not b.move_stack[-1] or not node.npm or not mech.null_ok(node)):
+            return None
         r = mech.null_reduction(node)
         ply = node.ply
         nd = node.depth - ONE_PLY - r
         path = node.sep + self.prof.null_move
-        self.decide("NMP", path, ply + 1, 0, node.depth, nd, r, node.alpha, beta, node.nt)
+        self.decide("NMP", path, ply + 1, 0, node.depth, nd, r, node.alpha, beta, node.nt, "")
         self.pfx[ply + 1] = path
         self.estack.append((self.mg, self.eg, self.ph, self.mat))
         b.push(_NULL)
@@ -559,6 +681,9 @@ class Searcher:
         ttk, k0k, k1k, cmk = _key(tt_move), _key(k0), _key(k1), _key(cm)
         pta = b.piece_type_at
         see = self.see
+        check_bonus = self.check_bonus
+        check_sq = self._check_squares() if check_bonus else ()
+        threatened = self._threatened() if check_bonus else 0
         scores = []
         for m in moves:
             frm = m.from_square
@@ -585,9 +710,45 @@ class Searcher:
                     s = ORDER_COUNTER
                 else:
                     s = hist[hbase + mk]
+                    if check_bonus:
+                        if _BB_SQUARES[to] & check_sq[pta(frm)]:
+                            s += check_bonus
+                        if _BB_SQUARES[frm] & threatened and not b.is_attacked_by(not b.turn, to):
+                            s += 2 * check_bonus  # a threatened piece escapes to a safe square
             scores.append(s)
         idx = sorted(range(len(moves)), key=scores.__getitem__, reverse=True)
         return [moves[i] for i in idx], [scores[i] for i in idx]
+
+    def _check_squares(self) -> tuple:
+        """Per piece type of the side to move, the squares from which it gives a direct check
+        (Stockfish's ``check_squares``)."""
+        b = self.board
+        ksq = b.king(not b.turn)
+        if ksq is None:
+            return (0,) * 7
+        occ = b.occupied
+        diag = chess.BB_DIAG_ATTACKS[ksq][chess.BB_DIAG_MASKS[ksq] & occ]
+        line = (chess.BB_RANK_ATTACKS[ksq][chess.BB_RANK_MASKS[ksq] & occ]
+                | chess.BB_FILE_ATTACKS[ksq][chess.BB_FILE_MASKS[ksq] & occ])
+        return (0, chess.BB_PAWN_ATTACKS[not b.turn][ksq], chess.BB_KNIGHT_ATTACKS[ksq], diag, line,
+                diag | line, 0)
+
+    def _threatened(self) -> int:
+        """The side to move's pieces (not pawns or king) that an enemy piece attacks while
+        nothing defends them, or that a cheaper enemy piece attacks (the escape bonus of the
+        profiles with a ``CHECK_BONUS``, after Stockfish's threatened-piece ordering)."""
+        b = self.board
+        us = b.turn
+        bb = 0
+        for sq in chess.scan_forward(b.occupied_co[us] & ~(b.pawns | b.kings)):
+            attackers = b.attackers_mask(not us, sq)
+            if not attackers:
+                continue
+            value = SEE_VALUE[b.piece_type_at(sq)]
+            if not b.attackers_mask(us, sq) or any(
+                    SEE_VALUE[b.piece_type_at(a)] < value for a in chess.scan_forward(attackers)):
+                bb |= _BB_SQUARES[sq]
+        return bb
 
     def _move_loop(self, node: Node, moves: list, tt_move, key) -> int:
         """The node's moves in order: the profile may prune each one; the others are searched.
@@ -596,6 +757,13 @@ class Searcher:
         ply, beta = node.ply, node.beta
         alpha = orig_alpha = node.alpha
         ordered, scores = self._order(moves, tt_move, ply)
+        if tt_move is not None and ply and node.tt is not None:
+            # The profile's singular-extension verification of the TT move (ordered first).
+            ext, cut = self.mech.singular(node, tt_move, node.tt)
+            if cut is not None:
+                return cut
+            node.sing_ext = ext
+            node.tt_capture = bool(b.occupied & _BB_SQUARES[tt_move.to_square])
         best = -INF
         best_move = None
         tracing = self.out is not None
@@ -611,27 +779,37 @@ class Searcher:
         occupied = b.occupied
         pawns = b.pawns
         mn = 0
-        for m in ordered:
-            sc = scores[mn]
+        for i, m in enumerate(ordered):
+            sc = scores[i]
             mn += 1
             to = m.to_square
             # a capture: the target square is occupied, or a pawn takes en passant
             is_cap = bool(occupied & _BB_SQUARES[to]) or (
                 to == ep and bool(pawns & _BB_SQUARES[m.from_square]))
             quiet = not is_cap and not m.promotion
-            path = sep + text(m) if tracing else ""
+            if tracing:
+                path = sep + text(m)
+                mk = self.move_keys(m)
+            else:
+                path = mk = ""
             if may_prune and mn > 1:
                 act = prune(node, m, mn, sc, is_cap, quiet)
                 if act is not None:
-                    if not act:  # SKIP: no MOVE line
+                    if not act:  # SKIP: never considered, so no MOVE line and no place in mn
+                        mn -= 1
+                        if self.trace_silent:
+                            decide("SKIP-QUIETS", path, ply + 1, mn + 1, node.depth, None, 0, alpha, beta,
+                                   node.nt, mk)
                         continue
-                    decide(act, path, ply + 1, mn, node.depth, None, 0, alpha, beta, node.nt)
+                    decide(act, path, ply + 1, mn, node.depth, None, 0, alpha, beta, node.nt, mk)
+                    if self.shadow:
+                        self._shadow(node, m, act, path, False)
                     if node_scope and act in _SCOPE_ACTS:
                         break  # --prune-scope node: abandon the node's remaining moves
                     if quiet:
                         quiets_tried.append(m)
                     continue
-            s = search_move(node, m, mn, sc, is_cap, quiet, path, best_move is None)
+            s = search_move(node, m, mn, sc, is_cap, quiet, path, best_move is None, mk)
             if s > best:
                 best = node.best = s
                 best_move = m
@@ -646,11 +824,12 @@ class Searcher:
                 quiets_tried.append(m)
         if best_move is None:
             return alpha
-        self._store(key, node.depth, ply, best, orig_alpha, beta, best_move)
+        if node.excluded is None:
+            self._store(key, node.depth, ply, best, orig_alpha, beta, best_move)
         return best
 
     def _search_move(self, node: Node, m: chess.Move, mn: int, sc: int, is_cap: bool, quiet: bool,
-                     path: str, first: bool) -> int:
+                     path: str, first: bool, mk: str = "") -> int:
         """Make ``m``; extend it (a check, while ply < 2 x the iteration depth) or ask the
         profile for its reduction; write the decision; search it; unmake it."""
         b = self.board
@@ -664,23 +843,81 @@ class Searcher:
             self.pfx[ply + 1] = path
             nd = node.depth - ONE_PLY
             red = 0
-            if gives_check and ply < 2 * self.root_depth:
-                nd += ONE_PLY
+            ext = mech.extend(node, m, mn, gives_check)
+            nd += ext
+            if ext > 0:
                 act = "EXT"
             else:
                 red = mech.reduce(node, m, mn, sc, is_cap, quiet)
                 act = "LMR" if red else "FULL"
-            self.decide(act, path, ply + 1, mn, node.depth, nd - red, red, node.alpha, node.beta, node.nt)
+            why = None
+            if self.out is not None:
+                self.mkpath[ply + 1] = path
+                self.mkeys[ply + 1] = mk
+                if not red:
+                    why = mech.exemption(node, m, mn, sc, is_cap, quiet, gives_check)
+            self.decide(act, path, ply + 1, mn, node.depth, nd - red, red, node.alpha, node.beta, node.nt,
+                        mk, why)
+            if red and self.shadow:
+                self._shadow(node, m, act, path, True)
             if node.pv and first:
                 return self.child(node.alpha, node.beta, nd, ply, True, False, False)
             return mech.search_move(node, path, mn, nd, red)
         finally:
             self.unmake()
 
+    def _shadow(self, node: Node, m: chess.Move, act: str, path: str, made: bool) -> None:
+        """``--shadow``: search ``m`` (pruned, or reduced and already on the board when
+        ``made``) at full depth -- the node's depth less one ply, no reduction, no extension
+        -- with the node's window at decision time, in a side search that cannot change the
+        main search: no trace lines, no TT writes (it reads the main TT through a private
+        overlay), no history, killer or countermove updates, no node limit, and its nodes,
+        acts and silent counts are taken back out of the main counters.  Writes
+        ``SHADOW path ply d score fh`` (``fh=1``: score >= the node's beta) and counts it."""
+        saved_out, saved_limit, saved_tt, saved_qtt = self.out, self.node_limit, self.tt, self.qtt
+        nodes, qnodes = self.nodes, self.qnodes
+        acts, silent = dict(self.acts), dict(self.silent)
+        nd = node.depth - ONE_PLY
+        self.out = None
+        self.node_limit = None
+        self.tt = _Overlay(saved_tt)
+        self.qtt = _Overlay(saved_qtt)
+        self.in_shadow = True
+        self.shadow = False  # no shadows inside a shadow
+        try:
+            if not made:
+                self.make(m)
+            try:
+                s = self.child(node.alpha, node.beta, nd, node.ply, node.pv,
+                               False if node.pv else not node.cut, False)
+            finally:
+                if not made:
+                    self.unmake()
+        finally:
+            self.out, self.node_limit, self.tt, self.qtt = saved_out, saved_limit, saved_tt, saved_qtt
+            self.in_shadow = False
+            self.shadow = True
+            self.shadow_nodes += self.nodes - nodes + self.qnodes - qnodes
+            self.nodes, self.qnodes = nodes, qnodes
+            self.acts.clear()
+            self.acts.update(acts)
+            self.silent.clear()
+            self.silent.update(silent)
+        fh = s >= node.beta
+        c = self.shadow_counts.get(act)
+        if c is None:
+            c = self.shadow_counts[act] = [0, 0]
+        c[0] += 1
+        c[1] += fh
+        if saved_out is not None:
+            saved_out(f"SHADOW path={path} ply={node.ply + 1} d={(nd if nd > 0 else 0) // self.div}"
+                      f" score={s} fh={int(fh)}"
+                      f"{self.ctx_sfx}\n")
+
     def _cutoff(self, node: Node, m: chess.Move, quiet: bool, quiets_tried: list) -> None:
         """``m`` failed high.  A quiet move becomes a killer, gets a history bonus (the
         quiets tried before it a malus) and becomes the previous move's countermove."""
-        if not quiet:
+        if not quiet or self.in_shadow:
             return
         bonus = 32 * node.dp * node.dp
         k = self.killers[node.ply]
@@ -740,6 +977,70 @@ class Searcher:
                         break
         return best
 
+    def _qsearch_pruned(self, alpha: int, beta: int, ply: int, qply: int) -> int:
+        """Quiescence as Stockfish's ``qsearch`` prunes it (profiles with ``QS_PRUNED``):
+        TT cutoffs (main or quiescence entries), stand pat, then captures and promotions
+        where, outside check, a capture that gives no check is skipped after the first
+        ``QS_MOVE_LIMIT`` moves (the profile's constants) (move-count pruning), when stand pat + margin + victim
+        cannot reach alpha (futility), when it loses material (SEE < 0), or when it does not
+        win material (SEE < 1) while stand pat + margin is still below alpha."""
+        self.qnodes += 1
+        b = self.board
+        key = b._transposition_key()
+        entry = self.tt.get(key) or self.qtt.get(key)
+        if entry is not None:
+            s = _tt_cutoff(entry, ply, alpha, beta)
+            if s is not None:
+                return s
+        orig_alpha = alpha
+        if qply < 4 and b.is_check():
+            s = self._evasions(alpha, beta, ply, qply)
+            self._qstore(key, ply, s, orig_alpha, beta)
+            return s
+        stand = self._eval()
+        if stand >= beta or ply >= MAX_PLY:
+            return stand
+        if stand > alpha:
+            alpha = stand
+        best = stand
+        base = stand + self.qs_margin
+        limit = self.qs_limit
+        pta = b.piece_type_at
+        count = 0
+        for _, m, risky in self._tactical_moves(stand, alpha):
+            count += 1
+            if not m.promotion and not b.gives_check(m):
+                if count > limit:
+                    continue
+                if base + SEE_VALUE[pta(m.to_square) or PAWN] <= alpha:
+                    continue
+                if base <= alpha and self.see(m) < 1:
+                    continue
+            if risky and self.see(m) < 0:
+                continue
+            self.make(m)
+            try:
+                s = -self.qsearch(-beta, -alpha, ply + 1, qply + 1)
+            finally:
+                self.unmake()
+            if s > best:
+                best = s
+                if s > alpha:
+                    alpha = s
+                    if s >= beta:
+                        break
+        self._qstore(key, ply, best, orig_alpha, beta)
+        return best
+
+    def _qstore(self, key, ply: int, best: int, orig_alpha: int, beta: int) -> None:
+        """A quiescence result into the quiescence TT (depth 0, no move)."""
+        bound = LOWER if best >= beta else (EXACT if best > orig_alpha else UPPER)
+        if best > MATE_BOUND:
+            best += ply
+        elif best < -MATE_BOUND:
+            best -= ply
+        self.qtt[key] = (0, best, bound, None)
+
     def _evasions(self, alpha: int, beta: int, ply: int, qply: int) -> int:
         """Quiescence in check (its first plies): every legal move; mated when there is none."""
         moves = list(self.board.generate_legal_moves())
@@ -780,6 +1081,20 @@ class Searcher:
                     cands.append((8000, m, False))
         cands.sort(key=_FIRST, reverse=True)
         return cands
+
+
+class _Overlay(dict):
+    """A shadow search's TT: its own entries over the main TT's, which it reads but never writes."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: dict) -> None:
+        super().__init__()
+        self.base = base
+
+    def get(self, key, default=None):
+        v = dict.get(self, key)
+        return self.base.get(key, default) if v is None else v
 
 
 def _key(move: Optional[chess.Move]) -> int:

@@ -18,7 +18,7 @@ ALL_FILES = [f.file_name(p) for f in FIXTURES for p in PROFILE_NAMES]
 def test_every_fixture_exists_is_small_and_matches_its_counters():
     for name in ALL_FILES:
         log = TRACES / name
-        assert log.stat().st_size < 300_000, name
+        assert log.stat().st_size < 400_000, name  # records carry see=/hist=/why= (about 25 bytes a line)
         searches = read_trace(log.read_text(encoding="utf-8"))
         counters = json.loads((TRACES / name.replace(".log", ".counters.json")).read_text())
         if isinstance(counters, dict):

@@ -20,7 +20,10 @@ RE = {
     "ITER": re.compile(r"^ITER d=(?P<d>\d+)" + CTX + "$"),
     "MOVE": re.compile(r"^MOVE path=(?P<path>\S+) ply=(?P<ply>\d+) mn=(?P<mn>\d+) d=(?P<d>\d+)"
                        r"(?: nd=(?P<nd>\d+))? act=(?P<act>[A-Z-]+)(?: red=(?P<red>\d+))?"
-                       r" a=(?P<a>-?\d+) b=(?P<b>-?\d+) nt=(?P<nt>PV|CUT|ALL)" + CTX + "$"),
+                       r" a=(?P<a>-?\d+) b=(?P<b>-?\d+) nt=(?P<nt>PV|CUT|ALL)"
+                       r"(?: see=(?P<see>-?\d+) hist=(?P<hist>-?\d+))?(?: why=(?P<why>[a-z-]+))?" + CTX + "$"),
+    "SHADOW": re.compile(r"^SHADOW path=(?P<path>\S+) ply=(?P<ply>\d+) d=(?P<d>\d+) score=(?P<score>-?\d+)"
+                         r" fh=(?P<fh>[01])" + CTX + "$"),
     "RESULT": re.compile(r"^RESULT path=(?P<path>\S+) ply=(?P<ply>\d+) d=(?P<d>\d+) score=(?P<score>-?\d+)"
                          r" bound=(?P<bound>exact|lower|upper)" + CTX + "$"),
     "END": re.compile(r"^END nodes=(?P<nodes>\d+)(?: best=(?P<best>\S+))? score=(?P<score>-?\d+)" + CTX + "$"),

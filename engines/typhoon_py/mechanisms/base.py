@@ -46,7 +46,8 @@ class Node:
     """
 
     __slots__ = ("alpha", "beta", "depth", "dp", "ply", "pv", "cut", "reduced", "in_check", "root",
-                 "may_prune", "ev", "nt", "sep", "hbase", "best", "skip_quiets")
+                 "may_prune", "ev", "nt", "sep", "hbase", "best", "skip_quiets", "improving", "npm",
+                 "excluded", "tt", "sing_ext", "tt_capture")
 
     def __init__(self, alpha: int, beta: int, depth: int, ply: int, pv: bool, cut: bool,
                  reduced: bool, in_check: bool, ev: int, sep: str, hbase: int, best: int) -> None:
@@ -67,6 +68,19 @@ class Node:
         self.hbase = hbase
         self.best = best
         self.skip_quiets = False
+        #: The static evaluation rose since the side to move's previous node (two plies up,
+        #: else four; ``True`` without one; ``False`` in check): Stockfish's ``improving``.
+        self.improving = False
+        #: The side to move has material other than pawns and king.
+        self.npm = True
+        #: The move a verification visit leaves out (a singular-extension search), else ``None``.
+        self.excluded: Optional[chess.Move] = None
+        #: The TT entry ``(depth ticks, score, bound, move)`` found for the node, else ``None``.
+        self.tt: Optional[tuple] = None
+        #: The extension (ticks, may be negative) the profile's ``singular`` gave the TT move.
+        self.sing_ext = 0
+        #: The TT move is a capture.
+        self.tt_capture = False
 
 
 class Mechanisms:
@@ -86,7 +100,45 @@ class Mechanisms:
         self.decide = searcher.decide
         self.child = searcher.child
 
+    #: The null-move probe is tried at nodes of at least this depth (ticks) ...
+    NULL_MIN_DEPTH = 2 * ONE_PLY
+    #: ... whose static evaluation is at least beta minus this margin (cp).
+    NULL_MARGIN = 0
+    #: Quiet moves giving a direct check get this on top of their history in move ordering.
+    CHECK_BONUS = 0
+    #: Quiescence with TT cutoffs, futility, move-count and SEE pruning (``Searcher._qsearch_pruned``).
+    QS_PRUNED = False
+    #: The pruned quiescence's futility margin over stand pat (cp) and its move-count limit.
+    QS_FUTILITY_MARGIN = 0
+    QS_MOVE_LIMIT = 0
+
+    # ---------------------------------------------------------- the root
+    def aspiration_delta(self, depth_plies: int, prev: int) -> Optional[int]:
+        """The half-width (cp) of the root's first window at iteration ``depth_plies`` around
+        the previous iteration's score ``prev``; ``None``: the full window (no aspiration)."""
+        return None
+
     # ---------------------------------------------------------- before the move loop
+    def node_cut(self, node: Node) -> Optional[int]:
+        """A score the node returns before the null move (razoring, reverse futility), else
+        ``None``.  Asked after the TT probe at every node."""
+        return None
+
+    def null_ok(self, node: Node) -> bool:
+        """The profile's own conditions on the null-move probe, on top of the search's."""
+        return True
+
+    def iir(self, node: Node, tt_move: Optional[chess.Move]) -> int:
+        """Internal iterative reduction: ticks the node loses before its move loop (0: none)."""
+        return 0
+
+    def singular(self, node: Node, tt_move: chess.Move, entry: tuple) -> tuple[int, Optional[int]]:
+        """Before the move loop, for a node with a TT move (not the root, not a verification
+        visit): ``(extension of the TT move in ticks, None)``, or ``(0, score)`` to return
+        ``score`` at once (multi-cut).  A verification search is ``searcher.search(...,
+        excluded=tt_move)`` at the node's own ply."""
+        return 0, None
+
     def null_reduction(self, node: Node) -> int:
         """R of the null-move probe in ticks (the probe searches ``depth - ONE_PLY - R``)."""
         raise NotImplementedError
@@ -108,11 +160,39 @@ class Mechanisms:
         are not in check, with the move not yet made."""
         return None
 
+    def extend(self, node: Node, move: chess.Move, mn: int, gives_check: bool) -> int:
+        """The extension of ``move`` in ticks (> 0 writes ``act=EXT`` and skips ``reduce``;
+        < 0 searches it shallower).  Asked with the move on the board.  Default: one ply for
+        a check while ply < 2 x the iteration depth."""
+        if gives_check and node.ply < 2 * self.searcher.root_depth:
+            return ONE_PLY
+        return 0
+
     def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
                quiet: bool) -> int:
         """The reduction of ``move`` in ticks (> 0 writes ``act=LMR``).  Asked with the move
         on the board, for every searched move the check extension did not extend."""
         return 0
+
+    def exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool, quiet: bool,
+                  gives_check: bool) -> Optional[str]:
+        """The ``why=`` of a searched, unreduced move (``FULL`` or ``EXT``): the reason the
+        profile's prune or reduce rule did not take it although the rule's depth and
+        move-number conditions held (vocabulary in docs/TREEDUMP_FORMAT.md), else ``None``.
+        Asked only when tracing, with the move on the board; the default is
+        ``reduce_exemption``, then ``prune_exemption``."""
+        return (self.reduce_exemption(node, move, mn, sc, is_cap, quiet, gives_check)
+                or self.prune_exemption(node, move, mn, sc, is_cap, quiet, gives_check))
+
+    def reduce_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+                         quiet: bool, gives_check: bool) -> Optional[str]:
+        """Why the reduce rule exempted this move (see ``exemption``); plain PVS: never."""
+        return None
+
+    def prune_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+                        quiet: bool, gives_check: bool) -> Optional[str]:
+        """Why the prune rule exempted this move (see ``exemption``); plain PVS: never."""
+        return None
 
     def search_move(self, node: Node, path: str, mn: int, nd: int, red: int) -> int:
         """Search the move on the board (``nd`` ticks, ``red`` of them reduced) and return its

@@ -59,6 +59,31 @@ class CraftyMechanisms(Mechanisms):
             return "LMP"
         return None
 
+    def prune_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+                        quiet: bool, gives_check: bool) -> Optional[str]:
+        dp = node.dp
+        if mn <= 1 or node.root:
+            return None
+        fp = dp < FP_DEPTH and (self.searcher.mat if node.hbase == 0 else -self.searcher.mat) \
+            + FP_MARGIN[dp] <= node.alpha
+        if not (fp or (dp < LMP_DEPTH and mn > LMP_LIMIT[dp])):
+            return None
+        if node.in_check:
+            return "in-check"
+        if not quiet:
+            return "good-capture" if is_cap and sc > 0 else ("promotion" if move.promotion else "capture")
+        return "gives-check" if gives_check else None
+
+    def reduce_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+                         quiet: bool, gives_check: bool) -> Optional[str]:
+        if node.depth < 2 * ONE_PLY or mn <= 1:
+            return None
+        if node.root:
+            return "root"
+        if node.in_check:
+            return "in-check"
+        return "good-capture" if is_cap and sc > 0 else None
+
     def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
                quiet: bool) -> int:
         if (node.depth < 2 * ONE_PLY or mn <= 1 or (is_cap and sc > 0) or node.in_check

@@ -1,0 +1,104 @@
+"""``--shadow``: every pruned or reduced move searched again at full depth, without changing the search."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+from collections import Counter
+from pathlib import Path
+
+import chess
+import pytest
+
+from support.typhoon_trace_tools import read_trace, resolve_path
+from typhoon_py import make_config, read_epd, run_search
+from typhoon_py.search import SearchConfig, Searcher
+
+EPD = Path(__file__).resolve().parents[2] / "fixtures" / "positions20.epd"
+POSITIONS = {p.id: p for p in read_epd(EPD)}
+PRUNE_OR_REDUCE = {"LMP", "FP-QUIET", "FP-CAP", "SEE-QUIET", "SEE-CAP", "HIST-PRUNE", "SKIP-QUIETS", "LMR"}
+CASES = [("typhoon", "profile", "kiwipete", 4), ("typhoon", "profile", "tactical-f6f7", 4),
+         ("crafty", "profile", "tactical-f6f7", 3), ("stockfish", "profile", "kiwipete", 4),
+         ("typhoon", "see-history", "french", 4)]
+
+
+def _run(profile: str, policy: str, pid: str, depth: int, shadow: bool):
+    config = dataclasses.replace(make_config(profile, policy), shadow=shadow)
+    buf = io.StringIO()
+    outcome = run_search(POSITIONS[pid].board, depth, config, buf, pid)
+    return outcome, buf.getvalue()
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: "-".join(map(str, c)))
+def pair(request):
+    profile, policy, pid, depth = request.param
+    return request.param, _run(profile, policy, pid, depth, False), _run(profile, policy, pid, depth, True)
+
+
+def test_shadow_changes_nothing_but_adds_shadow_lines(pair):
+    _, (off, off_text), (on, on_text) = pair
+    assert (on.best_move, on.score, on.nodes, on.qnodes, on.acts, on.silent, on.pv) == \
+        (off.best_move, off.score, off.nodes, off.qnodes, off.acts, off.silent, off.pv)
+    kept = "".join(line for line in on_text.splitlines(True) if not line.startswith("SHADOW "))
+    assert kept == off_text  # the same trace byte for byte once the SHADOW lines are taken out
+    assert "SHADOW " not in off_text and "shadow" not in off.counters()
+    end = re.search(r"^END nodes=(\d+)", on_text, re.M)
+    assert end is not None and int(end.group(1)) == on.nodes == on_text.count("\nRESULT ")
+
+
+def test_shadow_lines_follow_their_decision_and_equal_the_counters(pair):
+    (profile, _, _, _), _, (on, on_text) = pair
+    (search,) = read_trace(on_text)
+    unit = int(search.header["unit"])
+    tries: Counter = Counter()
+    fail_highs: Counter = Counter()
+    lines = search.lines
+    for k, (tag, g) in enumerate(lines):
+        if tag == "MOVE" and g["act"] in PRUNE_OR_REDUCE:
+            assert lines[k + 1][0] == "SHADOW", g  # right after the decision
+        if tag != "SHADOW":
+            continue
+        t, decision = lines[k - 1]
+        assert t == "MOVE" and decision["act"] in PRUNE_OR_REDUCE
+        assert (g["path"], g["ply"]) == (decision["path"], decision["ply"])
+        assert int(g["d"]) == max(0, int(decision["d"]) - unit)  # full depth: one ply less, no reduction
+        assert (g["fh"] == "1") == (int(g["score"]) >= int(decision["b"]))
+        tries[decision["act"]] += 1
+        fail_highs[decision["act"]] += g["fh"] == "1"
+    counters = on.counters()["shadow"]
+    assert {a: (c["tries"], c["fail_highs"]) for a, c in counters.items()} == \
+        {a: (tries[a], fail_highs[a]) for a in tries}
+    assert tries and on.counters()["shadow_nodes"] > 0
+
+
+def test_some_shadow_search_fails_high():
+    """Pruned moves that would have failed high exist (the silent misses the shadow is for)."""
+    hits = 0
+    for pid in ("tactical-f6f7", "iqp-attack", "back-rank", "sicilian-middlegame"):
+        on, _ = _run("typhoon", "profile", pid, 4, True)
+        hits += sum(f for _, f in on.shadow.values())
+    assert hits > 0
+
+
+def test_quiescence_shadows_score_as_a_fresh_quiescence_search():
+    """A shadow at a one-ply node is a quiescence search of the position after the move; typhoon's
+    quiescence reads no table, so a fresh searcher on that position must give the same score."""
+    on, text = _run("typhoon", "profile", "kiwipete", 4, True)
+    (search,) = read_trace(text)
+    root = chess.Board(search.header["fen"])
+    cache: dict = {}
+    checked = 0
+    lines = search.lines
+    for k, (tag, g) in enumerate(lines):
+        if tag != "SHADOW" or g["d"] != "0":
+            continue
+        decision = lines[k - 1][1]
+        board = resolve_path(root, g["path"], "typhoon", cache).copy()
+        fresh = Searcher(board, SearchConfig(make_config("typhoon").profile))
+        a, b = int(decision["a"]), int(decision["b"])
+        s = -fresh.qsearch(-b, -a, int(g["ply"]), 0)
+        assert s == int(g["score"]), (g, decision)
+        checked += 1
+        if checked >= 200:
+            break
+    assert checked > 50
