@@ -55,11 +55,12 @@ class _Tree:
         self.engine = engine
         self.rng = random.Random(seed)
         self.cols: dict[str, list] = {k: [] for k in ("iter", "tag", "path", "ply", "move", "null_move", "mn",
-                                                      "depth", "new_depth", "reduction", "act")}
+                                                      "depth", "new_depth", "reduction", "act", "bound")}
         self.iter = 0
 
-    def _emit(self, tag, path, ply, move, null, mn, depth, nd, red, act):
+    def _emit(self, tag, path, ply, move, null, mn, depth, nd, red, act, bound=None):
         c = self.cols
+        c["bound"].append(bound)
         c["iter"].append(self.iter)
         c["tag"].append(tag)
         c["path"].append(path)
@@ -108,8 +109,8 @@ class _Tree:
         if ply > 0 and depth >= 2 and rng.random() < 0.25:
             null = NULL[self.engine]
             self._emit("MOVE", prefix + null, ply + 1, null, True, 0, depth, None, None, "NMP")
-            if rng.random() < 0.4:
-                self._emit("RESULT", path, ply, None, False, None, depth, None, None, None)
+            if rng.random() < 0.4:  # the null move cut the node
+                self._emit("RESULT", path, ply, None, False, None, depth, None, None, None, "lower")
                 return
         n_moves = rng.randint(12, 30)
         for i in range(1, n_moves + 1):
@@ -130,8 +131,10 @@ class _Tree:
                 if depth - 1 >= 1:
                     self.node(child, ply + 1, depth - 1)
             if ply > 0 and rng.random() < 0.25:
-                break  # beta cutoff
-        self._emit("RESULT", path, ply, None, False, None, depth, None, None, None)
+                # beta cutoff (the bound costs no random draw: the records are those of earlier runs)
+                self._emit("RESULT", path, ply, None, False, None, depth, None, None, None, "lower")
+                return
+        self._emit("RESULT", path, ply, None, False, None, depth, None, None, None, "upper" if ply else "exact")
 
     def run(self, target: int) -> dict[str, list]:
         d = 0
@@ -140,6 +143,23 @@ class _Tree:
             self.iter = d
             self.node("", 0, float(d))
         return self.cols
+
+
+def _visits(cols: dict[str, list]) -> tuple[list, list]:
+    """The parser's ``visit`` (RESULT) and ``parent_visit`` (MOVE) columns of one search's records."""
+    from treediff.parse.visits import visit_numbers
+
+    tag = np.asarray(cols["tag"], dtype=object)
+    is_result = tag == "RESULT"
+    path = cols["path"]
+    parent = ["" if "/" not in p else p.rpartition("/")[0] for p in path]
+    iters = np.asarray(cols["iter"], dtype=np.int64)
+    keys = pd.factorize(pd.Series([f"{i}:{p if r else q}" for i, p, q, r in zip(iters.tolist(), path, parent,
+                                                                               is_result.tolist())]))[0]
+    visit, parent_visit = visit_numbers(np.asarray(keys, dtype=np.int64), is_result,
+                                        np.asarray(cols["depth"], dtype=np.float64))
+    return ([int(v) if r else None for v, r in zip(visit.tolist(), is_result.tolist())],
+            [int(v) if not r else None for v, r in zip(parent_visit.tolist(), is_result.tolist())])
 
 
 def generate(path: Path, records: int, positions: int = 20) -> Path:
@@ -151,6 +171,7 @@ def generate(path: Path, records: int, positions: int = 20) -> Path:
         # The last iteration is cut where the record budget ends, like a search stopped by time.
         template = {k: v[:per_search] for k, v in _Tree(engine, seed=1000 + e_i).run(per_search).items()}
         n = len(template["tag"])
+        visit, parent_visit = _visits(template)
         base = pa.table({
             "iter": pa.array(template["iter"], pa.int16()),
             "seq": pa.array(np.arange(n), pa.int64()),
@@ -166,6 +187,9 @@ def generate(path: Path, records: int, positions: int = 20) -> Path:
             "reduction": pa.array(template["reduction"], pa.float32()),
             "act": pa.array(template["act"], pa.string()).dictionary_encode(),
             "kind": pa.array([KIND.get(a) if a else None for a in template["act"]], pa.string()).dictionary_encode(),
+            "bound": pa.array(template["bound"], pa.string()).dictionary_encode(),
+            "visit": pa.array(visit, pa.int32()),
+            "parent_visit": pa.array(parent_visit, pa.int32()),
         })
         n_results = template["tag"].count("RESULT")
         max_iter = max(template["iter"])
@@ -323,6 +347,95 @@ def check_agreement(ours: dict[str, pd.DataFrame], base: dict[str, pd.DataFrame]
     assert (so.loc[sb.index].astype(int).to_numpy() == sb.astype(int).to_numpy()).all(), "scope differs"
 
 
+# ------------------------------------------------------------------ the analytics tables (issue 13)
+
+#: The whatif rule timed (a typical late-move rule: admits SEARCH/REDUCE/EXTEND tries late in the order).
+RULE = 'mn >= 6 and depth <= 4'
+ANALYTICS = ("cutoffs", "fh", "residual", "depths", "whatif")
+
+
+def run_analytics_cli(path: Path, name: str, out: Path) -> None:
+    """One analytics table through its command, end to end (reading the Parquet file included)."""
+    from click.testing import CliRunner
+
+    from treediff.cli import main as cli_main
+
+    args = (["whatif", str(path), "--rule", RULE] if name == "whatif"
+            else ["report", str(path), "--table", name])
+    result = CliRunner().invoke(cli_main, [*args, "-o", str(out)])
+    if result.exit_code != 0:
+        raise RuntimeError(f"treediff {' '.join(args)} failed: {result.output}")
+
+
+def straightforward_analytics(path: Path) -> tuple[dict[str, float], dict]:
+    """tests/support/analytics_reference.py (record-by-record Python, one search at a time: searches are
+    independent) and a pandas groupby for depths: seconds per table (the shared record reading and derivation
+    counted in each, as each table does it on its own) and the summed figures."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support import analytics_reference as ref
+
+    t0 = time.perf_counter()
+    rec = pd.read_parquet(path)
+    read = time.perf_counter() - t0
+    times = {name: read for name in ANALYTICS}
+    totals: dict = {"cutoffs": {}, "fh": {}, "whatif": {}, "residual": {"paths": 0, "stalled": 0, "growth": []}}
+    derive_time = 0.0
+    for _, part in rec.groupby("search", sort=True):
+        t0 = time.perf_counter()
+        r = ref.derive(ref.rows_of(part))
+        derive_time += time.perf_counter() - t0
+        for name, fn in (("cutoffs", lambda: ref.cutoffs(r)), ("fh", lambda: ref.fh_by_kind(r)),
+                         ("whatif", lambda: ref.whatif(r, lambda row: row["mn"] is not None and row["mn"] >= 6
+                                                       and row["depth"] <= 4)),
+                         ("residual", lambda: ref.residual(r))):
+            t0 = time.perf_counter()
+            got = fn()
+            times[name] += time.perf_counter() - t0
+            acc = totals[name]
+            for k, v in got.items():
+                if k == "growth":
+                    acc["growth"] += v
+                elif isinstance(v, tuple):
+                    old = acc.get(k, (0, 0))
+                    acc[k] = (old[0] + v[0], old[1] + v[1])
+                elif k not in ("mean_mn", "median_growth"):
+                    acc[k] = acc.get(k, 0) + v
+    for name in ("cutoffs", "fh", "whatif", "residual"):
+        times[name] += derive_time
+    t0 = time.perf_counter()
+    moves = rec[(rec["tag"].astype(str) == "MOVE") & rec["new_depth"].notna()]
+    step = (moves["depth"] - moves["new_depth"]).rename("step")
+    totals["depths"] = step.groupby(moves["act"].astype(str)).agg(["size", "mean", "median"])
+    times["depths"] += time.perf_counter() - t0
+    return times, totals
+
+
+def check_analytics(path: Path, totals: dict) -> None:
+    """Our tables' figures, summed over the engines, equal the reference's."""
+    from treediff.parse.source import open_source
+    from treediff.report.core import build_report
+    from treediff.report.table import ReportOptions
+    from treediff.report.whatif import whatif
+
+    source = open_source(path)
+    report = build_report(source, ("cutoffs", "fh", "residual", "depths"), ("engine",),
+                          options=ReportOptions(fh_buckets=("kind",)))
+    cut = report["cutoffs"].groupby("class")["cutoffs"].sum().to_dict()
+    want = totals["cutoffs"]
+    assert all(cut[c] == want[c] for c in ("all", "move", "null", "probcut", "multicut", "none")), (cut, want)
+    assert int(report["cutoffs"][report["cutoffs"]["class"] == "all"]["visits"].sum()) == want["visits"]
+    fh = report["fh"].groupby("kind")[["tries", "fail_highs"]].sum()
+    assert {k: (int(v.tries), int(v.fail_highs)) for k, v in fh.iterrows()} == totals["fh"], "fh differs"
+    w = whatif(source, RULE)[0].frame[["all_tries", "tries", "fail_highs", "baseline_tries", "baseline_fail_highs",
+                                       "subtree_nodes"]].sum().to_dict()
+    assert {k: int(v) for k, v in w.items()} == totals["whatif"], (w, totals["whatif"])
+    res = report["residual"]
+    assert int(res["paths"].sum()) == totals["residual"]["paths"]
+    assert int(res["stalled"].sum()) == totals["residual"]["stalled"]
+    d = report["depths"].groupby("act")["count"].sum()
+    assert {k: int(v) for k, v in d.items()} == {k: int(v) for k, v in totals["depths"]["size"].items()}
+
+
 def best_of(fn, repeat: int):
     times, result = [], None
     for _ in range(repeat):
@@ -336,8 +449,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=5_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--analytics", action=argparse.BooleanOptionalAction, default=True,
+                    help="Also time cutoffs, fh, residual, depths and whatif against the straightforward reference.")
     args = ap.parse_args(argv)
-    path = DATA / f"bench_report_{args.records}.parquet"
+    # v2: RESULT bounds and the visit columns (the analytics tables read them)
+    path = DATA / f"bench_report_{args.records}_v2.parquet"
     if not path.exists() or not Path(searches_path_for(str(path))).exists():
         t0 = time.perf_counter()
         generate(path, args.records)
@@ -352,6 +468,17 @@ def main(argv=None) -> int:
     print(f"treediff report --table all : {t_ours:6.2f} s  (best of {args.repeat})")
     print(f"straightforward pandas      : {t_base:6.2f} s  (best of {args.repeat})")
     print(f"speed-up                    : {t_base / t_ours:6.2f}x   target: <= 5 s and >= 1x")
+    if args.analytics:
+        times = {}
+        for name in ANALYTICS:
+            times[name], _ = best_of(lambda: run_analytics_cli(path, name, DATA / f"bench_{name}.txt"), args.repeat)
+        base_times, totals = straightforward_analytics(path)
+        check_analytics(path, totals)
+        print("the analytics tables agree with the straightforward reference (cutoff classes, fh by kind, "
+              "whatif, residual paths and stalled, depths counts)")
+        for name in ANALYTICS:
+            print(f"{name:9s}: treediff {times[name]:6.2f} s (best of {args.repeat}), straightforward "
+                  f"{base_times[name]:7.2f} s, speed-up {base_times[name] / times[name]:6.1f}x   target: <= 5 s")
     parts = breakdown(path)
     print("one run, seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
           + "  (tables computed separately here, so shared work is counted in each)")

@@ -40,3 +40,12 @@ def test_pv_flip_at_the_last_iteration(report):
     pv = report["pv_stability"].iloc[0]
     assert pv["best_moves"] == "1:e2e4 2:e2e4 3:e2e4 4:d2d4"
     assert (pv["final_best"], pv["stable_from"], pv["changes"], pv["iterations"]) == ("d2d4", 4, 1, 4)
+
+
+def test_no_scores_no_best_move(tmp_path):
+    # RESULT records without score= give no root best move (and no error).
+    text = "\n".join(" ".join(t for t in line.split() if not t.startswith("score="))
+                     for line in RESIDUAL_CASES.splitlines()) + "\n"
+    r = build_report(source_of(tmp_path, text), ["residual"])
+    assert len(r["pv_stability"]) == 0
+    assert r["residual"].iloc[0]["paths"] == 3

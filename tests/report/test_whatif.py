@@ -94,3 +94,11 @@ def test_whatif_reports_the_shadow_figures(tmp_path):
     shadow = {s.name: s for s in sections}["shadow"].frame.set_index("act")
     assert shadow["shadow_tries"].to_dict() == {"LMP": 4, "LMR": 1}
     assert shadow["shadow_fail_highs"].to_dict() == {"LMP": 2, "LMR": 0}
+
+
+def test_constant_rules(tmp_path):
+    source = source_of(tmp_path, CUTOFF_CASES)
+    everything = whatif(source, "true")[0].frame.iloc[0]
+    assert (everything["tries"], everything["baseline_tries"]) == (10, 10)
+    nothing = whatif(source, "false or mn > 100")[0].frame.iloc[0]
+    assert nothing["tries"] == 0 and nothing["subtree_nodes"] == 0

@@ -224,4 +224,4 @@ def residual(ref: Reference) -> dict:
     stalled = sum(1 for v in kept.values() if v[-1][2] <= v[0][2])
     growth = sorted((v[-1][2] - v[0][2]) / (v[-1][1] - v[0][1]) for v in kept.values() if v[-1][1] > v[0][1])
     median = float(pd.Series(growth, dtype=float).median()) if growth else float("nan")
-    return {"paths": len(kept), "stalled": stalled, "median_growth": median}
+    return {"paths": len(kept), "stalled": stalled, "median_growth": median, "growth": growth}

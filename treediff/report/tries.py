@@ -271,6 +271,24 @@ def derive(batch: Batch) -> Tries:
     subtree = np.zeros(n_t, dtype=np.int64)
     ent = entering >= 0
     np.add.at(subtree, try_of[entering[ent]], tree.nodes[ent])
+    # A visit whose parent visit never closed (a truncated iteration) reaches no try above it through the
+    # visit tree: its nodes go to every try on its chain of open decisions, each the latest MOVE record of the
+    # parent's path before the one below (the span rule, in a depth-first trace).
+    orphan = np.flatnonzero((tree.parent_result < 0) & (ply[res] >= 2))
+    if len(orphan) and len(mov):
+        span = np.int64(n + 1)
+        m_sorted = np.sort(own[mov] * span + mov)
+        weight = tree.nodes[orphan]
+        cur = np.where(entering[orphan] >= 0, entering[orphan], res[orphan])
+        while len(cur):
+            q = np.searchsorted(m_sorted, par[cur] * span + cur) - 1
+            ok = (par[cur] >= 0) & (q >= 0)
+            q_safe = np.maximum(q, 0)
+            ok &= (m_sorted[q_safe] // span) == par[cur]
+            up = m_sorted[q_safe] % span
+            np.add.at(subtree, try_of[up[ok]], weight[ok])
+            keep = ok & (ply[up] >= 2)
+            cur, weight = up[keep], weight[keep]
 
     v_first = np.where(first_move[r_v] < n, first_move[r_v], res)
     decision = np.where(cls >= 0, dec_r, -1)
@@ -366,36 +384,10 @@ def pct(k: np.ndarray, n: np.ndarray) -> np.ndarray:
         return np.where(n > 0, 100.0 * k / np.where(n > 0, n, 1), np.nan)
 
 
-#: Per-try columns :func:`try_frame` gives (and ``whatif`` rules may name), besides fh, subtree and the cell.
+#: Per-try columns :func:`try_columns` gives (and ``whatif`` rules may name), besides fh, subtree and the cell.
 TRY_COLUMNS = ("kind", "act", "depth", "new_depth", "reduction", "mn", "ply", "see", "hist", "nt", "phase", "why")
 #: Where each try column comes from in the records table, when it is not the same name.
 _SOURCE_COLUMN = {"nt": "node_type"}
-
-
-def try_frame(batch: Batch, t: Tries, columns: tuple[str, ...] = TRY_COLUMNS) -> pd.DataFrame:
-    """One row per try: the first record's ``columns`` (strings as categoricals, numbers as float64 with NaN),
-    ``final_kind``, ``fh``, ``subtree``, ``cell`` (its first record's cell) and ``record`` (its first record)."""
-    records = batch.records
-    first = t.first
-    out: dict[str, object] = {}
-    for name in columns:
-        source = _SOURCE_COLUMN.get(name, name)
-        if source not in records:
-            out[name] = (pd.Categorical([None] * len(first)) if name in _STRING_COLUMNS
-                         else np.full(len(first), np.nan))
-            continue
-        if name in _STRING_COLUMNS:
-            codes, cats = batch.codes(source)
-            out[name] = pd.Categorical.from_codes(codes[first], categories=pd.Index(cats, dtype=object))
-        else:
-            out[name] = np.asarray(records[source].to_numpy(dtype=np.float64, na_value=np.nan))[first]
-    k_codes, k_cats = batch.codes("kind")
-    out["final_kind"] = pd.Categorical.from_codes(t.final_kind, categories=pd.Index(k_cats, dtype=object))
-    out["fh"] = t.fh
-    out["subtree"] = t.subtree
-    out["cell"] = batch.record_groups.record_group[first]
-    out["record"] = first
-    return pd.DataFrame(out)
 
 
 _STRING_COLUMNS = ("kind", "act", "nt", "phase", "why")
@@ -448,3 +440,51 @@ def shadow_frame(partials: list[pd.DataFrame], grouping) -> pd.DataFrame | None:
 
 SHADOW_TITLE = ("Shadow searches (--shadow): what the engine pruned or reduced, searched at full depth "
                 "aside -- silent-miss rate per act")
+
+
+@dataclass
+class TryColumns:
+    """Per-try values without Python objects: string columns as codes into ``cats`` (-1: missing), numbers
+    as float64 (NaN: missing); ``first`` (first record), ``cell``, ``fh``, ``subtree``."""
+
+    codes: dict[str, np.ndarray]
+    cats: dict[str, np.ndarray]
+    numbers: dict[str, np.ndarray]
+    first: np.ndarray
+    cell: np.ndarray
+    fh: np.ndarray
+    subtree: np.ndarray
+
+    def strings(self, name: str) -> pl.Series:
+        """A string column as a polars Series (null where missing), gathered without Python objects."""
+        cats = pl.Series(name, [*[str(c) for c in self.cats[name].tolist()], None], dtype=pl.String)
+        codes = self.codes[name]
+        return cats.gather(np.where(codes < 0, len(cats) - 1, codes))
+
+    def labels(self, name: str, index: np.ndarray) -> np.ndarray:
+        """A string column's values (object, None where missing) at some tries."""
+        codes = self.codes[name][index]
+        values = np.concatenate([np.asarray(self.cats[name], dtype=object), [None]])
+        return values[np.where(codes < 0, len(values) - 1, codes)]
+
+
+def try_columns(batch: Batch, t: Tries, columns: tuple[str, ...] = TRY_COLUMNS) -> TryColumns:
+    """The tries' first-record ``columns`` (see :class:`TryColumns`)."""
+    records = batch.records
+    first = t.first
+    codes: dict[str, np.ndarray] = {}
+    cats: dict[str, np.ndarray] = {}
+    numbers: dict[str, np.ndarray] = {}
+    for name in columns:
+        source = _SOURCE_COLUMN.get(name, name)
+        if name in _STRING_COLUMNS:
+            if source in records:
+                c, k = batch.codes(source)
+                codes[name], cats[name] = c[first], np.asarray(k, dtype=object)
+            else:
+                codes[name], cats[name] = np.full(len(first), -1, dtype=np.int64), np.zeros(0, dtype=object)
+        elif source in records:
+            numbers[name] = np.asarray(records[source].to_numpy(dtype=np.float64, na_value=np.nan))[first]
+        else:
+            numbers[name] = np.full(len(first), np.nan)
+    return TryColumns(codes, cats, numbers, first, batch.record_groups.record_group[first], t.fh, t.subtree)

@@ -31,8 +31,8 @@ from treediff.report.core import fold_tables
 from treediff.report.expr import Expr, check_types, parse
 from treediff.report.grouping import key_frame, parse_by
 from treediff.report.table import Batch, Grouping, Section, concat
-from treediff.report.tries import (COLUMNS, OPTIONAL, SHADOW_TITLE, derive, pct, shadow_counts, shadow_frame, try_frame,
-                                   wilson)
+from treediff.report.tries import (COLUMNS, OPTIONAL, SHADOW_TITLE, derive, pct, shadow_counts, shadow_frame,
+                                   try_columns, wilson)
 from treediff.store.source import BATCH_RECORDS, Source
 
 #: Columns a rule may name, and their types.
@@ -80,21 +80,21 @@ class WhatifTable:
         if not t.n:
             return None
         shadow = shadow_counts(batch, t)
-        frame = try_frame(batch, t, tuple(RULE_COLUMNS))
-        pf = pl.DataFrame({c: (pl.Series(c, frame[c].astype(object).where(frame[c].notna(), None).tolist(),
-                                         dtype=pl.String) if RULE_COLUMNS[c] is str else
-                               pl.Series(c, frame[c].to_numpy(dtype=np.float64), nan_to_null=True))
-                           for c in RULE_COLUMNS})
+        tc = try_columns(batch, t, tuple(RULE_COLUMNS))
+        named = self.expr.names() | {"kind"}  # only the columns the rule names are built
+        pf = pl.DataFrame([tc.strings(c) if RULE_COLUMNS[c] is str else
+                           pl.Series(c, tc.numbers[c], nan_to_null=True) for c in RULE_COLUMNS if c in named])
         try:
-            match = pf.select(self.expr.to_polars().fill_null(False).alias("m")).to_series().to_numpy()
+            # with_columns broadcasts a constant rule ("true") to every try
+            match = pf.with_columns(self.expr.to_polars().fill_null(False).alias("_m")).get_column("_m").to_numpy()
         except pl.exceptions.PolarsError as exc:  # a type the checks did not foresee
             raise InputError(f"--rule: cannot be evaluated on the tries ({type(exc).__name__}: {exc})") from None
         match = np.asarray(match, dtype=bool)
-        kind = frame["kind"].astype(object).to_numpy(dtype=object)
-        eligible = np.isin(kind, ELIGIBLE[self.as_])
+        eligible_codes = np.flatnonzero(np.isin(tc.cats["kind"], ELIGIBLE[self.as_]))
+        eligible = np.isin(tc.codes["kind"], eligible_codes)
         admitted = eligible & match
-        fh = frame["fh"].to_numpy(dtype=bool)
-        cell = frame["cell"].to_numpy(dtype=np.int64)
+        fh = tc.fh
+        cell = tc.cell
         n = batch.n_cells
 
         def count(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
@@ -104,20 +104,19 @@ class WhatifTable:
         every = np.ones(len(cell), dtype=bool)
         columns = {"all_tries": count(every), "tries": count(admitted), "fail_highs": count(admitted & fh),
                    "baseline_tries": count(eligible), "baseline_fail_highs": count(eligible & fh),
-                   "subtree_nodes": count(admitted, frame["subtree"].to_numpy())}
+                   "subtree_nodes": count(admitted, tc.subtree)}
         used = np.flatnonzero(columns["all_tries"])
         counts = batch.cell_frame(used, **{k: v[used] for k, v in columns.items()})
         miss = np.flatnonzero(admitted & fh)
         if len(miss) > self.top:
-            sub = frame["subtree"].to_numpy()[miss]
+            sub = tc.subtree[miss]
             miss = miss[np.argsort(-sub, kind="stable")[: self.top]]
-        rec = frame["record"].to_numpy()[miss]
+        rec = tc.first[miss]
         records = batch.records
         misses = batch.cell_frame(
             cell[miss], search=records["search"].to_numpy()[rec], path=records["path"].astype(object).to_numpy()[rec],
-            kind=kind[miss], act=frame["act"].astype(object).to_numpy(dtype=object)[miss],
-            depth=frame["depth"].to_numpy()[miss], mn=frame["mn"].to_numpy()[miss],
-            subtree_nodes=frame["subtree"].to_numpy()[miss],
+            kind=tc.labels("kind", miss), act=tc.labels("act", miss),
+            depth=tc.numbers["depth"][miss], mn=tc.numbers["mn"][miss], subtree_nodes=tc.subtree[miss],
             line=records["line"].to_numpy()[rec] if "line" in records else np.full(len(rec), -1))
         return WhatifPartial(counts, misses, shadow)
 

@@ -27,7 +27,7 @@ from treediff.model.errors import InputError
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 from treediff.report.tries import (COLUMNS, OPTIONAL, SEE_BANDS, SHADOW_TITLE, derive, mn_band, mn_band_order, pct,
-                                   see_band, shadow_counts, shadow_frame, try_frame, wilson)
+                                   see_band, shadow_counts, shadow_frame, try_columns, wilson)
 
 TITLE = "Fail-high rate of move tries per bucket (Wilson 95 % interval)"
 BUCKETS = ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt")
@@ -63,23 +63,29 @@ def fh_counts(batch: Batch, t) -> pd.DataFrame | None:
     """Tries and fail-highs per (cell, kind, act, floor depth, mn, ply, see, hist, nt) of one batch."""
     if not t.n:
         return None
-    frame = try_frame(batch, t, ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt"))
-    cols: dict[str, np.ndarray] = {"cell": frame["cell"].to_numpy(), "fh": frame["fh"].to_numpy()}
+    tc = try_columns(batch, t, _DIMS)
+    # Strings stay codes while aggregating (the aggregated rows get their labels).
+    cols: dict[str, np.ndarray] = {"cell": tc.cell, "fh": tc.fh.astype(np.int64)}
     for name in _DIMS:
         if name in _STR_DIMS:
-            cols[name] = frame[name].astype(object).where(frame[name].notna(), None).to_numpy(dtype=object)
+            cols[name] = tc.codes[name]
         else:
-            v = frame[name].to_numpy(dtype=np.float64)
+            v = tc.numbers[name]
             cols[name] = np.floor(v) if name == "depth" else v
-    pf = pl.DataFrame({k: (pl.Series(k, v, dtype=pl.String) if k in _STR_DIMS else pl.Series(k, v))
-                       for k, v in cols.items()})
-    agg = (pf.group_by(["cell", *_DIMS], maintain_order=True)
-           .agg(pl.len().alias("tries"), pl.col("fh").sum().alias("fail_highs")).to_pandas())
-    out = batch.cell_frame(agg["cell"].to_numpy(dtype=np.int64),
-                           **{d: agg[d].to_numpy() for d in _DIMS},
-                           tries=agg["tries"].to_numpy(dtype=np.int64),
-                           fail_highs=agg["fail_highs"].to_numpy(dtype=np.int64))
-    return out
+    agg = (pl.DataFrame(cols).group_by(["cell", *_DIMS], maintain_order=True)
+           .agg(pl.len().alias("tries"), pl.col("fh").sum().alias("fail_highs")))
+    rows = agg.get_column("cell").to_numpy().astype(np.int64)
+    values: dict[str, np.ndarray] = {}
+    for name in _DIMS:
+        col = agg.get_column(name).to_numpy()
+        if name in _STR_DIMS:
+            labels = np.concatenate([tc.cats[name], [None]])
+            col = col.astype(np.int64)
+            values[name] = labels[np.where(col < 0, len(labels) - 1, col)]
+        else:
+            values[name] = col.astype(np.float64)
+    return batch.cell_frame(rows, **values, tries=agg.get_column("tries").to_numpy().astype(np.int64),
+                            fail_highs=agg.get_column("fail_highs").to_numpy().astype(np.int64))
 
 
 def _labels(frame: pd.DataFrame, bucket: str) -> tuple[np.ndarray, np.ndarray]:

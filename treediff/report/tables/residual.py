@@ -118,9 +118,10 @@ def _root_best(batch: Batch, t) -> pd.DataFrame:
     ply = batch.plies[res]
     at1 = (ply == 1) & t.v_in_parent_main
     r = res[at1]
+    none = pd.DataFrame({"srow": np.zeros(0, np.int64), "run": np.zeros(0, np.int64),
+                         "iter": np.zeros(0, np.int64), "best": np.zeros(0, object)})
     if not len(r):
-        return pd.DataFrame({"srow": np.zeros(0, np.int64), "run": np.zeros(0, np.int64),
-                             "iter": np.zeros(0, np.int64), "best": np.zeros(0, object)})
+        return none
     score = np.asarray(rec["score"].to_numpy(dtype=np.float64, na_value=np.nan))[r]
     b_codes, b_cats = batch.codes("bound") if "bound" in rec else (np.full(len(rec), -1), np.zeros(0, object))
     rank_of = np.asarray([_BOUND_RANK.get(str(b), 0) for b in b_cats.tolist()] + [0], dtype=np.int64)
@@ -128,16 +129,16 @@ def _root_best(batch: Batch, t) -> pd.DataFrame:
     run, path = t.rec_run[r], t.rec_path[r]
     # Each root move's last RESULT in the root's main visit.
     o = np.lexsort((r, path, run))
-    ro = r[o]
     lastm = np.r_[(run[o][1:] != run[o][:-1]) | (path[o][1:] != path[o][:-1]), True]
     cand = o[lastm]
     ok = ~np.isnan(score[cand])
     cand = cand[ok]
+    if not len(cand):  # no root-move RESULT with a score
+        return none
     # Best per run: lowest score, then bound rank, then earliest.
     pick = cand[np.lexsort((r[cand], brank[cand], score[cand], run[cand]))]
     first = np.r_[True, run[pick][1:] != run[pick][:-1]]
     best = pick[first]
-    del ro
     return pd.DataFrame({"srow": batch.srow[r[best]], "run": run[best], "iter": batch.iters[r[best]],
                          "best": rec["path"].astype(object).to_numpy()[r[best]]})
 
