@@ -143,3 +143,26 @@ def test_docs_ship_with_the_package_and_print(tmp_path):
     assert shown.exit_code == 0 and shown.stdout == (docs / "REPORTS.md").read_text()
     missing = CliRunner().invoke(main, ["docs", "nonesuch"])
     assert missing.exit_code == 2 and "no document 'nonesuch'" in missing.stderr
+
+
+def test_info_on_a_log_or_parquet_file_imports_no_pandas(tmp_path):
+    """`treediff info small.log` reads the searches table as Arrow; same rows as from its Parquet file."""
+    from click.testing import CliRunner
+
+    from treediff.cli import main
+
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "typhoon_start.log"
+    out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_HEAVY, "info", str(log)], capture_output=True,
+                         text=True, timeout=120, check=True)
+    assert "pandas" not in out.stdout.split()
+    lines = log.read_text().splitlines()
+    from_log = CliRunner().invoke(main, ["info", str(log)])
+    assert from_log.exit_code == 0, from_log.output
+    header, row = from_log.stdout.splitlines()
+    values = dict(zip(header.split("\t"), row.split("\t")))
+    assert int(values["records"]) == sum(line.startswith(("MOVE ", "RESULT ")) for line in lines)
+    assert int(values["RESULT nodes"]) == sum(line.startswith("RESULT ") for line in lines)
+    assert values["END nodes"] == lines[-1].split("nodes=")[1].split()[0]
+    assert CliRunner().invoke(main, ["parse", str(log), "-o", str(tmp_path / "t.parquet")]).exit_code == 0
+    from_parquet = CliRunner().invoke(main, ["info", str(tmp_path / "t.parquet")])
+    assert from_parquet.stdout == from_log.stdout
