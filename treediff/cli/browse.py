@@ -5,57 +5,12 @@ from pathlib import Path
 
 import click
 
-from treediff.model.errors import InputError, TreediffError
+from treediff.model.errors import TreediffError
 
 #: --notation choices, as diff's.
 NOTATIONS = ["own", "uci", "san"]
 _MISSING_TEXTUAL = ("treediff browse needs the textual package, which is not installed: "
                     "pip install 'treediff[browse]' (or pip install textual)")
-
-
-def _open_side(path: str, label: str, engine: str | None, dialect: str, positions: str | None):
-    """One side as a Source (a log parsed with ``dialect`` / ``positions``), restricted to ``engine``."""
-    from treediff.cli.common import echo_warnings
-    from treediff.parse.source import open_source
-
-    options: dict = {"engine": dialect}
-    if positions:
-        options["positions"] = positions
-    source = open_source(path, **options)
-    echo_warnings(source.warnings)
-    if engine is not None:
-        names = source.searches["engine"].astype(str)
-        if not (names == engine).any():
-            held = ", ".join(dict.fromkeys(names))
-            raise InputError(f"{label} holds no engine {engine!r}; it has: {held}")
-        source = source.select((names == engine).to_numpy())
-    return source
-
-
-def _records(source, path: str, label: str):
-    """The side's records (``LOAD_COLUMNS`` and ``line``: the details pane's raw lines)."""
-    from treediff.align import LOAD_COLUMNS
-
-    records = source.records(tuple(dict.fromkeys((*LOAD_COLUMNS, "line"))))
-    if len(records) == 0:
-        raise InputError(f"{label} ({path}) has no MOVE/RESULT records (a 0-node search?)")
-    return records
-
-
-def _only(source, row: int):
-    """``source`` restricted to one searches row (nothing read)."""
-    import numpy as np
-
-    keep = np.zeros(len(source.searches), dtype=bool)
-    keep[row] = True
-    return source.select(keep)
-
-
-def _fen_of(records, search: int) -> str | None:
-    if "fen" not in records.columns or not len(records):
-        return None
-    match = records["fen"][records["search"].to_numpy() == search]
-    return str(match.iloc[0]) if len(match) and match.notna().iloc[0] else None
 
 
 def build_model(a: str, b: str, position: str | None = None, iteration: int | None = None,
@@ -69,22 +24,18 @@ def build_model(a: str, b: str, position: str | None = None, iteration: int | No
     ``under`` is a typed path (UCI or SAN).  Returns ``(BrowseModel, title)``; raises InputError on bad input.
     """
     from treediff.align import align
-    from treediff.align.select import choose_pair
     from treediff.align.view import normalize_path
+    from treediff.cli.sides import choose_pair, fen_of, open_side, read_side
     from treediff.render.browse_model import BrowseModel, log_lines_for
     from treediff.render.diffview import side_notation
 
-    source_a = _open_side(a, "A", engine_a, dialect, positions)
-    source_b = _open_side(b, "B", engine_b, dialect, positions)
-    for label, path, source in (("A", a, source_a), ("B", b, source_b)):
-        if len(source.searches) == 0:
-            raise InputError(f"{label} ({path}) has no search")
+    source_a = open_side(a, "A", engine_a, dialect=dialect, positions=positions)
+    source_b = open_side(b, "B", engine_b, dialect=dialect, positions=positions)
     # The one search per side, paired by position as diff pairs them; only those searches are read.
-    row_a, row_b, _ = choose_pair(source_a.searches, source_b.searches, position)
-    source_a, source_b = _only(source_a, row_a), _only(source_b, row_b)
-    records_a, records_b = _records(source_a, a, "A"), _records(source_b, b, "B")
+    source_a, source_b, _ = choose_pair(source_a, source_b, position, (a, b))
+    records_a, records_b = read_side(source_a, a, "A"), read_side(source_b, b, "B")
     alignment = align(records_a, records_b, iter=iteration)
-    fen_a, fen_b = _fen_of(records_a, alignment.a.search), _fen_of(records_b, alignment.b.search)
+    fen_a, fen_b = fen_of(records_a, alignment.a.search), fen_of(records_b, alignment.b.search)
     choices = {name: (side_notation(name, alignment.a.engine, fen_a),
                       side_notation(name, alignment.b.engine, fen_b or fen_a)) for name in NOTATIONS}
     scope = normalize_path(under, fen_a) if under is not None else None

@@ -22,51 +22,6 @@ DEFAULT_CONTEXT = 3
 TOP_N = 10
 
 
-def _side(path: str, label: str, engine: str | None, keep_complete: bool = False, dialect: str = "auto",
-          positions: str | None = None):
-    """One side as a Source, restricted to ``engine`` when given (nothing is read yet)."""
-    from treediff.cli.common import echo_warnings
-    from treediff.parse.source import open_source
-
-    options: dict = {"keep_complete": keep_complete, "engine": dialect}
-    if positions:
-        options["positions"] = positions
-    source = open_source(path, **options)
-    echo_warnings(source.warnings)
-    if engine is not None:
-        names = source.searches["engine"].astype(str)
-        if not (names == engine).any():
-            held = ", ".join(dict.fromkeys(names))
-            raise InputError(f"{label} holds no engine {engine!r}; it has: {held}")
-        source = source.select((names == engine).to_numpy())
-    return source
-
-
-def _read_side(source, path: str, label: str):
-    """The side's records (``LOAD_COLUMNS`` and ``line``) of the searches ``source`` still holds."""
-    from treediff.align import LOAD_COLUMNS
-
-    records = source.records(tuple(dict.fromkeys((*LOAD_COLUMNS, "line"))))  # line: line_a / line_b
-    if len(records) == 0:
-        position = source.searches["position"].astype(str).iloc[0]
-        raise InputError(f"{label} searched position {position} but recorded no MOVE/RESULT: {path} holds that "
-                         "search without MOVE/RESULT records (a 0-node search?)")
-    return records
-
-
-def _choose_pair(source_a, source_b, position: str | None):
-    """Both sources cut to the one search each that diff aligns, paired by position (align.select.choose_pair)."""
-    from treediff.align.select import choose_pair
-
-    row_a, row_b, label = choose_pair(source_a.searches, source_b.searches, position)
-    picked = []
-    for source, row in ((source_a, row_a), (source_b, row_b)):
-        keep = np.zeros(len(source.searches), dtype=bool)
-        keep[row] = True
-        picked.append(source.select(keep))
-    return picked[0], picked[1], label
-
-
 def _echo_lines(lines, chunk: int = 8192) -> None:
     """Echo lines in chunks: one click.echo per line is the bottleneck of a million-row view."""
     batch: list[str] = []
@@ -109,13 +64,6 @@ def _with_source_lines(alignment, records_a, records_b):
         added[f"line_{side}"] = pd.array(lines.reindex(rows["path"].astype(str).to_numpy()).to_numpy(),
                                          dtype="Int64")
     return rows.assign(**added)
-
-
-def _fen_of(records, search: int) -> str | None:
-    if "fen" not in records.columns or not len(records):
-        return None
-    match = records["fen"][records["search"].to_numpy() == search]
-    return str(match.iloc[0]) if len(match) and match.notna().iloc[0] else None
 
 
 @click.command("diff")
@@ -179,23 +127,24 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     if under is not None and drill is not None:
         raise InputError("use one of --under and --drill (--drill PATH shows PATH's subtree, as --under does)")
     from treediff.cli.common import format_from_output
+    from treediff.cli.sides import choose_pair, fen_of, open_side, read_side
 
     fmt = format_from_output(fmt, output, default="", choices=FORMATS)
     if output is not None:
         from treediff.store.files import check_output
 
         check_output(output, [a, b, *([positions] if positions else [])])
-    source_a = _side(a, "A", engine_a, keep_complete, dialect, positions)
-    source_b = _side(b, "B", engine_b, keep_complete, dialect, positions)
-    if len(source_a.searches) == 0 or len(source_b.searches) == 0:
-        side, path = ("A", a) if len(source_a.searches) == 0 else ("B", b)
-        raise InputError(f"{side} ({path}) has no search (a 0-node search?)")
-    source_a, source_b, _ = _choose_pair(source_a, source_b, position)
-    records_a = _read_side(source_a, a, "A")
-    records_b = _read_side(source_b, b, "B")
-    alignment = align(records_a, records_b, iter=iteration, visits=visits)
+    source_a = open_side(a, "A", engine_a, keep_complete, dialect, positions)
+    source_b = open_side(b, "B", engine_b, keep_complete, dialect, positions)
+    source_a, source_b, _ = choose_pair(source_a, source_b, position, (a, b))
+    records_a = read_side(source_a, a, "A")
+    records_b = read_side(source_b, b, "B")
+    from treediff.render.progress import step
+
+    with step("aligning"):
+        alignment = align(records_a, records_b, iter=iteration, visits=visits)
     alignment.rows = _with_source_lines(alignment, records_a, records_b)
-    fen_a, fen_b = _fen_of(records_a, alignment.a.search), _fen_of(records_b, alignment.b.search)
+    fen_a, fen_b = fen_of(records_a, alignment.a.search), fen_of(records_b, alignment.b.search)
     notations = (render.side_notation(notation, alignment.a.engine, fen_a),
                  render.side_notation(notation, alignment.b.engine, fen_b or fen_a))
     typed = drill if drill is not None else under
@@ -232,8 +181,9 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
         def name(path: str) -> str:
             return f"`{render.named_paths(render.pa.array([path], render.pa.string()), namer)[0].as_py() or '(root)'}`"
 
-        found = divergence_summary(alignment, n=top_n, under=scope_path, drill=drill is not None,
-                                   min_cost=min_cost, name=name)
+        with step("attributing the divergences"):
+            found = divergence_summary(alignment, n=top_n, under=scope_path, drill=drill is not None,
+                                       min_cost=min_cost, name=name)
         scope_sentence = None
         if drill is not None:
             at = int(np.flatnonzero(alignment.rows["path"].to_numpy(dtype=object) == scope_path)[0])
@@ -248,7 +198,8 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
         from treediff.cli.html_output import diff_page
 
         assert summaries is not None
-        diff_page(alignment, rows, summaries, notations, output)
+        with step("writing the HTML page"):
+            diff_page(alignment, rows, summaries, notations, output)
         return
     with _Sink(output) as sink:
         if fmt == "json":

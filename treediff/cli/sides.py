@@ -1,0 +1,68 @@
+"""The two sides of ``treediff diff`` and ``treediff browse``: open, pair by position, read (no commands here).
+
+Both commands align one search of A with one search of B: each input is
+opened as a Source (nothing read), cut to one engine when asked, the pair is
+chosen by position (:func:`treediff.align.select.choose_pair`), and only those
+two searches' records are read.
+"""
+from __future__ import annotations
+
+from treediff.model.errors import InputError
+
+
+def open_side(path: str, label: str, engine: str | None, keep_complete: bool = False, dialect: str = "auto",
+              positions: str | None = None):
+    """One side as a Source (a log parsed with ``dialect`` / ``positions``), restricted to ``engine``."""
+    from treediff.cli.common import echo_warnings
+    from treediff.parse.source import open_source
+
+    options: dict = {"keep_complete": keep_complete, "engine": dialect}
+    if positions:
+        options["positions"] = positions
+    source = open_source(path, **options)
+    echo_warnings(source.warnings)
+    if engine is not None:
+        names = source.searches["engine"].astype(str)
+        if not (names == engine).any():
+            held = ", ".join(dict.fromkeys(names))
+            raise InputError(f"{label} holds no engine {engine!r}; it has: {held}")
+        source = source.select((names == engine).to_numpy())
+    return source
+
+
+def choose_pair(source_a, source_b, position: str | None, paths: tuple[str, str] = ("A", "B")):
+    """Both sources cut to the one search each that is aligned, paired by position; and the position label."""
+    import numpy as np
+
+    from treediff.align.select import choose_pair as choose_rows
+
+    for label, path, source in (("A", paths[0], source_a), ("B", paths[1], source_b)):
+        if len(source.searches) == 0:
+            raise InputError(f"{label} ({path}) has no search (a 0-node search?)")
+    row_a, row_b, name = choose_rows(source_a.searches, source_b.searches, position)
+    picked = []
+    for source, row in ((source_a, row_a), (source_b, row_b)):
+        keep = np.zeros(len(source.searches), dtype=bool)
+        keep[row] = True
+        picked.append(source.select(keep))
+    return picked[0], picked[1], name
+
+
+def read_side(source, path: str, label: str):
+    """The side's records (the aligner's ``LOAD_COLUMNS`` and ``line``) of the searches ``source`` holds."""
+    from treediff.align import LOAD_COLUMNS
+
+    records = source.records(tuple(dict.fromkeys((*LOAD_COLUMNS, "line"))))  # line: line_a / line_b
+    if len(records) == 0:
+        position = source.searches["position"].astype(str).iloc[0] if len(source.searches) else "?"
+        raise InputError(f"{label} searched position {position} but recorded no MOVE/RESULT: {path} holds that "
+                         "search without MOVE/RESULT records (a 0-node search?)")
+    return records
+
+
+def fen_of(records, search: int) -> str | None:
+    """The FEN of search ``search`` in ``records`` (None when the records do not carry one)."""
+    if "fen" not in records.columns or not len(records):
+        return None
+    match = records["fen"][records["search"].to_numpy() == search]
+    return str(match.iloc[0]) if len(match) and match.notna().iloc[0] else None
