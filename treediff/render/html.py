@@ -330,14 +330,16 @@ def charts_html(plots: PlotData | None) -> str:
 # --- the aligned tree ---------------------------------------------------------------------------------------
 
 
-def _gap_to_null(values: list, gap: np.ndarray) -> list:
-    return [None if g else v for v, g in zip(values, gap)]
+def _gap_to_null(values: pa.Array, gap: np.ndarray) -> list:
+    """``values`` as a list, None where ``gap`` (Arrow does the per-value work)."""
+    return pc.if_else(pa.array(gap), pa.nulls(len(values), values.type), values).to_pylist()
 
 
-def _ints(series: pd.Series) -> list:
-    """Whole numbers as ints, missing as None."""
+def _ints(series: pd.Series) -> pa.Array:
+    """Whole numbers as an Arrow int64 array, missing as null."""
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    return [None if np.isnan(v) else int(v) for v in values]
+    missing = np.isnan(values)
+    return pa.array(np.where(missing, 0, values).astype(np.int64), mask=missing)
 
 
 def tree_data(alignment: Alignment, rows: pd.DataFrame,
@@ -370,7 +372,8 @@ def tree_data(alignment: Alignment, rows: pd.DataFrame,
         div[parent[at]] = True
     paths = pa.array(rows["path"].astype(str).to_numpy(dtype=object), pa.string())
     top = parent < 0
-    uci = pc.if_else(pa.array(top), paths, last_moves(paths)).to_pylist()
+    uci_moves = pc.if_else(pa.array(top), paths, last_moves(paths))
+    uci = uci_moves.to_pylist()
     data: dict = {"n": n, "statuses": list(STATUS_CODES), "markers": [MARKERS[s] for s in STATUS_CODES],
                   "parent": parent.tolist(), "ply": plies.tolist(), "status": status.tolist(),
                   "div": div.astype(np.int8).tolist(), "uci": uci}
@@ -382,18 +385,19 @@ def tree_data(alignment: Alignment, rows: pd.DataFrame,
         cells = arrow_cells(rows, side, notation=None)
         if notation is not None and not (notation.style == "uci" and notation.null == "0000"):
             named = named_paths(paths, notation)
-            own = pc.if_else(pa.array(top), named, last_moves(named)).to_pylist()
-            data[f"{side}_own"] = [None if g or o == u else o for o, u, g in zip(own, uci, gap)]
+            own = pc.if_else(pa.array(top), named, last_moves(named))
+            data[f"{side}_own"] = _gap_to_null(own, gap | pc.equal(own, uci_moves).to_numpy(zero_copy_only=False))
         else:
             data[f"{side}_own"] = None
-        data[f"{side}_acts"] = _gap_to_null(cells["acts"].to_pylist(), gap)
-        data[f"{side}_kind"] = _gap_to_null(rows[f"kind_{side}"].astype(object).where(
-            rows[f"kind_{side}"].notna(), None).tolist(), gap)
-        data[f"{side}_depth"] = _gap_to_null(cells["depth"].to_pylist(), gap)
-        data[f"{side}_red"] = _gap_to_null(cells["red"].to_pylist(), gap)
+        data[f"{side}_acts"] = _gap_to_null(cells["acts"], gap)
+        kind = pa.Array.from_pandas(rows[f"kind_{side}"].astype(object))
+        data[f"{side}_kind"] = _gap_to_null(kind.cast(pa.string()) if len(kind) else pa.array([], pa.string()), gap)
+        data[f"{side}_depth"] = _gap_to_null(cells["depth"], gap)
+        data[f"{side}_red"] = _gap_to_null(cells["red"], gap)
         data[f"{side}_nodes"] = _gap_to_null(_ints(rows[f"nodes_{side}"]), gap)
         line_col = f"line_{side}"
-        data[f"{side}_line"] = _gap_to_null(_ints(rows[line_col]) if line_col in rows.columns else [None] * n, gap)
+        lines = _ints(rows[line_col]) if line_col in rows.columns else pa.nulls(n, pa.int64())
+        data[f"{side}_line"] = _gap_to_null(lines, gap)
     data["a_label"] = notations[0].label if notations[0] is not None else "UCI"
     data["b_label"] = notations[1].label if notations[1] is not None else "UCI"
     return data
