@@ -185,3 +185,15 @@ def test_diff_json_is_written_by_the_one_serializer():
     assert all(isinstance(r["nodes_a"], int) for r in doc["rows"] if r["nodes_a"] is not None)
     assert any("/" in r["path"] for r in doc["rows"])
     assert io.StringIO(text).read().count("\n") <= 1
+
+
+def test_diff_jsonl_rows_are_the_json_rows():
+    from treediff.align import LOAD_COLUMNS, align
+    from treediff.parse.source import open_source
+    from treediff.render.diffview import to_json, to_jsonl
+
+    records = [open_source(p).records(tuple(dict.fromkeys((*LOAD_COLUMNS, "line")))) for p in (START_A, START_C)]
+    alignment = align(*records)
+    lines = to_jsonl(alignment.rows).splitlines()
+    assert len(lines) == len(alignment.rows)
+    assert [json.loads(line) for line in lines] == json.loads(to_json(alignment, alignment.rows))["rows"]

@@ -832,6 +832,13 @@ def to_json(
     return dumps(doc, indent=None)
 
 
+def to_jsonl(rows: pd.DataFrame, notations: tuple[Notation | None, Notation | None] = (None, None)) -> str:
+    """JSON Lines: one object per selected row (the columns of :func:`export_frame`), the one serializer's values."""
+    from treediff.render.data import dumps, json_records
+
+    return "".join(dumps(row, indent=None) + "\n" for row in json_records(export_frame(rows, notations)))
+
+
 def to_csv(rows: pd.DataFrame, notations: tuple[Notation | None, Notation | None] = (None, None)) -> str:
     from treediff.render.data import frame_csv
 
