@@ -426,10 +426,9 @@ def tree_view(alignment: Alignment, rows: pd.DataFrame | None = None,
     ``position``: the name divergence rows use for this tree's position (default: the alignment's).
     """
     rows = alignment.rows if rows is None else rows
-    paths = rows["path"].astype(str).tolist()
-    first: dict[str, int] = {}
-    for i, p in enumerate(paths):
-        first.setdefault(p, i)
+    paths = rows["path"].astype(str).to_numpy(dtype=object)
+    keep = ~pd.Series(paths).duplicated().to_numpy()  # a path's first row (visits="all": its main row)
+    first = dict(zip(paths[keep].tolist(), np.flatnonzero(keep).tolist()))
     data = tree_data(alignment, rows, notations)
     data["position"] = str(alignment.position if position is None else position)
     return TreeView(title or f"Aligned tree, position {alignment.position}", header_lines(alignment, rows), data,
