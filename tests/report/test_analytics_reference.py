@@ -62,6 +62,11 @@ def random_log(seed: int, searches: int = 2, truncate: bool = False) -> str:
                 out.append(f"MOVE path={child} ply={ply + 1} mn={mn} d={d} nd={d - 1} act=LMR-RESEARCH")
                 if d - 1 >= 1 and ply < 5:
                     node(child, ply + 1, d - 1)
+        if count >= 2 and d >= 2 and rng.random() < 0.15:  # a move decided again after another move's decision
+            m = prefix + rng.choice(MOVES)
+            out.append(f"MOVE path={m} ply={ply + 1} mn=1 d={d} nd={d - 1} act=FULL")
+            if ply < 5:
+                node(m, ply + 1, d - 1)
         return result(path, ply, d)
 
     for s in range(searches):

@@ -267,9 +267,29 @@ def derive(batch: Batch) -> Tries:
     held = (cls >= 0) & (cls <= PROBCUT) & (dec_r >= 0)
     fh[try_of[dec_r[held]]] = True
 
+    # Span ends: the next MOVE record of another move in the same visit, else the visit's RESULT.
+    vo = mov[np.argsort(rec_v[mov], kind="stable")]
+    vv, pp = rec_v[vo], own[vo]
+    starts = np.flatnonzero(np.r_[True, (vv[1:] != vv[:-1]) | (pp[1:] != pp[:-1])]) if len(vo) else vo
+    run_of = np.cumsum(np.r_[True, (vv[1:] != vv[:-1]) | (pp[1:] != pp[:-1])]) - 1 if len(vo) else vo
+    nxt = np.r_[starts[1:], len(vo)][run_of] if len(vo) else vo
+    same_visit = nxt < len(vo)
+    same_visit[same_visit] = vv[nxt[same_visit]] == vv[same_visit]
+    closing = res_of_v[vv] if len(vo) else vo
+    end_at = np.where(same_visit, vo[np.minimum(nxt, max(len(vo) - 1, 0))], np.where(closing >= 0, closing, n))
+    span_end = np.full(n, n, dtype=np.int64)
+    span_end[vo] = end_at
+    t_end = span_end[t_first]  # the span of a try starts at its first record
+
+    def in_span(record: np.ndarray) -> np.ndarray:
+        """Whether decision records lie in their own try's span (a move decided again after another move's
+        decision in the same visit starts no new span: its subtree is outside the try's)."""
+        return np.asarray(record < t_end[try_of[record]], dtype=bool)
+
     # Subtree nodes: RESULT records under the visits each try entered.
     subtree = np.zeros(n_t, dtype=np.int64)
     ent = entering >= 0
+    ent[ent] = in_span(entering[ent])
     np.add.at(subtree, try_of[entering[ent]], tree.nodes[ent])
     # A visit whose parent visit never closed (a truncated iteration) reaches no try above it through the
     # visit tree: its nodes go to every try on its chain of open decisions, each the latest MOVE record of the
@@ -286,7 +306,9 @@ def derive(batch: Batch) -> Tries:
             q_safe = np.maximum(q, 0)
             ok &= (m_sorted[q_safe] // span) == par[cur]
             up = m_sorted[q_safe] % span
-            np.add.at(subtree, try_of[up[ok]], weight[ok])
+            counted = ok.copy()
+            counted[ok] = in_span(up[ok])
+            np.add.at(subtree, try_of[up[counted]], weight[counted])
             keep = ok & (ply[up] >= 2)
             cur, weight = up[keep], weight[keep]
 
