@@ -164,7 +164,7 @@ class CompareDivergences:
 
 
 def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int | None = None,
-                min_cost: int = 0) -> CompareDivergences:
+                min_cost: int = 0, progress: Callable[[int, int], None] | None = None) -> CompareDivergences:
     """Align A and B position by position and attribute every node; the ``n`` largest frontier rows overall.
 
     Positions are paired as compare pairs them (:func:`paired_positions`:
@@ -177,7 +177,8 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
     ``total`` sums each aligned position's ``divergence_total`` (nodes of the
     aligned iterations, delta, shared residual) and counts the positions, so
     Σ delta (rows) + shared_residual = delta holds over the positions too.
-    Positions that cannot be aligned are left out with a note.
+    Positions that cannot be aligned are left out with a note.  ``progress`` (a terminal's display) gets
+    (positions done, positions) after each position.
     """
     from treediff.align.api import align
 
@@ -185,7 +186,10 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
     totals = {"positions": 0, "nodes_a": 0, "nodes_b": 0, "delta": 0, "shared_residual": 0,
               "shared_residual_a": 0, "shared_residual_b": 0, "frontier_rows": 0}
     frontier_a = frontier_b = 0
-    for position, mask_a, mask_b in paired_positions(source_a, source_b):
+    paired = paired_positions(source_a, source_b)
+    for done, (position, mask_a, mask_b) in enumerate(paired):
+        if progress is not None:
+            progress(done, len(paired))
         ra = source_a.select(mask_a).records(LOAD_COLUMNS)
         rb = source_b.select(mask_b).records(LOAD_COLUMNS)
         try:

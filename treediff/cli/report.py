@@ -21,11 +21,13 @@ _in_memory_option = click.option(
 def _open(inputs, engine: str, positions: str | None, keep_complete: bool = False):
     """The inputs as one Source (logs are parsed; their warnings are echoed)."""
     from treediff.parse.source import open_sources
+    from treediff.render.progress import parsing
 
     options: dict = {"engine": engine, "keep_complete": keep_complete}
     if positions:
         options["positions"] = positions
-    source = open_sources(list(inputs), **options)
+    with parsing(list(inputs)) as tick:  # a byte count on a terminal only (tick None otherwise)
+        source = open_sources(list(inputs), progress=tick, **options)
     echo_warnings(source.warnings)
     return source
 
@@ -103,34 +105,45 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     if under:
         source, keep = under_view(source, under, target)
         notes.append(f"note: records at or below {keep.path or under} only ({len(source.searches)} searches)")
+    from treediff.render.progress import step
     from treediff.report.tables.fh import parse_buckets
 
     options = ReportOptions(allow_different_depths=allow_different_depths, fh_buckets=parse_buckets(bucket))
-    result = build_report(source, names, keys, target, options=options, keep=keep)
+    with step("counting the tables"):
+        result = build_report(source, names, keys, target, options=options, keep=keep)
     if fmt == "html":
         from treediff.cli.html_output import report_page
 
-        report_page(source, result.sections, notes, inputs, target, output)
+        with step("writing the HTML page"):
+            report_page(source, result.sections, notes, inputs, target, output)
     else:
         emit(result.sections, fmt, output, notes=notes, width=width)
     if plot_dir:
-        from treediff.render.plots import write_plots
-        from treediff.report.grouping import SEARCH_KEYS
-        from treediff.report.plotdata import engine_ebf_cumulative
+        with step("drawing the charts"):
+            _report_plots(source, keys, target, plot_dir)
 
-        plot_keys = tuple(k for k in keys if k in SEARCH_KEYS)  # --by's search-level keys (acts, EBF)
-        base = build_report(source, ("acts", "ebf"), plot_keys, target)
-        by_phase = build_report(source, ("lmr",), ("engine", "phase"), target)
-        engines = [str(e) for e in dict.fromkeys(source.searches["engine"].astype("object"))]
-        files = write_plots(base["acts"], base["ebf_iter"], by_phase["lmr"], plot_dir, ebf=base["ebf"],
-                            cumulative=engine_ebf_cumulative(source.searches, plot_keys), keys=plot_keys,
-                            engines=engines)
-        from treediff.render.analytics_plots import write_analytics_plots
 
-        quality = build_report(source, ("cutoffs", "fh", "residual"), ("engine",), target,
-                               options=ReportOptions(fh_buckets=("depth",)))
-        files += write_analytics_plots(quality["cutoff_mn"], quality["fh"], quality["residual_iter"], plot_dir)
-        click.echo("wrote " + ", ".join(str(f) for f in files), err=True)
+def _report_plots(source, keys, target: int, plot_dir: str) -> None:
+    """``report --plot DIR``: the report's charts and the analytics charts."""
+    from treediff.report.core import ReportOptions, build_report
+
+    from treediff.render.plots import write_plots
+    from treediff.report.grouping import SEARCH_KEYS
+    from treediff.report.plotdata import engine_ebf_cumulative
+
+    plot_keys = tuple(k for k in keys if k in SEARCH_KEYS)  # --by's search-level keys (acts, EBF)
+    base = build_report(source, ("acts", "ebf"), plot_keys, target)
+    by_phase = build_report(source, ("lmr",), ("engine", "phase"), target)
+    engines = [str(e) for e in dict.fromkeys(source.searches["engine"].astype("object"))]
+    files = write_plots(base["acts"], base["ebf_iter"], by_phase["lmr"], plot_dir, ebf=base["ebf"],
+                        cumulative=engine_ebf_cumulative(source.searches, plot_keys), keys=plot_keys,
+                        engines=engines)
+    from treediff.render.analytics_plots import write_analytics_plots
+
+    quality = build_report(source, ("cutoffs", "fh", "residual"), ("engine",), target,
+                           options=ReportOptions(fh_buckets=("depth",)))
+    files += write_analytics_plots(quality["cutoff_mn"], quality["fh"], quality["residual_iter"], plot_dir)
+    click.echo("wrote " + ", ".join(str(f) for f in files), err=True)
 
 
 @click.command("compare")
@@ -187,16 +200,20 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
                *(_engines(o.searches, None) for o in others)]
     names = [_default_label(engines, i, path) for i, path in enumerate(inputs)]
     la, lb = label_a or names[0], label_b or names[1]
-    result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions, depth,
-                             more=list(zip(others, names[2:])), target=_batch_target(in_memory),
-                             lmr_by_phase=bool(plot_dir))
+    from treediff.render.progress import step
+
+    with step("comparing"):
+        result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions, depth,
+                                 more=list(zip(others, names[2:])), target=_batch_target(in_memory),
+                                 lmr_by_phase=bool(plot_dir))
     notes = result.notes()
     if rest and top > 0:
         notes.append("note: divergences are aligned for two inputs; run compare A C to align A with C")
         top = 0
     if top > 0:
-        found = divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"), n=top,
-                            iteration=depth)
+        with step("aligning and attributing", unit="positions") as tick:
+            found = divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"),
+                                n=top, iteration=depth, progress=tick.set if tick is not None else None)
         if not found.empty:
             result.divergences, result.divergence_total = found.rows, found.total
             result.divergence_by_kind, result.divergence_by_ply = found.by_kind, found.by_ply
@@ -207,14 +224,17 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
 
         aligned = (select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B")) if top else None
         sides = [(source_a, la), (source_b, lb), *zip(others, names[2:])]
-        compare_page(result, notes, sides, aligned, depth, _batch_target(in_memory), output)
+        with step("writing the HTML page"):
+            compare_page(result, notes, sides, aligned, depth, _batch_target(in_memory), output)
     else:
         _emit_comparison(result, notes, fmt, output, width)
     if plot_dir:
         from treediff.render.plots import write_compare_plots
 
         assert result.lmr_phase is not None
-        files = write_compare_plots(result.nodes, result.acts, result.lmr_phase, list(result.all_labels), plot_dir)
+        with step("drawing the charts"):
+            files = write_compare_plots(result.nodes, result.acts, result.lmr_phase, list(result.all_labels),
+                                        plot_dir)
         click.echo("wrote " + ", ".join(str(f) for f in files), err=True)
     if gate is not None:
         from treediff.report.gate import evaluate_gate
