@@ -233,3 +233,16 @@ def test_diff_writes_the_page_of_its_selection(tmp_path):
     assert result.exit_code == 0, result.output
     data = embedded((tmp_path / "only.html").read_text(encoding="utf-8"))["t0"]
     assert set(full_paths(data)) == {p for p, s in EXPECTED_STATUS.items() if s != "same"}
+
+
+def test_visits_all_rows_carry_their_label(tmp_path):
+    # visits_verify.log: e2e4 is visited twice (the verification search at d=5, then its real move loop at
+    # d=11: two RESULTs at ply 1); with --visits all the verification visit is its own row after e2e4's.
+    log = ROOT / "fixtures" / "hand" / "visits_verify.log"
+    out = tmp_path / "visits.html"
+    result = _cli(["diff", str(log), str(log), "--visits", "all", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = embedded(out.read_text(encoding="utf-8"))["t0"]
+    paths = full_paths(data)
+    at = paths.index("e2e4")
+    assert paths[at + 1] == "e2e4" and data["visit"][at] is None and data["visit"][at + 1] == "verify"
