@@ -26,8 +26,8 @@ import polars as pl
 from treediff.model.errors import InputError
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
-from treediff.report.tries import (COLUMNS, OPTIONAL, SEE_BANDS, SHADOW_TITLE, derive, mn_band, mn_band_order, pct,
-                                   see_band, shadow_counts, shadow_frame, try_columns, wilson)
+from treediff.report.tries import (COLUMNS, MN_BANDS, OPTIONAL, SHADOW_TITLE, derive, mn_band, pct, see_band,
+                                   shadow_counts, shadow_frame, try_columns, wilson)
 
 TITLE = "Fail-high rate of move tries per bucket (Wilson 95 % interval)"
 BUCKETS = ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt")
@@ -101,11 +101,13 @@ def _labels(frame: pd.DataFrame, bucket: str) -> tuple[np.ndarray, np.ndarray]:
         return lab, np.where(np.isnan(v), np.inf, v)
     if bucket == "mn":
         lab = mn_band(v)
-        return lab, np.asarray([mn_band_order(x) for x in lab.tolist()], dtype=np.float64)
+        # band order from the number itself (bands ascend with mn; missing last)
+        order = np.searchsorted(np.asarray([lo for lo, _, _ in MN_BANDS], dtype=np.float64), v, side="right")
+        return lab, np.where(pd.isna(lab), np.inf, order.astype(np.float64))
     if bucket == "see":
         lab = see_band(v)
-        index = {b: i for i, b in enumerate(SEE_BANDS)}
-        return lab, np.asarray([index.get(x, len(SEE_BANDS)) for x in lab.tolist()], dtype=np.float64)
+        order = np.select([v < -200, v < 0, v == 0, v <= 200, v > 200], [0, 1, 2, 3, 4], default=5)
+        return lab, order.astype(np.float64)
     # hist: sign and decile over all rows (weighted by their tries).
     lab = np.full(n, None, dtype=object)
     order = np.full(n, np.inf)
@@ -119,8 +121,9 @@ def _labels(frame: pd.DataFrame, bucket: str) -> tuple[np.ndarray, np.ndarray]:
         below = np.searchsorted(vals[srt], vals, side="left")
         below_w = np.where(below > 0, cum[np.maximum(below - 1, 0)], 0.0)
         dec = np.minimum((10 * below_w / cum[-1]).astype(np.int64), 9) + 1
-        sign = np.where(vals < 0, "neg", np.where(vals > 0, "pos", "0"))
-        lab[known] = [f"{s} D{d}" for s, d in zip(sign.tolist(), dec.tolist())]
+        sign = np.sign(vals).astype(np.int64) + 1  # 0 neg, 1 zero, 2 pos
+        names = np.asarray([f"{s} D{d}" for s in ("neg", "0", "pos") for d in range(1, 11)], dtype=object)
+        lab[known] = names[sign * 10 + dec - 1]
         order[known] = np.sign(vals) * 100 + dec
     return lab, order
 
