@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Optional
 
 import chess
@@ -18,6 +19,7 @@ from typhoon_py.engine import (
 )
 from typhoon_py.profiles import PROFILES
 from typhoon_py.protocol import UciEngine, XboardEngine, detect_and_run
+from typhoon_py.search import SearchConfig
 
 
 def open_trace(path):
@@ -29,7 +31,24 @@ def open_trace(path):
                                  param_hint="--treedump / $TREEDUMP") from None
 
 
+def _note_shadow(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--shadow`` before or after the subcommand: noted in the contexts' shared ``meta``."""
+    if value:
+        ctx.meta["typhoon_py.shadow"] = True
+
+
+def _config(profile: str, lmr_policy: str, prune_scope: str) -> SearchConfig:
+    """``make_config`` plus ``--shadow``."""
+    config = make_config(profile, lmr_policy, prune_scope)
+    if click.get_current_context().meta.get("typhoon_py.shadow"):
+        config = replace(config, shadow=True)
+    return config
+
+
 def _engine_options(f):
+    f = click.option("--shadow", is_flag=True, expose_value=False, callback=_note_shadow,
+                     help="Search every pruned or reduced move again at full depth in a side search "
+                          "that cannot change the result; write a SHADOW line after its decision.")(f)
     f = click.option("--no-treedump", is_flag=True, help="Do not write a trace at all.")(f)
     f = click.option("--treedump", "treedump", metavar="PATH", default=None,
                      help="Trace file (default: $TREEDUMP, else ./treedump.log).")(f)
@@ -53,7 +72,7 @@ def main(ctx: click.Context, profile: str, lmr_policy: str, prune_scope: str, tr
     (the first command decides which).
     """
     if ctx.invoked_subcommand is None:
-        config = make_config(profile, lmr_policy, prune_scope)
+        config = _config(profile, lmr_policy, prune_scope)
         detect_and_run(config, resolve_trace_path(treedump, no_treedump), sys.stdin)
 
 
@@ -61,7 +80,7 @@ def main(ctx: click.Context, profile: str, lmr_policy: str, prune_scope: str, tr
 @_engine_options
 def uci(profile, lmr_policy, prune_scope, treedump, no_treedump) -> None:
     """Speak UCI on standard input/output."""
-    UciEngine(make_config(profile, lmr_policy, prune_scope),
+    UciEngine(_config(profile, lmr_policy, prune_scope),
               resolve_trace_path(treedump, no_treedump)).run(sys.stdin)
 
 
@@ -69,7 +88,7 @@ def uci(profile, lmr_policy, prune_scope, treedump, no_treedump) -> None:
 @_engine_options
 def xboard(profile, lmr_policy, prune_scope, treedump, no_treedump) -> None:
     """Speak xboard (CECP) on standard input/output; pondering is on until `easy`/`ponder off`."""
-    XboardEngine(make_config(profile, lmr_policy, prune_scope),
+    XboardEngine(_config(profile, lmr_policy, prune_scope),
                  resolve_trace_path(treedump, no_treedump)).run(sys.stdin)
 
 
@@ -89,7 +108,7 @@ def search(fen, depth, counters, position_id, phase, profile, lmr_policy, prune_
         board = chess.Board(fen)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--fen") from None
-    config = make_config(profile, lmr_policy, prune_scope)
+    config = _config(profile, lmr_policy, prune_scope)
     trace = open_trace(resolve_trace_path(treedump, no_treedump))
     try:
         outcome = run_search(board, depth, config, trace, position_id, phase)
@@ -118,7 +137,7 @@ def batch(epd, depth, limit, counters, profile, lmr_policy, prune_scope, treedum
         raise click.BadParameter(str(exc), param_hint="--epd") from None
     if limit is not None:
         positions = positions[:limit]
-    config = make_config(profile, lmr_policy, prune_scope)
+    config = _config(profile, lmr_policy, prune_scope)
     trace = open_trace(resolve_trace_path(treedump, no_treedump))
     try:
         outcomes = run_batch(positions, depth, config, trace)

@@ -21,6 +21,8 @@ from typing import Callable, Optional, TextIO
 
 import chess
 
+from dataclasses import replace
+
 from typhoon_py.engine import TRACE_OFF, make_config, open_trace, run_search
 from typhoon_py.profiles import PROFILES
 from typhoon_py.search import MATE_BOUND, MATE, SearchConfig, SearchOutcome, Searcher
@@ -143,6 +145,7 @@ class UciEngine:
                    " var profile var see-history")
             s.send(f"option name PruneScope type combo default {s.config.prune_scope.value}"
                    " var move var node")
+            s.send(f"option name Shadow type check default {'true' if s.config.shadow else 'false'}")
             s.send("uciok")
         elif cmd == "isready":
             s.send("readyok")
@@ -180,10 +183,13 @@ class UciEngine:
             if key == "treedump":
                 self.s.set_trace_path(value)
                 return
+            if key == "shadow":  # the --shadow side searches (docs/ENGINE.md)
+                self.s.config = replace(self.s.config, shadow=value.lower() == "true")
+                return
             if key in self.options:
                 self.options[key] = value
-                self.s.config = make_config(self.options["profile"], self.options["lmrpolicy"],
-                                            self.options["prunescope"])
+                self.s.config = replace(make_config(self.options["profile"], self.options["lmrpolicy"],
+                                                    self.options["prunescope"]), shadow=self.s.config.shadow)
         except ValueError as exc:
             self.s.send(f"info string {exc}")
 
