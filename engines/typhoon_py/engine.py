@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,18 +16,21 @@ from typhoon_py.search import SearchConfig, Searcher, SearchOutcome
 
 DEFAULT_TRACE = "treedump.log"
 #: Words that switch tracing off where a trace path is expected.
-TRACE_OFF = frozenset({"", "none", "off", "-"})
+TRACE_OFF = frozenset({"", "none", "off"})
+#: The trace path meaning standard output (``--treedump -``).
+STDOUT_TRACE = Path("-")
 
 
 def make_config(profile: str = "typhoon", lmr_policy: str = "profile",
-                prune_scope: str = "move") -> SearchConfig:
+                prune_scope: str = "move", trace_silent: bool = False) -> SearchConfig:
     """A :class:`SearchConfig` from the command-line spellings; ``ValueError`` on bad names."""
-    return SearchConfig(get_profile(profile), LmrPolicy(lmr_policy), PruneScope(prune_scope))
+    return SearchConfig(get_profile(profile), LmrPolicy(lmr_policy), PruneScope(prune_scope), trace_silent)
 
 
 def resolve_trace_path(explicit: Optional[str], disabled: bool = False) -> Optional[Path]:
     """Where the trace goes: ``explicit``, else ``$TREEDUMP``, else ``treedump.log`` in the
-    working directory (as the instrumented C builds do); ``None`` when tracing is off."""
+    working directory (as the instrumented C builds do); ``None`` when tracing is off,
+    :data:`STDOUT_TRACE` for ``-`` (standard output)."""
     if disabled:
         return None
     value = explicit if explicit is not None else os.environ.get("TREEDUMP", DEFAULT_TRACE)
@@ -97,10 +101,27 @@ def write_counters(path: str | os.PathLike, outcomes: list[SearchOutcome], batch
     Path(path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+class _StdoutTrace:
+    """The trace on standard output: written and flushed like a file, never closed."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.write = stream.write
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.flush()
+
+
 def open_trace(path: Optional[Path]) -> Optional[TextIO]:
-    """The trace file opened for writing (truncated), or ``None`` when tracing is off."""
+    """The trace file opened for writing (truncated), standard output for
+    :data:`STDOUT_TRACE`, or ``None`` when tracing is off."""
     if path is None:
         return None
+    if path == STDOUT_TRACE:
+        return _StdoutTrace(sys.stdout)  # type: ignore[return-value]
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     return open(path, "w", encoding="utf-8", newline="\n", buffering=1 << 16)

@@ -14,14 +14,15 @@ ran until it was killed), then the process exits.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional, TextIO
 
 import chess
-
-from dataclasses import replace
 
 from typhoon_py.engine import TRACE_OFF, make_config, open_trace, run_search
 from typhoon_py.profiles import PROFILES
@@ -30,13 +31,62 @@ from typhoon_py.search import MATE_BOUND, MATE, SearchConfig, SearchOutcome, Sea
 DEFAULT_DEPTH = 5
 MAX_DEPTH = 64
 NAME = "typhoon_py"
+#: The time manager's assumptions: moves left when ``movestogo`` is not given, and the
+#: milliseconds kept back per move for the process and the pipes.
+DEFAULT_MOVES_TO_GO = 30
+MOVE_OVERHEAD_MS = 30
+#: Environment variable for the tests' fault injection: ``search`` makes the search thread
+#: raise after its first iteration (how the crash handling is tested over real pipes).
+FAULT_ENV = "TYPHOON_PY_FAULT"
+
+
+class SearchCrashed(RuntimeError):
+    """The search thread died with an exception (raised by ``run`` when not exiting at once)."""
+
+
+@dataclass(frozen=True)
+class TimeBudget:
+    """How long one UCI search may think, in seconds: ``soft`` is checked between iterations
+    (no new iteration once half of it is used, since the next one takes several times
+    longer), ``hard`` stops the search wherever it is.  ``None``: no time limit."""
+
+    soft: Optional[float]
+    hard: Optional[float]
+
+
+def time_budget(limits: dict[str, int], white: bool) -> TimeBudget:
+    """The simple time manager (all inputs in milliseconds, as UCI sends them).
+
+    ``movetime``: exactly that (soft = hard).  Else, with the side to move's clock ``t``
+    (``wtime``/``btime``) and increment ``inc`` (``winc``/``binc``), after keeping back
+    ``MOVE_OVERHEAD_MS``: soft = t / movestogo + 3/4 inc (``movestogo`` defaults to
+    ``DEFAULT_MOVES_TO_GO``), hard = 3 x soft; both capped at 80% of what is left, at
+    least 5 ms.  Without a clock: no time limit."""
+    if "movetime" in limits:
+        sec = max(0.005, limits["movetime"] / 1000.0)
+        return TimeBudget(sec, sec)
+    t = limits.get("wtime" if white else "btime")
+    if t is None:
+        return TimeBudget(None, None)
+    inc = limits.get("winc" if white else "binc", 0)
+    left = max(0, t - MOVE_OVERHEAD_MS)
+    mtg = max(1, limits.get("movestogo") or DEFAULT_MOVES_TO_GO)
+    cap = 0.8 * left
+    soft = min(left / mtg + 0.75 * inc, cap)
+    hard = min(3 * soft, cap)
+    return TimeBudget(max(0.005, soft / 1000.0), max(0.005, hard / 1000.0))
 
 
 class _Session:
     """State shared by both protocols: configuration, board, trace file, worker thread."""
 
-    def __init__(self, config: SearchConfig, trace_path: Optional[Path], out: TextIO) -> None:
+    def __init__(self, config: SearchConfig, trace_path: Optional[Path], out: TextIO,
+                 exit_on_crash: bool = False) -> None:
         self.config = config
+        #: A crashed search thread ends the process at once (exit status 3) instead of
+        #: raising :class:`SearchCrashed` in ``run`` (for in-process use).
+        self.exit_on_crash = exit_on_crash
+        self.crash: Optional[BaseException] = None
         self.trace_path = trace_path
         self.trace: Optional[TextIO] = None
         self.out = out
@@ -62,6 +112,9 @@ class _Session:
         return self.trace
 
     def set_trace_path(self, value: str) -> None:
+        if value.strip() == "-":
+            raise ValueError("TreeDump - (standard output) does not work in protocol mode: standard output"
+                             " carries the protocol; give a file")
         self.close_trace()
         self.trace_path = None if value.strip().lower() in TRACE_OFF else Path(value.strip())
 
@@ -74,13 +127,47 @@ class _Session:
     def start(self, target: Callable[[], None]) -> None:
         self.wait()
         self.stop_event = threading.Event()
-        self.worker = threading.Thread(target=target, name="typhoon_py-search", daemon=True)
+        self.worker = threading.Thread(target=self._guarded, args=(target,), name="typhoon_py-search",
+                                       daemon=True)
         self.worker.start()
+
+    def start_armed(self, target: Callable[[], None]) -> None:
+        """``start`` keeping the stop event the caller has already armed (a UCI clock)."""
+        self.worker = threading.Thread(target=self._guarded, args=(target,), name="typhoon_py-search",
+                                       daemon=True)
+        self.worker.start()
+
+    def _guarded(self, target: Callable[[], None]) -> None:
+        """The worker's body: a crash is reported on standard error (one line) and ends the
+        process at once with status 3 (``exit_on_crash``), else is kept for ``check``."""
+        try:
+            target()
+        except BaseException as exc:  # the thread's last word: report whatever killed it
+            self.crash = exc
+            tb = exc.__traceback__
+            while tb is not None and tb.tb_next is not None:
+                tb = tb.tb_next
+            where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+            sys.stderr.write(f"typhoon_py: the search thread crashed: {type(exc).__name__}: {exc}{where}\n")
+            sys.stderr.flush()
+            if self.exit_on_crash:
+                try:
+                    self.close_trace()
+                    self.out.flush()
+                finally:
+                    os._exit(3)
+
+    def check(self) -> None:
+        """Raise :class:`SearchCrashed` when the last search thread crashed."""
+        if self.crash is not None:
+            exc, self.crash = self.crash, None
+            raise SearchCrashed(f"the search thread crashed: {type(exc).__name__}: {exc}") from exc
 
     def wait(self) -> None:
         if self.worker is not None:
             self.worker.join()
             self.worker = None
+        self.check()
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -102,30 +189,70 @@ def _score_text(score: int) -> str:
 class UciEngine:
     """``uci``, ``isready``, ``ucinewgame``, ``setoption``, ``position``, ``go``, ``stop``, ``quit``."""
 
-    def __init__(self, config: SearchConfig, trace_path: Optional[Path], out: TextIO = sys.stdout) -> None:
-        self.s = _Session(config, trace_path, out)
+    def __init__(self, config: SearchConfig, trace_path: Optional[Path], out: TextIO = sys.stdout,
+                 exit_on_crash: bool = False) -> None:
+        self.s = _Session(config, trace_path, out, exit_on_crash)
         self.options = {"profile": config.profile.name, "lmrpolicy": config.lmr_policy.value,
                         "prunescope": config.prune_scope.value}
         self.infinite = False  # the running search only ends on `stop`
+        #: ``go ponder`` until ``ponderhit``/``stop``: no time limit, and the ``bestmove``
+        #: waits for one of them even when the search ends first.
+        self.pondering = threading.Event()
+        self.ponder_done = threading.Condition()
+        self.pending_budget: Optional[TimeBudget] = None
+        self.timer: Optional[threading.Timer] = None
+        #: When the running search may start no new iteration (``time.monotonic()``), or ``None``.
+        self.deadline: Optional[float] = None
 
     def run(self, lines) -> None:
         try:
             for line in lines:
                 if not self.handle(line):
                     return
-            # End of input: finish the running search and answer it; only an infinite
-            # search is stopped, since nobody is left to send `stop`.
-            if self.infinite:
-                self.s.stop()
+            # End of input: finish the running search and answer it; an infinite or
+            # pondering search is stopped, since nobody is left to send `stop`/`ponderhit`.
+            if self.infinite or self.pondering.is_set():
+                self._stop()
             self.s.wait()
         finally:
             self.s.close_trace()
 
     def _settle(self) -> None:
-        """Before a command that needs the engine idle: wait for the search (stop it if infinite)."""
-        if self.infinite and self.s.searching():
-            self.s.stop()
+        """Before a command that needs the engine idle: wait for the search (stop it if
+        infinite or pondering)."""
+        if (self.infinite or self.pondering.is_set()) and self.s.searching():
+            self._stop()
         self.s.wait()
+
+    def _stop(self) -> None:
+        """``stop``: end the search (and pondering) and wait for its ``bestmove``."""
+        self._end_ponder()
+        self.s.stop()
+
+    def _end_ponder(self) -> None:
+        with self.ponder_done:
+            self.pondering.clear()
+            self.ponder_done.notify_all()
+
+    def _ponderhit(self) -> None:
+        """The expected move was played: the pondering search goes on as a normal one, its
+        clock (the ``go ponder`` command's limits) starting now."""
+        if not self.pondering.is_set():
+            return
+        budget = self.pending_budget
+        self._end_ponder()
+        if budget is not None:
+            self._arm(budget, time.monotonic())
+
+    def _arm(self, budget: TimeBudget, started: float) -> None:
+        """Start the clock of the running search: the hard limit by a timer, the soft one
+        checked after each iteration (``self.deadline``)."""
+        s = self.s
+        self.deadline = None if budget.soft is None else started + budget.soft / 2
+        if budget.hard is not None:
+            self.timer = threading.Timer(budget.hard, s.stop_event.set)
+            self.timer.daemon = True
+            self.timer.start()
 
     def handle(self, line: str) -> bool:
         """Handle one command; ``False`` means quit."""
@@ -150,10 +277,12 @@ class UciEngine:
         elif cmd == "isready":
             s.send("readyok")
         elif cmd == "quit":
-            s.stop()
+            self._stop()
             return False
         elif cmd == "stop":
-            s.stop()
+            self._stop()
+        elif cmd == "ponderhit":
+            self._ponderhit()
         elif cmd == "ucinewgame":
             self._settle()
             s.board = chess.Board()
@@ -189,7 +318,8 @@ class UciEngine:
             if key in self.options:
                 self.options[key] = value
                 self.s.config = replace(make_config(self.options["profile"], self.options["lmrpolicy"],
-                                                    self.options["prunescope"]), shadow=self.s.config.shadow)
+                                                    self.options["prunescope"], self.s.config.trace_silent),
+                                        shadow=self.s.config.shadow)
         except ValueError as exc:
             self.s.send(f"info string {exc}")
 
@@ -216,45 +346,78 @@ class UciEngine:
         self.s.board = board
 
     def _go(self, args: list[str]) -> None:
+        """``go [ponder] [depth N] [nodes N] [movetime MS] [wtime MS] [btime MS] [winc MS]
+        [binc MS] [movestogo N] [infinite]``: search in the worker thread.  Without any
+        limit: depth ``DEFAULT_DEPTH``; with a clock or ``movetime``: to ``MAX_DEPTH`` plies
+        (or ``depth``), stopped by the time manager (:func:`time_budget`)."""
         s = self.s
         self._settle()
-        depth, node_limit, movetime = DEFAULT_DEPTH, None, None
-        self.infinite = "infinite" in args
+        limits: dict[str, int] = {}
+        ponder = infinite = False
         i = 0
-        while i < len(args):
-            w = args[i]
-            nxt = args[i + 1] if i + 1 < len(args) else None
-            if w == "depth" and nxt:
-                depth, i = max(1, min(MAX_DEPTH, int(nxt))), i + 1
-            elif w == "nodes" and nxt:
-                node_limit, depth, i = max(1, int(nxt)), MAX_DEPTH, i + 1
-            elif w == "movetime" and nxt:
-                movetime, depth, i = int(nxt), MAX_DEPTH, i + 1
-            elif w == "infinite":
-                depth = MAX_DEPTH
-            i += 1
+        try:
+            while i < len(args):
+                w = args[i]
+                if w in ("depth", "nodes", "movetime", "wtime", "btime", "winc", "binc", "movestogo"):
+                    if i + 1 >= len(args):
+                        raise ValueError(f"{w} needs a number")
+                    limits[w] = int(args[i + 1])
+                    i += 1
+                elif w == "infinite":
+                    infinite = True
+                elif w == "ponder":
+                    ponder = True
+                i += 1
+        except ValueError as exc:
+            s.send(f"info string bad go command: {exc}")
+            return
+        timed = any(k in limits for k in ("movetime", "wtime", "btime"))
+        if "depth" in limits:
+            depth = max(1, min(MAX_DEPTH, limits["depth"]))
+        elif infinite or ponder or timed or "nodes" in limits:
+            depth = MAX_DEPTH
+        else:
+            depth = DEFAULT_DEPTH
+        node_limit = max(1, limits["nodes"]) if "nodes" in limits else None
+        budget = time_budget(limits, s.board.turn == chess.WHITE)
+        self.infinite = infinite
+        self.deadline = None
+        self.pending_budget = budget
+        if ponder:
+            self.pondering.set()
         board = s.board.copy()
         config = s.config
         trace = s.trace_file()
         s.search_count += 1
+        fault = os.environ.get(FAULT_ENV) == "search"
+        s.stop_event = threading.Event()  # armed before the worker starts: a timer may set it
+        stop = s.stop_event
+        if not ponder:
+            self._arm(budget, time.monotonic())
 
         def work() -> None:
-            stop = s.stop_event
-            timer = threading.Timer(movetime / 1000.0, stop.set) if movetime else None
-            if timer:
-                timer.start()
-
             def info(d: int, score: int, searcher: Searcher) -> None:
                 pv = searcher.principal_variation(searcher.root_best, d)
                 s.send(f"info depth {d} score {_score_text(score)} nodes {searcher.nodes + searcher.qnodes}"
                        f" pv {' '.join(m.uci() for m in pv)}")
+                if fault:
+                    raise RuntimeError(f"injected fault ({FAULT_ENV}=search)")
+                # No new iteration once half the soft budget is used (not while pondering).
+                if self.deadline is not None and not self.pondering.is_set() \
+                        and time.monotonic() >= self.deadline:
+                    stop.set()
 
             try:
                 outcome = run_search(board, depth, config, trace, stop=stop, node_limit=node_limit,
                                      on_iteration=info)
             finally:
-                if timer:
-                    timer.cancel()
+                if self.timer is not None:
+                    self.timer.cancel()
+                    self.timer = None
+            # UCI: while pondering, the bestmove waits for `ponderhit` or `stop`.
+            with self.ponder_done:
+                while self.pondering.is_set():
+                    self.ponder_done.wait()
             best = outcome.best_move
             if best is None:
                 s.send("bestmove 0000")
@@ -263,7 +426,7 @@ class UciEngine:
             else:
                 s.send(f"bestmove {best.uci()}")
 
-        s.start(work)
+        s.start_armed(work)
 
 
 # ---------------------------------------------------------------------- xboard
@@ -271,8 +434,9 @@ class XboardEngine:
     """``xboard``, ``protover``, ``new``, ``force``, ``setboard``, ``sd``, ``go``, ``easy``/``hard``,
     ``ponder on|off``, ``post``/``nopost``, ``ping``, ``?``, moves, ``quit``."""
 
-    def __init__(self, config: SearchConfig, trace_path: Optional[Path], out: TextIO = sys.stdout) -> None:
-        self.s = _Session(config, trace_path, out)
+    def __init__(self, config: SearchConfig, trace_path: Optional[Path], out: TextIO = sys.stdout,
+                 exit_on_crash: bool = False) -> None:
+        self.s = _Session(config, trace_path, out, exit_on_crash)
         self.force = False
         self.engine_color: Optional[bool] = chess.BLACK
         self.depth = DEFAULT_DEPTH
@@ -400,8 +564,12 @@ class XboardEngine:
         self.ponder_stop = threading.Event()
         ponder_stop = self.ponder_stop
 
+        fault = os.environ.get(FAULT_ENV) == "search"
+
         def work() -> None:
             def info(d: int, score: int, searcher: Searcher) -> None:
+                if fault:
+                    raise RuntimeError(f"injected fault ({FAULT_ENV}=search)")
                 if self.post:
                     pv = searcher.principal_variation(searcher.root_best, d)
                     s.send(f"{d} {score} 0 {searcher.nodes + searcher.qnodes} "
@@ -433,14 +601,15 @@ class XboardEngine:
         return run_search(ponder_board, depth, config, trace, ctx="ponder", stop=stop, header=False)
 
 
-def detect_and_run(config: SearchConfig, trace_path: Optional[Path], lines, out: TextIO = sys.stdout) -> None:
+def detect_and_run(config: SearchConfig, trace_path: Optional[Path], lines, out: TextIO = sys.stdout,
+                   exit_on_crash: bool = False) -> None:
     """Read the first command and speak UCI (``uci``) or xboard (anything else)."""
     it = iter(lines)
     for first in it:
         if not first.strip():
             continue
-        engine = UciEngine(config, trace_path, out) if first.split()[0] == "uci" \
-            else XboardEngine(config, trace_path, out)
+        engine: UciEngine | XboardEngine = UciEngine(config, trace_path, out, exit_on_crash) \
+            if first.split()[0] == "uci" else XboardEngine(config, trace_path, out, exit_on_crash)
 
         def chained():
             yield first

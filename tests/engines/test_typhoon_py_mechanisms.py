@@ -34,9 +34,11 @@ def test_extended_moves_give_check_and_pruned_moves_are_not_checks(profile):
     search, root = _search("kiwipete", 3, profile)
     cache: dict = {}
     pruned = {"LMP", "FP-QUIET", "HIST-PRUNE", "SEE-QUIET"}
+    # stockfish extends singular TT moves, not checks (tests/engines/test_stockfish_profile.py)
+    check_ext = profile != "stockfish"
     seen = {"EXT": 0, "pruned": 0}
     for g in search.tagged("MOVE"):
-        if g["act"] == "EXT":
+        if g["act"] == "EXT" and check_ext:
             assert resolve_path(root, g["path"], profile, cache).is_check(), g["path"]
             seen["EXT"] += 1
         elif g["act"] in pruned:
@@ -45,7 +47,7 @@ def test_extended_moves_give_check_and_pruned_moves_are_not_checks(profile):
             if profile == "crafty" or g["act"] in ("HIST-PRUNE",):
                 assert not before.is_capture(move), g  # quiet moves only
             seen["pruned"] += 1
-    assert seen["EXT"] > 0 and seen["pruned"] > 0
+    assert (seen["EXT"] > 0 or not check_ext) and seen["pruned"] > 0
 
 
 @pytest.mark.parametrize("profile", ["stockfish", "crafty"])
@@ -91,14 +93,14 @@ def test_typhoon_null_bailout_fails_low_under_a_reduced_move():
 
 def test_stockfish_probcut_is_tried_with_captures_at_reduced_depth():
     hits = 0
-    for pid in ("tactical-f6f7", "rook-endgame"):
-        search, root = _search(pid, 5, "stockfish")
+    for pid in ("ruy-lopez",):  # Stockfish 15: ProbCut at d >= 5 (non-PV), so depth 6
+        search, root = _search(pid, 6, "stockfish")
         cache: dict = {}
         for g in search.tagged("MOVE"):
             if g["act"] == "PROBCUT":
                 before, move = _move_of(root, g["path"], "stockfish", cache)
                 assert before.is_capture(move)
-                assert int(g["nd"]) == int(g["d"]) - 3 and g["nt"] != "PV"
+                assert int(g["nd"]) == int(g["d"]) - 4 and g["nt"] != "PV"
                 hits += 1
     assert hits > 0
 
