@@ -555,7 +555,8 @@ def compare_html(sections: Sequence, notes: Sequence[str] = (), plots: PlotData 
     parts = []
     for s in sections:
         if s.name == _DIVERGENCE_SECTION:
-            parts.append(divergence_list_html(s.frame, anchor, s.title))
+            parts.append(divergence_list_html(s.frame, anchor, "Divergences, each a link to its row in the "
+                                                                "aligned trees below"))
         parts.append(section_html(s, anchor if s.name == _DIVERGENCE_SECTION else None))
     parts.append(charts_html(plots))
     parts += [tree_html(t, k) for k, t in enumerate(trees)]
@@ -580,6 +581,8 @@ def diff_html(alignment: Alignment, rows: pd.DataFrame, summaries: Summaries,
 
     total = summaries.total
     where = "the whole tree" if summaries.scope is None else f"{summaries.scope or '(root)'}'s subtree"
+    if summaries.scope is not None and summaries.drill:
+        where += f", {summaries.scope or '(root)'} itself left out"
     parts = [
         divergence_list_html(summaries.divergences, anchor,
                              f"Divergences in {where} (every node counted once, at its topmost differing row; "
