@@ -348,3 +348,169 @@ def test_rich_markup_in_an_id_is_text(tmp_path):
     out = io.StringIO()
     render_rich(sections, Console(file=out, width=200, color_system=None))
     assert "[/x][red]p" in out.getvalue()
+
+
+# -- Parquet pairs and datasets against the schema -------------------------------------------------------------
+
+def _pair(tmp_path, change=None, name: str = "p.parquet"):
+    """A ``treediff parse`` pair of the hand fixture, its records table passed through ``change``."""
+    import pyarrow.parquet as pq
+
+    from treediff.parse.core import parse_to_parquet
+
+    out = tmp_path / name
+    parse_to_parquet([LOG], out)
+    if change is not None:
+        pq.write_table(change(pq.read_table(out)), out)
+    return out
+
+
+def _replace(table, name, array):
+    import pyarrow as pa
+
+    i = table.schema.get_field_index(name)
+    return table.set_column(i, pa.field(name, array.type), array)
+
+
+def _tag_as_int(t):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return _replace(t, "tag", pa.array((pc.equal(t.column("tag").cast(pa.string()), "MOVE")).cast(pa.int8())))
+
+
+def _bool_reduction(t):
+    import pyarrow.compute as pc
+
+    return _replace(t, "reduction", pc.greater(t.column("reduction"), 0).combine_chunks())
+
+
+def _inf_reduction(t):
+    import pyarrow as pa
+
+    values = t.column("reduction").to_pylist()  # nulls stay nulls
+    values[3] = float("inf")
+    return _replace(t, "reduction", pa.array(values, pa.float32()))
+
+
+def _without(*names):
+    return lambda t: t.drop_columns(list(names))
+
+
+@pytest.mark.parametrize("change, column, why", [
+    (_tag_as_int, "tag", "integer values"),
+    (_bool_reduction, "reduction", "flag values"),
+    (_inf_reduction, "reduction", "inf (not a finite number)"),
+    (_without("tag"), "tag", "is missing"),
+    (_without("depth", "ply"), "ply, depth", "are missing"),
+])
+def test_parquet_pair_with_wrong_columns(tmp_path, change, column, why):
+    from treediff.model.errors import InputError
+    from treediff.parse.source import open_source
+    from treediff.report.core import build_report
+
+    pair = _pair(tmp_path, change)
+    with pytest.raises(InputError) as err:
+        build_report(open_source(pair), ("nodes", "lmr"), ("engine",))
+    text = str(err.value)
+    assert text.startswith(str(pair)) and column in text and why in text, text
+
+
+def test_parquet_pair_without_optional_columns_still_reads(tmp_path):
+    """Columns added after the first format (visit, parent_visit, fh) may be absent: older files lack them."""
+    from treediff.parse.source import open_source
+    from treediff.report.core import build_report
+
+    whole = build_report(open_source(_pair(tmp_path)), ("nodes",), ("engine",))["nodes"]
+    old = _pair(tmp_path, _without(*[c for c in ("visit", "parent_visit", "fh")]), name="old.parquet")
+    assert build_report(open_source(old), ("nodes",), ("engine",))["nodes"].equals(whole)
+
+
+def test_garbage_and_cut_parquet_inputs_are_named(cli, tmp_path):
+    pair = _pair(tmp_path)
+    data = pair.read_bytes()
+    pair.write_bytes(data[: len(data) // 2])  # cut short: starts with PAR1, no footer
+    c = cli("report", pair, "--table", "nodes")
+    assert c.wait(60) == 2 and "p.parquet" in c.output and "not a readable Parquet" in c.output, c.output
+    assert "internal error" not in c.output
+
+
+def _dataset(tmp_path):
+    from support.scale_helpers import TRACES, dataset_from_logs
+
+    return dataset_from_logs([TRACES / "stockfish_batch3.log", TRACES / "crafty_batch3.log"], tmp_path / "ds")
+
+
+def _nodes(source):
+    from treediff.report.core import build_report
+
+    return build_report(source, ("nodes",), ("engine",))["nodes"]
+
+
+def test_dataset_skips_hidden_files_and_foreign_directories(tmp_path):
+    """docs/SCALING.md: files of a dataset are DS/<table>/engine=NAME/KEY.parquet; others are not read."""
+    from treediff.parse.source import open_source
+
+    ds = _dataset(tmp_path)
+    before = _nodes(open_source(ds))
+    for table in ("searches", "records"):
+        first = ds / table / "engine=stockfish" / "000000.parquet"
+        shutil.copyfile(first, ds / table / "engine=stockfish" / ".hidden.parquet")
+        shutil.copyfile(first, ds / table / "engine=stockfish" / ".000000.parquet.0badf00d.tmp")
+        (ds / table / "junk").mkdir()
+        shutil.copyfile(first, ds / table / "junk" / "000000.parquet")
+        (ds / table / "README.txt").write_text("not a partition")
+    after = open_source(ds)
+    assert sorted(set(after.searches["engine"])) == ["crafty", "stockfish"]  # no phantom engine
+    assert len(after.searches) == 6
+    assert _nodes(after).equals(before)
+
+
+def test_dataset_garbage_file_is_named(tmp_path):
+    from treediff.model.errors import InputError
+    from treediff.parse.source import open_source
+
+    ds = _dataset(tmp_path)
+    bad = ds / "records" / "engine=crafty" / "000004.parquet"
+    bad.write_bytes(b"PAR1 garbage")
+    with pytest.raises(InputError, match=r"engine=crafty/000004.parquet: not a readable Parquet records file"):
+        _nodes(open_source(ds))
+    bad = ds / "searches" / "engine=crafty" / "000004.parquet"
+    bad.write_bytes(b"garbage")
+    with pytest.raises(InputError, match=r"engine=crafty/000004.parquet: not a readable Parquet searches file"):
+        open_source(ds)
+
+
+def test_dataset_copied_files_are_refused_naming_both(tmp_path):
+    from treediff.model.errors import InputError
+    from treediff.parse.source import open_source
+
+    ds = _dataset(tmp_path)
+    # A searches + records pair copied from stockfish's partition into crafty's.
+    for table in ("searches", "records"):
+        shutil.copyfile(ds / table / "engine=stockfish" / "000001.parquet", ds / table / "engine=crafty" / "000001.parquet")
+    with pytest.raises(InputError) as err:
+        open_source(ds)
+    text = str(err.value)
+    assert "engine=crafty/000001.parquet" in text and "engine=stockfish/000001.parquet" in text, text
+    assert "both hold search 1" in text
+    for table in ("searches", "records"):
+        (ds / table / "engine=crafty" / "000001.parquet").unlink()
+    # A records file alone copied over another task's: its search number says so.
+    shutil.copyfile(ds / "records" / "engine=stockfish" / "000001.parquet", ds / "records" / "engine=crafty" / "000004.parquet")
+    with pytest.raises(InputError, match=r"engine=crafty/000004.parquet: holds the records of search 1, but its "
+                                         r"searches row is search 4"):
+        _nodes(open_source(ds))
+
+
+def test_dataset_records_of_the_wrong_type(tmp_path):
+    import pyarrow.parquet as pq
+
+    from treediff.model.errors import InputError
+    from treediff.parse.source import open_source
+
+    ds = _dataset(tmp_path)
+    file = ds / "records" / "engine=crafty" / "000003.parquet"
+    pq.write_table(_bool_reduction(pq.read_table(file)), file)
+    with pytest.raises(InputError, match=r"000003.parquet: column reduction holds flag values"):
+        _nodes(open_source(ds))

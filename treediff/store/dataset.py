@@ -33,7 +33,14 @@ def read_dataset_searches(path: str | Path) -> pa.Table:
     files = sorted((str(f) for f in table_files(path, SEARCHES)))
     if not files:
         return SEARCHES_SCHEMA.empty_table()
-    file_schemas = [pq.read_schema(f) for f in files]
+    from treediff.store.layout import DATASET_SEARCHES_SCHEMA
+    from treediff.store.validate import check_searches_schema, open_parquet
+
+    file_schemas = []
+    for f in files:
+        schema = open_parquet(f, "searches").schema_arrow  # a garbage file is named, not an internal error
+        check_searches_schema(f, schema, required=("search", "task"), expected=DATASET_SEARCHES_SCHEMA)
+        file_schemas.append(schema)
     schema = pa.unify_schemas([ENGINE_PARTITION_SCHEMA] + [
         s.remove(s.get_field_index(PARTITION_COLUMN)) if PARTITION_COLUMN in s.names else s for s in file_schemas])
     # pyarrow.dataset is imported here, not at module level: it pulls in pandas, which `treediff parse` never needs.

@@ -34,7 +34,15 @@ import pyarrow.parquet as pq
 from treediff.model.errors import InputError
 from treediff.model.schema import searches_path_for
 from treediff.store.dataset import concat_keeping_categories, finish_searches, read_dataset_searches
-from treediff.store.layout import is_dataset_dir, records_file
+from treediff.store.layout import is_dataset_dir, records_file, searches_file
+from treediff.store.validate import (
+    REQUIRED_RECORDS,
+    check_finite,
+    check_records_schema,
+    check_searches_schema,
+    open_parquet,
+    read_parquet,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -207,14 +215,23 @@ def parquet_source(path: str | Path) -> ArrowSource:
     spath = Path(searches_path_for(str(path)))
     if not spath.exists():
         raise InputError(f"{path}: its searches table {spath.name} is missing (write both with `treediff parse`)")
-    searches = pq.read_table(spath).to_pandas()
-
-    names = set(pq.read_schema(path).names)
+    searches_table = read_parquet(spath, "searches")
+    check_searches_schema(spath, searches_table.schema)
+    ids = searches_table.column("search")
+    if pc.count_distinct(ids).as_py() != len(ids) or ids.null_count:
+        raise InputError(f"{spath}: search numbers repeat (or are missing) in the searches table: each search "
+                         "has its own number (write the pair again with `treediff parse`)")
+    searches = searches_table.to_pandas()
+    schema = open_parquet(path, "records").schema_arrow
+    check_records_schema(path, schema)
+    names = set(schema.names)
 
     def read(columns: list[str] | None) -> pa.Table:
         # Columns a file written by an older treediff lacks (e.g. visit, parent_visit) are left out, not an
         # error: consumers check what they require, and the aligner works visits out without them.
-        return pq.read_table(path, columns=None if columns is None else [c for c in columns if c in names])
+        table = read_parquet(path, "records", columns=None if columns is None else [c for c in columns if c in names])
+        check_finite(path, table)
+        return table
 
     return ArrowSource(read, searches)
 
@@ -242,6 +259,7 @@ class DatasetSource(Source):
         srch = read_dataset_searches(p).to_pandas()
         if len(srch) and "task" not in srch.columns:
             raise InputError(f"{path}: its searches table has no task column (not written by treediff batch)")
+        _refuse_repeated_searches(p, srch)
         files: list[str | None] = []
         for engine, task in zip(srch["engine"].astype("object"), srch["task"].astype("object") if len(srch) else []):
             f = records_file(p, str(engine), str(task))
@@ -286,11 +304,16 @@ class DatasetSource(Source):
         engines = self._searches["engine"].astype("object").to_numpy()
         tables = []
         for row in rows:
-            if self.files[row] is None:
-                continue
             file = self.files[row]
-            present = None if wanted is None else [c for c in wanted if c in pq.read_schema(file).names]
-            table = pq.read_table(file, columns=present)
+            if file is None:
+                continue
+            parquet = open_parquet(file, "records")
+            schema = parquet.schema_arrow
+            check_records_schema(file, schema, required=[c for c in REQUIRED_DATASET_RECORDS if c != "search"])
+            _check_search_number(file, parquet, int(search_ids[row]))
+            present = None if wanted is None else [c for c in wanted if c in schema.names]
+            table = read_parquet(file, "records", columns=present)
+            check_finite(file, table)
             # The file's own search number (if any) is replaced by the searches row's: numbers are per source.
             table = table.drop_columns([c for c in ALWAYS if c in table.column_names])
             table = table.append_column("search", pa.array(np.full(table.num_rows, search_ids[row], dtype=np.int32)))
@@ -313,6 +336,42 @@ class DatasetSource(Source):
                 pending = pool.submit(self.read, nxt, columns)
                 yield current
             yield pending.result()
+
+
+#: The records columns a dataset's records file must have (``engine`` is its partition directory).
+REQUIRED_DATASET_RECORDS = tuple(c for c in REQUIRED_RECORDS if c != "engine")
+
+
+def _refuse_repeated_searches(dataset: Path, searches: pd.DataFrame) -> None:
+    """Search numbers are unique in a dataset: a searches file copied into another engine's (or task's)
+    place would count one search twice.  Refused, naming both files."""
+    if not len(searches) or "search" not in searches.columns:
+        return
+    repeated = searches["search"].duplicated(keep=False)
+    if not repeated.any():
+        return
+    rows = searches[repeated].sort_values("search", kind="stable").head(2)
+    files = [searches_file(dataset, str(e), str(t)) for e, t in zip(rows["engine"], rows["task"])]
+    raise InputError(f"{files[0]} and {files[1]}: both hold search {int(rows['search'].iloc[0])}; search numbers "
+                     "are unique in a dataset (one was copied over from another engine or task?): remove the "
+                     "copy, or run `treediff batch --resume` into a fresh directory")
+
+
+def _check_search_number(file: str, parquet: pq.ParquetFile, search: int) -> None:
+    """A records file holds the search its searches row names: its ``search`` statistics say (free: the
+    footer is read anyway), else nothing is checked.  A records file copied from another engine fails."""
+    names = parquet.schema_arrow.names
+    if "search" not in names or parquet.metadata.num_row_groups == 0:
+        return
+    index = parquet.schema_arrow.get_field_index("search")
+    for group in range(parquet.metadata.num_row_groups):
+        stats = parquet.metadata.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            return
+        if stats.min != search or stats.max != search:
+            other = stats.min if stats.min != search else stats.max
+            raise InputError(f"{file}: holds the records of search {other}, but its searches row is search "
+                             f"{search} (copied from another engine or task?): remove it, or rerun that task")
 
 
 class CombinedSource(Source):
