@@ -113,3 +113,9 @@ def test_cli_steps_on_a_terminal(fixtures_dir, monkeypatch):
     assert steps[0][1:] == (os.path.getsize(log), "bytes")
     assert sum(ticks[f"reading {log}"]) == os.path.getsize(log)  # every byte of the log read once
     assert ticks["aligning and attributing"] == [(0, 2), (1, 2)]  # positions p1 and p2
+    steps.clear()
+    ticks.clear()
+    result = CliRunner().invoke(main, ["diff", str(log), str(other), "--format", "json", "--position", "p1"])
+    assert result.exit_code == 0, result.output
+    assert [s[0] for s in steps] == [f"reading {log}", f"reading {other}", "aligning", "attributing the divergences"]
+    assert sum(ticks[f"reading {other}"]) == os.path.getsize(other)

@@ -15,11 +15,13 @@ def open_side(path: str, label: str, engine: str | None, keep_complete: bool = F
     """One side as a Source (a log parsed with ``dialect`` / ``positions``), restricted to ``engine``."""
     from treediff.cli.common import echo_warnings
     from treediff.parse.source import open_source
+    from treediff.render.progress import parsing
 
     options: dict = {"keep_complete": keep_complete, "engine": dialect}
     if positions:
         options["positions"] = positions
-    source = open_source(path, **options)
+    with parsing([path]) as tick:  # a byte count on a terminal only (tick None otherwise)
+        source = open_source(path, progress=tick, **options)
     echo_warnings(source.warnings)
     if engine is not None:
         names = source.searches["engine"].astype(str)
