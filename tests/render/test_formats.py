@@ -47,7 +47,8 @@ def _plain_tables(text: str) -> dict[str, list[list[str]]]:
         if line.startswith("== ") and line.endswith(" =="):
             title = line[3:-3]
             out[title] = []
-        elif line.strip() and title is not None and not line.startswith("note: "):  # a section's notes follow it
+        elif line.strip() and title is not None and not line.startswith(("note: ", "columns: ")):
+            # a section's column legend and notes follow it
             out[title].append(re.split(r"\s{2,}", line.strip()))
     return out
 

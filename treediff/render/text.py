@@ -29,6 +29,7 @@ import pandas as pd
 
 from treediff.model.text import printable
 from treediff.render.formatting import format_cell
+from treediff.report.columns import legend_line
 
 #: A table with at most this many rows is transposed when that makes it fit.
 TRANSPOSE_MAX_ROWS = 6
@@ -244,6 +245,9 @@ def render_markdown(sections) -> str:
         for row in rows:
             out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
         out.append("")
+        columns = legend_line(section.name, list(frame.columns), code=True)
+        if columns:
+            out.append(columns + "\n")  # what the non-obvious columns mean (treediff.report.columns)
         out.extend(f"{printable(note)}\n" for note in getattr(section, "notes", ()))
     return "\n".join(out)
 
@@ -266,6 +270,9 @@ def render_plain(sections, width: int | None = None) -> str:
                 if block.caption:
                     out.extend(wrap(f"{block.caption}:", width))
                 out.extend(_record_lines(block, width) if block.records else _grid_lines(block))
+            columns = legend_line(section.name, list(frame.columns))
+            if columns:
+                out.extend(wrap(columns, width))
         for note in getattr(section, "notes", ()):
             out.extend(wrap(printable(note), width))
         out.append("")
@@ -302,5 +309,8 @@ def render_rich(sections, console, width: int | None = None) -> None:
             for row in block.rows:
                 table.add_row(*(escape(cell) for cell in row))  # a cell's [..] is text, not rich markup
             console.print(table, width=fit)
+        columns = legend_line(section.name, list(frame.columns))
+        if columns:
+            console.print(columns, style="dim", markup=False, highlight=False, width=fit)
         for note in getattr(section, "notes", ()):
             console.print(printable(note), style="dim", markup=False, width=fit)
