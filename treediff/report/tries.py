@@ -185,8 +185,10 @@ def derive(batch: Batch) -> Tries:
     own_key = run * n_paths + pcode[:n]
     par_key = run * n_paths + pcode[n:]
     has_parent = ply >= 1
-    node_keys, node_codes = np.unique(np.concatenate([own_key, par_key[has_parent]]), return_inverse=True)
-    own = node_codes[:n].astype(np.int64)
+    # Hash-based numbering (pd.factorize): any order will do, and it costs a fraction of a sort.
+    node_codes, node_keys = pd.factorize(np.concatenate([own_key, par_key[has_parent]]))
+    node_codes = np.asarray(node_codes, dtype=np.int64)
+    own = node_codes[:n]
     par = np.full(n, -1, dtype=np.int64)
     par[has_parent] = node_codes[n:]
     n_codes = len(node_keys)
@@ -202,7 +204,7 @@ def derive(batch: Batch) -> Tries:
     vmax = np.int64(int(vnum.max(initial=0)) + 2)
     rec_v = np.full(n, -1, dtype=np.int64)
     counted = (is_move | is_result) & (node >= 0)
-    vkeys, vinv = np.unique(node[counted] * vmax + vnum[counted], return_inverse=True)
+    vinv, vkeys = pd.factorize(node[counted] * vmax + vnum[counted])
     rec_v[counted] = vinv
     n_v = len(vkeys)
     res = np.flatnonzero(is_result)
