@@ -102,3 +102,20 @@ def test_constant_rules(tmp_path):
     assert (everything["tries"], everything["baseline_tries"]) == (10, 10)
     nothing = whatif(source, "false or mn > 100")[0].frame.iloc[0]
     assert nothing["tries"] == 0 and nothing["subtree_nodes"] == 0
+
+
+def test_cli_whatif_output_file_and_refusals(tmp_path):
+    log = write(tmp_path, CUTOFF_CASES)
+    runner = CliRunner()
+    out = tmp_path / "w.json"
+    ok = runner.invoke(main, ["whatif", str(log), "--rule", "mn >= 2", "-o", str(out)])
+    assert ok.exit_code == 0, ok.output
+    names = [t["name"] for t in json.loads(out.read_text())["tables"]]  # JSON from the extension
+    assert names == ["whatif", "silent_misses"]
+    ok = runner.invoke(main, ["whatif", str(log), "--rule", "mn >= 2", "--format", "csv", "-o", str(tmp_path / "d/")])
+    assert ok.exit_code == 0, ok.output
+    assert "c2c4/e7e5" in (tmp_path / "d" / "silent_misses.csv").read_text()
+    same = runner.invoke(main, ["whatif", str(log), "--rule", "mn >= 2", "-o", str(log)])
+    assert same.exit_code == 2 and log.read_text() == CUTOFF_CASES  # never written over an input
+    missing = runner.invoke(main, ["whatif", str(tmp_path / "nope.log"), "--rule", "mn >= 2"])
+    assert missing.exit_code == 2 and "Traceback" not in missing.output

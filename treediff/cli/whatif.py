@@ -18,18 +18,23 @@ from treediff.render import FORMATS, emit
               help="Comma-separated grouping: engine,source,phase,position,iter,ply,depth,nt.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many silent misses (admitted tries that failed high) to list, largest subtrees first.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (atomically) instead of stdout.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format; default: from -o's extension (.csv .json .jsonl .md .txt), else table.")
+@click.option("-o", "--output", type=click.Path(), metavar="FILE|DIR",
+              help="Write to FILE (atomically) instead of stdout; with --format csv a DIR gets one CSV per table.")
 @click.option("--engine", default="auto", show_default=True, help="Dialect for logs whose header does not say.")
 @click.option("--positions", type=click.Path(exists=True, dir_okay=False),
               help="EPD file giving position ids and phase labels for logs.")
 @click.option("--width", type=click.IntRange(min=20), metavar="N", help="Fit the table format in N columns.")
 def whatif(inputs, rule, as_, by, top, fmt, output, engine, positions, width):
     """Of the tries RULE newly admits for pruning or reduction, how many failed high (docs/REPORTS.md, whatif)."""
-    from treediff.cli.report import _open
+    from treediff.cli.common import format_from_output
+    from treediff.cli.report import _check_output, _open
     from treediff.report.whatif import parse_rule, whatif as run_whatif
 
     parse_rule(rule)  # refuse a bad rule before reading anything
+    fmt = format_from_output(fmt, output, choices=FORMATS)
+    _check_output(output, [*inputs, *([positions] if positions else [])], fmt)  # never over an input
     source = _open(inputs, engine, positions)
     emit(run_whatif(source, rule, as_, by, top), fmt, output, width=width)
 

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treediff.parse.visits import visit_tree
+from treediff.report.grouping import codes_of
 from treediff.report.table import Batch
 
 #: Kinds a cutoff decision can have (the searched decisions and the aggregate node tests).
@@ -120,20 +121,16 @@ def _paths(records: pd.DataFrame, order: np.ndarray) -> tuple[pa.Array, np.ndarr
     raw = records["path"]
     arr = pa.array(raw.astype("object").where(raw.notna(), "").to_numpy(dtype=object)) \
         if raw.dtype == object else pa.array(raw, type=pa.large_string(), from_pandas=True)
-    arr = pc.fill_null(pc.take(arr, pa.array(order)), "")
+    if len(order) and not (order[0] == 0 and np.all(np.diff(order) == 1)):  # not already in trace order
+        arr = pc.take(arr, pa.array(order))
+    arr = pc.fill_null(arr, "")
     if "move" in records:
-        codes, cats = batch_codes(records["move"])
+        codes, cats = codes_of(records["move"])
         lengths = np.asarray([len(str(c)) for c in cats.tolist()] + [0], dtype=np.int64)
         move_len = lengths[codes[order]]  # code -1 (no move) -> the appended 0
     else:
         move_len = pl.Series(arr).str.split("/").list.last().str.len_bytes().fill_null(0).to_numpy()
     return arr, np.asarray(move_len, dtype=np.int64)
-
-
-def batch_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    from treediff.report.grouping import codes_of
-
-    return codes_of(series)
 
 
 def _float(records: pd.DataFrame, column: str, order: np.ndarray) -> np.ndarray:
