@@ -35,3 +35,24 @@ def test_other_reports_ignore_shadow_rows(tmp_path):
     assert a.names == b.names
     for name in a.names:
         pd.testing.assert_frame_equal(a[name], b[name], check_dtype=False)
+
+
+def test_parquet_without_the_fh_column_reads_as_before(tmp_path):
+    # A file written before the fh column existed: the analytics tables still get bound and visits.
+    import shutil
+
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from support.analytics_traces import CUTOFF_CASES
+    from treediff.cli import main
+
+    log = write(tmp_path, CUTOFF_CASES)
+    assert CliRunner().invoke(main, ["parse", str(log), "-o", str(tmp_path / "a.parquet")]).exit_code == 0
+    pq.write_table(pq.read_table(tmp_path / "a.parquet").drop_columns(["fh"]), tmp_path / "b.parquet")
+    shutil.copy(tmp_path / "a.searches.parquet", tmp_path / "b.searches.parquet")
+    a = build_report(open_source(str(tmp_path / "a.parquet")), ["cutoffs", "fh"])
+    b = build_report(open_source(str(tmp_path / "b.parquet")), ["cutoffs", "fh"])
+    for name in a.names:
+        pd.testing.assert_frame_equal(a[name], b[name])
+    assert a["cutoffs"].set_index("class").loc["all", "cutoffs"] == 6
