@@ -246,3 +246,14 @@ def test_visits_all_rows_carry_their_label(tmp_path):
     paths = full_paths(data)
     at = paths.index("e2e4")
     assert paths[at + 1] == "e2e4" and data["visit"][at] is None and data["visit"][at + 1] == "verify"
+
+
+def test_report_charts_show_the_engines_own_act_shares(tmp_path):
+    out = tmp_path / "report.html"
+    result = _cli(["report", str(TACTICAL_A), "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    charts = out.read_text(encoding="utf-8").split('id="sec-charts"')[1]
+    counters = json.loads(TACTICAL_A.with_suffix(".counters.json").read_text())
+    total = sum(counters["acts"].values())  # typhoon_py counts every MOVE decision by act
+    for act, count in counters["acts"].items():
+        assert f"<title>typhoon {act}: {100 * count / total:,.2f} % of MOVE decisions</title>" in charts

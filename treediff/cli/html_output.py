@@ -69,11 +69,24 @@ def plot_data(sides: Sequence[tuple[object, str | None]], target: int):
 
 
 def report_page(source, sections, notes: list[str], inputs: Sequence[str], target: int, output: str | None) -> None:
-    from treediff.render.html import report_html
+    """report's page; the charts reuse the report's own acts / ebf_iter / lmr frames when it grouped them as
+    the charts do (so charts and tables show the same records, ``--under`` included), else build them."""
+    from treediff.render.html import PlotData, report_html
 
+    wanted = {"acts": ("engine",), "ebf_iter": ("engine",), "lmr": ("engine", "phase")}
+    own = {s.name: s.frame for s in sections if s.name in wanted and tuple(s.keys) == wanted[s.name]}
+    if len(own) == len(wanted):
+        engines = list(dict.fromkeys(own["acts"]["engine"].astype(str)))
+        plots = PlotData(own["acts"], own["ebf_iter"], own["lmr"], engines)
+    elif "acts" in own and "ebf_iter" in own:
+        from treediff.report.core import build_report
+
+        lmr = build_report(source, ("lmr",), ("engine", "phase"), target)["lmr"]
+        plots = PlotData(own["acts"], own["ebf_iter"], lmr, list(dict.fromkeys(own["acts"]["engine"].astype(str))))
+    else:
+        plots = plot_data([(source, None)], target)
     names = ", ".join(str(i) for i in inputs)
-    text = report_html(sections, notes, plot_data([(source, None)], target), title=f"treediff report: {names}")
-    write_html(text, output)
+    write_html(report_html(sections, notes, plots, title=f"treediff report: {names}"), output)
 
 
 def compare_trees(source_a, source_b, positions: Sequence[str], label_a: str, label_b: str,
