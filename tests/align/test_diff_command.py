@@ -35,12 +35,12 @@ def _body(output: str) -> list[str]:
 def test_text_side_by_side_without_folding():
     result = run(A, B, "--context", "100")
     assert result.exit_code == 0, result.output
-    lines = _body(result.output)
+    lines = _body(result.stdout)
     assert len(lines) == 17
-    heading = result.output.splitlines()[2]
+    heading = result.stdout.splitlines()[2]
     marker_col = heading.index("B move") - 2
     assert [line.ljust(marker_col + 1)[marker_col] for line in lines] == MARKS
-    assert "17 rows (same 5, differs 5, only-A 4, only-B 3); nodes A 9, B 8" in result.output
+    assert "17 rows (same 5, differs 5, only-A 4, only-B 3); nodes A 9, B 8" in result.stdout
     d2d4 = next(line for line in lines if "LMR→LMR-RESEARCH" in line)
     # A: acts, depth 3 → 1 → re-searched at 2, reduction 1, 3 nodes; B: one LMR, 1 node.
     assert d2d4.split() == ["d2d4", "LMR→LMR-RESEARCH", "3→1→2", "1", "3", "|", "d2d4", "LMR", "3→1", "1", "1"]
@@ -51,42 +51,42 @@ def test_text_side_by_side_without_folding():
 def test_folding_keeps_context_rows():
     # Changed rows: 2-3, 7-16 (1-based).  Context 0 folds row 1, rows 4-6 and row 17.
     result = run(A, B, "--context", "0")
-    lines = _body(result.output)
+    lines = _body(result.stdout)
     folds = [line for line in lines if line.startswith("...")]
     assert folds == ["... 1 identical row ...", "... 3 identical rows ...", "... 1 identical row ..."]
     assert len(lines) == 12 + 3
     result = run(A, B, "--context", "1")
-    folds = [line for line in _body(result.output) if line.startswith("...")]
+    folds = [line for line in _body(result.stdout) if line.startswith("...")]
     assert folds == ["... 1 identical row ..."]  # only e2e4/e7e5 (row 5) is 2 rows from any change
 
 
 def test_only_diff_under_and_max_ply():
-    lines = _body(run(A, B, "--only-diff").output)
+    lines = _body(run(A, B, "--only-diff").stdout)
     assert len(lines) == 12 and not any(line.startswith("...") for line in lines)
-    lines = _body(run(A, B, "--under", "g1f3", "--context", "9").output)
+    lines = _body(run(A, B, "--under", "g1f3", "--context", "9").stdout)
     assert [line.split()[0] for line in lines] == ["g1f3", "g8f6", "b1c3", "d7d5"]
-    lines = _body(run(A, B, "--under", "Nf3/Nf6", "--context", "9").output)  # SAN, read in the start position
+    lines = _body(run(A, B, "--under", "Nf3/Nf6", "--context", "9").stdout)  # SAN, read in the start position
     assert [line.split()[0] for line in lines] == ["g8f6", "b1c3"]
-    lines = _body(run(A, B, "--max-ply", "1", "--context", "9").output)
+    lines = _body(run(A, B, "--max-ply", "1", "--context", "9").stdout)
     assert len(lines) == 7  # root + 0000, e2e4, d2d4, g1f3, c2c4, b1c3
 
 
 def test_json_and_csv():
     result = run(A, B, "--format", "json")
-    doc = json.loads(result.output)
+    doc = json.loads(result.stdout)
     assert doc["a"]["iter"] == 3 and doc["b"]["engine"] == "stockfish"
     assert [r["status"] for r in doc["rows"]][:3] == ["same", "differs", "only-B"]
     d2d4 = next(r for r in doc["rows"] if r["path"] == "d2d4")
     assert (d2d4["seq_a"], d2d4["nodes_a"], d2d4["final_depth_a"], d2d4["new_depth_b"]) == ("LMR→LMR-RESEARCH", 3, 2.0, 1.0)
     assert doc["rows"][6]["new_depth_a"] is None  # e2e4/a7a6 was pruned by A
     result = run(A, B, "--format", "csv", "--iter", "1")
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()
     assert lines[0].startswith("path,ply,status,seq_a,kind_a")
     assert [line.split(",")[:3] for line in lines[1:]] == [["", "0", "same"], ["e2e4", "1", "same"], ["d2d4", "1", "only-B"]]
     # After the aligned columns: each side's path in its notation (empty in a gap) and the source lines.
     assert ",nodes_b,path_a,path_b,line_a,line_b" in lines[0]
     # Iteration 1: A's root RESULT is line 7, e2e4's MOVE line 6; B's 6 and 4, d2d4's 5 (B only).
-    table = list(csv.DictReader(io.StringIO(result.output)))
+    table = list(csv.DictReader(io.StringIO(result.stdout)))
     assert [(r["path_a"], r["path_b"], r["line_a"], r["line_b"]) for r in table] == [
         ("", "", "7", "6"), ("e2e4", "e2e4", "6", "4"), ("", "d2d4", "", "5")]
 
@@ -117,7 +117,7 @@ def test_notations_meet_end_to_end(other):
     """typhoon e7e8Q/(null), stockfish e7e8q/0000 and crafty e8=Q/null parse to the same paths."""
     result = run(str(FIXTURES / "align_promo_typhoon.log"), str(FIXTURES / other), "--format", "json")
     assert result.exit_code == 0, result.output
-    rows = {r["path"]: r for r in json.loads(result.output)["rows"]}
+    rows = {r["path"]: r for r in json.loads(result.stdout)["rows"]}
     assert list(rows) == ["", "0000", "e7e8q", "e7e8q/a2b2", "e7e8q/a2a1", "e7e8n", "e1d2"]
     assert [rows[p]["status"] for p in ("0000", "e7e8q", "e7e8q/a2b2", "e7e8q/a2a1")] == ["same"] * 4
     assert (rows["e7e8q"]["nodes_a"], rows["e7e8q"]["nodes_b"]) == (1, 1)
@@ -147,7 +147,7 @@ def test_errors_are_one_line(tmp_path):
 
 
 def test_summaries_in_json_and_text():
-    doc = json.loads(run(A, B, "--format", "json").output)
+    doc = json.loads(run(A, B, "--format", "json").stdout)
     # Hand-counted in test_align_hand.test_kind_confusion_hand_counted.
     assert doc["kind_confusion"]["SEARCH"] == {"SEARCH": 4, "REDUCE": 0, "PRUNE": 1, "NULL_PROBE": 0}
     assert doc["kind_confusion"]["PRUNE"]["SEARCH"] == 1
@@ -160,7 +160,7 @@ def test_summaries_in_json_and_text():
     assert (total["nodes_a"], total["nodes_b"], total["delta"], total["shared_residual"]) == (9, 8, 1, 0)
     assert sum(t["delta"] for t in doc["divergences"]) + total["shared_residual"] == total["delta"]
     # --under limits the summaries to the subtree: g1f3 is its own frontier row and holds all of it.
-    doc = json.loads(run(A, B, "--format", "json", "--under", "g1f3").output)
+    doc = json.loads(run(A, B, "--format", "json", "--under", "g1f3").stdout)
     assert [(t["path"], t["delta"]) for t in doc["divergences"]] == [("g1f3", 3)]
     assert doc["divergence_total"]["delta"] == 3 and doc["divergence_total"]["scope"] == "g1f3"
     assert doc["kind_confusion"] == {"SEARCH": {"PRUNE": 1}}

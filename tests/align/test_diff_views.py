@@ -25,7 +25,7 @@ TYPHOON = str(FIXTURES / "align_promo_typhoon.log")
 def run(*args: str, columns: str = "100"):
     result = CliRunner().invoke(main, ["diff", *args], env={"COLUMNS": columns})
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
 
 
 def rows_of(*args: str) -> dict[str, dict]:

@@ -14,7 +14,7 @@ LOG = Path(__file__).resolve().parents[2] / "fixtures" / "hand" / "visits_verify
 def _rows(*args: str) -> list[dict]:
     result = CliRunner().invoke(main, ["diff", str(LOG), str(LOG), "--format", "json", *args])
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)["rows"]
+    return json.loads(result.stdout)["rows"]
 
 
 def test_visits_all_adds_the_verification_visit_as_its_own_row():
@@ -31,6 +31,6 @@ def test_visits_all_adds_the_verification_visit_as_its_own_row():
 def test_visits_all_labels_the_row_in_the_text_view():
     result = CliRunner().invoke(main, ["diff", str(LOG), str(LOG), "--visits", "all", "--format", "csv"])
     assert result.exit_code == 0, result.output
-    header, *lines = result.output.splitlines()
+    header, *lines = result.stdout.splitlines()
     column = header.split(",").index("visit_label")
     assert sorted(line.split(",")[column] for line in lines).count("verify") == 1

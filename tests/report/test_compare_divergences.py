@@ -14,7 +14,7 @@ def _compare(*extra):
         main, ["compare", str(HAND / "align_basic_a.log"), str(HAND / "align_basic_b.log"), "--format", "json", *extra]
     )
     assert result.exit_code == 0, result.output
-    return {t["name"]: t for t in json.loads(result.output)["tables"]}
+    return {t["name"]: t for t in json.loads(result.stdout)["tables"]}
 
 
 def test_compare_lists_costliest_divergence_first():
