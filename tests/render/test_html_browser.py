@@ -213,3 +213,28 @@ def test_compare_page_links_open_rows_in_each_positions_tree(browser, tmp_path):
              for h in browser.find_elements(By.CSS_SELECTOR, "section.tree > h2")}
     assert seen == trees and len(seen) >= 2
     assert _errors(browser) == []
+
+
+def _go(browser, typed: str) -> None:
+    box = browser.find_element(By.CSS_SELECTOR, "section#t0 form.jump input")
+    box.clear()
+    box.send_keys(typed)
+    browser.find_element(By.CSS_SELECTOR, "section#t0 form.jump button").click()
+
+
+def test_go_to_a_typed_path(browser, pages):
+    _open(browser, pages["basic"])
+    _go(browser, "e2e4/a7a6")
+    target = browser.find_element(By.CSS_SELECTOR, "tr.target")
+    assert [td.text for td in target.find_elements(By.CSS_SELECTOR, "td.acts")] == ["FP-QUIET", "FULL"]
+    assert _uncovered(browser, target)
+    _go(browser, "e2e4/e2e5")
+    assert browser.find_element(By.CSS_SELECTOR, "section#t0 form.jump output").text == "no row e2e4/e2e5"
+    _open(browser, pages["promo"])
+    _go(browser, "e8=Q/Kb2")  # Crafty's SAN (align_promo_crafty.log line 6) is e7e8q/a2b2 in UCI
+    target = browser.find_element(By.CSS_SELECTOR, "tr.target")
+    assert [s.text for s in target.find_elements(By.CSS_SELECTOR, "span.name")] == ["Kb2", "a2b2"]
+    _go(browser, "e7e8q/a2a1")
+    target = browser.find_element(By.CSS_SELECTOR, "tr.target")
+    assert [s.text for s in target.find_elements(By.CSS_SELECTOR, "span.name")] == ["Ka1", "a2a1"]
+    assert _errors(browser) == []

@@ -451,6 +451,8 @@ def tree_html(view: TreeView, key: int) -> str:
         "<button type=\"button\" class=\"expand-div\" title=\"expand every row with a divergence at or below it "
         "(up to about 2,000 rows)\">expand divergent</button>",
         "<button type=\"button\" class=\"collapse-all\">collapse all</button>",
+        "<form class=\"jump\"><label>go to path <input type=\"text\" size=\"24\" "
+        "placeholder=\"e2e4/e7e5 (UCI or own)\"></label> <button type=\"submit\">go</button> <output></output></form>",
         "<span class=\"legend\"><span class=\"st-same\">same</span> <span class=\"st-differs\">differs</span> "
         "<span class=\"st-only-A\">only A</span> <span class=\"st-only-B\">only B</span></span>",
         "</div>",

@@ -215,8 +215,38 @@
     tr.scrollIntoView({block: "center"});
   };
 
+  /* The row of a typed path ("/"-joined moves, UCI or either side's own notation; "" the root), or -1. */
+  Tree.prototype.find = function (typed) {
+    if (!this.paths) {
+      // Every row's full path in UCI and in each side's notation, built on the first search (O(rows)).
+      var d = this.d, sets = [[d.uci, null], [d.uci, d.a_own], [d.uci, d.b_own]];
+      this.paths = new Map();
+      for (var s = 0; s < sets.length; s++) {
+        if (s && !sets[s][1]) { continue; }
+        var names = new Array(this.n);
+        for (var i = 0; i < this.n; i++) {
+          var own = sets[s][1], move = own && own[i] !== null ? own[i] : d.uci[i], p = d.parent[i];
+          names[i] = p < 0 || names[p] === "" ? move : names[p] + "/" + move;
+          if (!this.paths.has(names[i])) { this.paths.set(names[i], i); }
+        }
+      }
+    }
+    var key = typed.trim().replace(/^\/+|\/+$/g, "");
+    var hit = this.paths.get(key);
+    if (hit === undefined) { hit = this.paths.get(key.toLowerCase()); }
+    return hit === undefined ? -1 : hit;
+  };
+
   Tree.prototype.bind = function () {
     var self = this;
+    var jump = this.el.querySelector("form.jump");
+    jump.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var typed = jump.querySelector("input").value, out = jump.querySelector("output");
+      var i = self.find(typed);
+      out.textContent = i < 0 ? "no row " + typed.trim() : "";
+      if (i >= 0) { self.reveal(i); }
+    });
     this.body.addEventListener("click", function (event) {
       var hit = event.target.closest("button.tg, span.name");
       if (!hit) { return; }
