@@ -79,7 +79,8 @@ class _Group(click.Group):
         if not found:
             return super().format_commands(ctx, formatter)
         limit = formatter.width - 6 - max(len(name) for name in found)
-        rows = [(name, click.utils.make_default_short_help(text, limit)) for name, text in sorted(found.items())]
+        # A bare click.Command per summary: click's own shortening (public API; its helper is deprecated).
+        rows = [(name, click.Command(name, help=text).get_short_help_str(limit)) for name, text in sorted(found.items())]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
