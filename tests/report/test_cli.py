@@ -76,7 +76,8 @@ def test_report_json_on_parquet_inputs(parquets):
     assert rows(t["lmr"], engine="stockfish")[0]["admission_pct_real"] == pytest.approx(600 / 41)
     assert rows(t["scope"], engine="crafty", act="(all)")[0]["pct_continued"] == 0.0
     assert [s for s in t] == ["nodes", "acts", "kinds", "lmr", "lmr_hist", "ebf", "ebf_iter", "ebf_ply",
-                              "skips", "scope"]
+                              "skips", "scope", "cutoffs", "cutoff_mn", "fh", "residual", "residual_iter",
+                              "residual_stalled", "pv_stability", "depths", "lmr_grid", "why"]
 
 
 def test_report_by_phase_table_subset(parquets):
