@@ -53,7 +53,8 @@ def test_extended_moves_give_check_and_pruned_moves_are_not_checks(profile):
 @pytest.mark.parametrize("profile", ["stockfish", "crafty"])
 def test_lmr_research_follows_a_reduced_search_of_the_same_move(profile):
     found = 0
-    for pid in ("start", "rook-endgame", "kiwipete"):
+    # crafty reduces only from the 7th move on since the issue-14 calibration: positions where it re-searches
+    for pid in ("start", "rook-endgame", "kiwipete") if profile == "stockfish" else ("italian", "symmetric-italian"):
         search, _ = _search(pid, 5 if profile == "stockfish" else 4, profile)
         last_decision = {}
         for tag, g in search.lines:

@@ -4,13 +4,19 @@ Emulates Crafty's ``Search()`` in whole plies (``unit=1``, SAN paths):
 
 * **FP-QUIET**: a quiet, non-checking move (m > 1) at d < 7 when the side
   to move's *material* (Crafty prunes on material, not the full evaluation)
-  plus ``FP_MARGIN[d]`` cannot reach alpha.
-* **LMP**: a quiet, non-checking move at d < 16 with m > 3 + (d + 0.5)^1.9.
-  Real Crafty abandons the rest of the node here (``break``); that is
-  ``--prune-scope node``, the default ``move`` skips only the move.
-* **LMR**: m > 1, d >= 2, not a good capture, outside check, not at the root:
-  ``int(ln(1.8 d) ln(m) / 2)`` plies, leaving at least one ply; a reduced move
-  that beats alpha gets ``act=LMR-RESEARCH`` and a re-search at full depth.
+  plus ``FP_MARGIN[d]`` (25, 50, 100, 125, 150, 200 cp) cannot reach alpha.
+* **LMP**: a quiet, non-checking move at d < 16 with m > 6 + (d + 0.5)^1.9.
+  It skips that move only (``continue``, as real Crafty: its ``break`` leaves
+  a ``do {} while (0)``); ``--prune-scope node`` abandons the node instead.
+* **LMR**: m > 6, d >= 2, not a good capture, outside check, not at the root:
+  ``int(ln(1.8 d) ln(m) / 2.6)`` plies, leaving at least one ply; a reduced
+  move that beats alpha gets ``act=LMR-RESEARCH`` and a re-search at full depth.
+
+Calibration (issue 14): the margins, the LMP base and the LMR start and
+divisor are fitted so that the 20 positions of ``fixtures/positions20.epd``
+at depth 6 give real Crafty 25.2's shares at depth 6 (FP-QUIET 48.9%, LMP
+16.0%, LMR 2.4% at 1.3 plies; ``benchmarks/bench_fidelity.py``): measured
+FP-QUIET 49.9%, LMP 17.1%, LMR 3.7% at 1.35 plies, EBF 3.87 (real 3.59).
 * **NMP**: R = 3 + d/6 plies.
 
 The formulas are simplified re-implementations, not Crafty's own code.
@@ -25,17 +31,21 @@ import chess
 from typhoon_py.mechanisms.base import Mechanisms, Node
 from typhoon_py.profiles import ONE_PLY
 
-#: LMP move-count limits ``3 + (d + 0.5) ** 1.9`` for d < 16 plies.
+#: LMP move-count limits ``LMP_BASE + (d + 0.5) ** 1.9`` for d < 16 plies.
 LMP_DEPTH = 16
-LMP_LIMIT = [3 + int((d + 0.5) ** 1.9) for d in range(LMP_DEPTH)]
+LMP_BASE = 6
+LMP_LIMIT = [LMP_BASE + int((d + 0.5) ** 1.9) for d in range(LMP_DEPTH)]
 #: Futility margins (centipawns) by remaining depth in plies, d < 7.
-FP_MARGIN = (0, 100, 150, 200, 250, 300, 400)
+FP_MARGIN = (0, 25, 50, 100, 125, 150, 200)
 FP_DEPTH = len(FP_MARGIN)
+#: LMR: moves after this place (1-based) may be reduced, by ``ln(1.8 d) ln(m) / LMR_DIVISOR`` plies.
+LMR_MIN_MN = 6
+LMR_DIVISOR = 2.6
 
 
 def lmr_plies(depth_plies: int, move_number: int) -> int:
-    """Crafty's LMR table: ``log(1.8 d) log(m) / 2`` plies, leaving at least one ply."""
-    r = int(math.log(1.8 * depth_plies) * math.log(move_number) / 2.0)
+    """Crafty's LMR table: ``log(1.8 d) log(m) / LMR_DIVISOR`` plies, leaving at least one ply."""
+    r = int(math.log(1.8 * depth_plies) * math.log(move_number) / LMR_DIVISOR)
     return max(0, min(r, depth_plies - 2))
 
 
@@ -76,7 +86,7 @@ class CraftyMechanisms(Mechanisms):
 
     def reduce_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
                          quiet: bool, gives_check: bool) -> Optional[str]:
-        if node.depth < 2 * ONE_PLY or mn <= 1:
+        if node.depth < 2 * ONE_PLY or mn <= LMR_MIN_MN:
             return None
         if node.root:
             return "root"
@@ -86,7 +96,7 @@ class CraftyMechanisms(Mechanisms):
 
     def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
                quiet: bool) -> int:
-        if (node.depth < 2 * ONE_PLY or mn <= 1 or (is_cap and sc > 0) or node.in_check
+        if (node.depth < 2 * ONE_PLY or mn <= LMR_MIN_MN or (is_cap and sc > 0) or node.in_check
                 or node.root):
             return 0
         return lmr_plies(node.dp, mn) * ONE_PLY
