@@ -514,3 +514,36 @@ def test_dataset_records_of_the_wrong_type(tmp_path):
     pq.write_table(_bool_reduction(pq.read_table(file)), file)
     with pytest.raises(InputError, match=r"000003.parquet: column reduction holds flag values"):
         _nodes(open_source(ds))
+
+
+# -- UCI paths replayed on boards (--strict) --------------------------------------------------------------------
+
+def test_strict_flags_illegal_uci_moves_with_their_lines(tmp_path):
+    from treediff.model.errors import InputError
+    from treediff.parse.core import parse_logs
+
+    log = _write(tmp_path, _header("s") + "ITER d=2\n"
+                 "MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL\n"          # line 3: legal
+                 "MOVE path=e2e4/e2e4 ply=2 mn=1 d=1 nd=0 act=FULL\n"     # line 4: black has no piece on e2
+                 "MOVE path=e2e5 ply=1 mn=2 d=2 nd=1 act=FULL\n"          # line 5: a pawn does not go three
+                 "MOVE path=e1g1 ply=1 mn=3 d=2 nd=1 act=FULL\n"          # line 6: not castling here
+                 "MOVE path=a7a8q ply=1 mn=4 d=2 nd=1 act=FULL\n"         # line 7: no white pawn on a7
+                 "MOVE path=g1f3 ply=1 mn=5 d=2 nd=1 act=FULL\n"          # line 8: legal
+                 "RESULT path=e2e4/e2e4 ply=2 d=0 score=0\n"              # line 9: below an illegal move
+                 "RESULT path=e2e4 ply=1 d=1 score=0\nRESULT path=- ply=0 d=2 score=0\nEND nodes=3\n")
+    with pytest.raises(InputError) as err:
+        parse_logs([log], strict=True)
+    assert "5 lines with a move that does not resolve in its position (line 4, 5, 6, 7, 9)" in str(err.value)
+    castling = _write(tmp_path, "TREEDUMP engine=stockfish v=1 id=c fen=r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1\n"
+                      "ITER d=1\nMOVE path=e1g1 ply=1 mn=1 d=1 nd=0 act=FULL\nMOVE path=e1c1 ply=1 mn=2 d=1 nd=0 "
+                      "act=FULL\nRESULT path=- ply=0 d=1 score=0\nEND nodes=1\n", name="c.log")
+    assert parse_logs([castling], strict=True).warnings == []
+
+
+def test_strict_accepts_the_fixture_traces():
+    """typhoon_py's traces are legal by construction: --strict must not flag a move (UCI and SAN dialects)."""
+    from treediff.parse.core import parse_logs
+
+    traces = sorted((ROOT / "fixtures" / "traces").glob("*.log"))
+    result = parse_logs(traces, strict=True)
+    assert not [w for w in result.warnings if "does not resolve" in w]

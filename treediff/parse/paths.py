@@ -45,7 +45,9 @@ class PathNormalizer:
     then :meth:`close`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, check_uci: bool = False) -> None:
+        #: Replay paths that are UCI already on boards too, flagging illegal moves (``--strict``).
+        self._check_uci = check_uci
         self._worker: SanWorker | None = None
         self._pool: ThreadPoolExecutor | None = None  # talks to the worker, one request at a time
         self._worker_failed = False
@@ -71,6 +73,8 @@ class PathNormalizer:
             unknown = shape.is_null().arg_true()
             ok = ok.scatter(unknown, raw.gather(unknown).str.contains(UCI_OR_ROOT_PATTERN))
         if bool(ok.all()):
+            if self._check_uci:
+                return self._checked_uci(rows, by_id, problems)
             return _uci_already
         todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)
         coord = _coordinate_paths(todo.get_column("path"), todo.get_column("_dialect"))
@@ -82,6 +86,34 @@ class PathNormalizer:
             _patched_paths, coord_index=todo.get_column("_i").filter(good), coord_paths=coord.filter(good),
             hard_index=hard_index, parts=parts,
         )
+
+    def _checked_uci(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> UciPaths:
+        """UCI paths as they are, each distinct one of each search replayed on its board (the resolver keeps
+        the positions reached and the moves tried in each, so a (parent, move) is tested once); the records
+        of a path with an illegal move are flagged ``unresolved-move`` and counted with their lines."""
+        paths = rows.get_column("path")
+        bad = np.zeros(rows.height, dtype=bool)
+        frame = rows.select("search", "path").with_row_index("_i")
+        for (search,), part in frame.group_by(["search"], maintain_order=True):
+            distinct = part.get_column("path").unique(maintain_order=True)
+            distinct = distinct.filter(distinct != "-")
+            resolved = by_id[search].resolver.resolve_many(distinct.to_list())
+            illegal = distinct.filter(pl.Series([r is None for r in resolved], dtype=pl.Boolean))
+            if len(illegal):
+                bad[part.filter(pl.col("path").is_in(illegal.implode()))["_i"].to_numpy()] = True
+        if not bad.any():
+            return _uci_already
+        lines = rows.get_column("line").to_numpy()
+        for (search,), part in frame.filter(pl.Series(bad)).group_by(["search"], maintain_order=True):
+            state = by_id[search]
+            bad_lines = lines[part.get_column("_i").to_numpy()]
+            problems.add_many("with a move that does not resolve in its position", bad_lines)
+            state.unresolved_count += len(bad_lines)
+            room = FIRST_LINES_SHOWN - len(state.unresolved)
+            if room > 0:
+                state.unresolved.extend(int(x) for x in bad_lines[:room])
+        flagged = pl.Series("bad", bad)
+        return lambda chunk_rows: (_root_as_empty(paths), flagged)
 
     def _resolve_on_boards(
         self, hard: pl.DataFrame, line_col: pl.Series, by_id: dict[int, SearchState], problems: Problems

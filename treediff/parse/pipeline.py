@@ -99,7 +99,9 @@ class TreedumpParser:
         self._tables: list[pa.Table] = []
         self.warnings: list[str] = []
         self._states = SearchStates(self.options)  # (raises InputError for an unknown --engine)
-        self._paths = PathNormalizer()
+        # --strict also replays UCI paths on boards (each distinct path once): several times the cost of
+        # the parse, so not by default (docs/TREEDUMP_FORMAT.md, bad input).
+        self._paths = PathNormalizer(check_uci=self.options.strict)
         # Touched only by the table builders, which run in order on one thread (see _write).
         self._visits = VisitStage(all_contexts=self.options.all_contexts)
         #: Searches cut by the end of a truncated input and dropped (``--keep-complete``).
