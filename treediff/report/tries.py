@@ -139,8 +139,13 @@ def _float(records: pd.DataFrame, column: str, order: np.ndarray) -> np.ndarray:
     return np.asarray(records[column].to_numpy(dtype=np.float64, na_value=np.nan))[order]
 
 
-def derive(batch: Batch) -> Tries:
+def derive(batch: Batch, full: bool = True) -> Tries:
     """The :class:`Tries` of a batch (records of whole searches; any order: they are put in trace order).
+
+    ``full=False`` leaves out what only ``whatif`` and ``residual`` read (the visit tree: subtree nodes,
+    main visits, parent visits; then ``subtree`` is 0, ``v_main``, ``rec_in_main`` and
+    ``v_in_parent_main`` are False, ``v_parent`` is -1 and ``v_nodes`` 1): tries, visits, cutoff classes
+    and fail highs are the same.
 
     Without ``parent_visit``/``visit`` columns every node's records and
     RESULTs are taken as visit 1 (one visit per node and iteration).
@@ -233,10 +238,19 @@ def derive(batch: Batch) -> Tries:
     np.minimum.at(first_move, rec_v[mov], mov)
 
     # Visit tree: entering decisions, main visits, subtree sizes.
-    code = own
-    tree = visit_tree(code, parent_of, ply_of, is_result, is_move, depth, np.where(is_result, rv, 0),
-                      np.where(is_move, pv, 0))
-    entering = tree.entering  # per RESULT (order of res)
+    if full:
+        tree = visit_tree(own, parent_of, ply_of, is_result, is_move, depth, np.where(is_result, rv, 0),
+                          np.where(is_move, pv, 0))
+        entering = tree.entering  # per RESULT (order of res)
+    else:  # entering decisions only: the latest MOVE record of the RESULT's path before it
+        span = np.int64(n + 1)
+        m_key = np.sort(own[mov] * span + mov)
+        j = np.searchsorted(m_key, own[res] * span + res) - 1
+        j_safe = np.maximum(j, 0)
+        hit = (j >= 0) & (len(m_key) > 0)
+        if len(m_key):
+            hit &= (m_key[j_safe] // span) == own[res]
+        entering = np.where(hit, m_key[j_safe] % span if len(m_key) else 0, -1)
 
     # Class of each closed visit.
     r_v = rec_v[res]
@@ -265,6 +279,23 @@ def derive(batch: Batch) -> Tries:
     fh = np.zeros(n_t, dtype=bool)
     held = (cls >= 0) & (cls <= PROBCUT) & (dec_r >= 0)
     fh[try_of[dec_r[held]]] = True
+
+    v_first = np.where(first_move[r_v] < n, first_move[r_v], res)
+    decision = np.where(cls >= 0, dec_r, -1)
+    decision = np.where(cls == MULTICUT, -1, decision)
+    sh, sh_dec = _shadows(batch, order, own_key, mov, n)
+    back = order
+    if not full:
+        none_r = np.zeros(len(res), dtype=bool)
+        return Tries(
+            first=back[t_first], last=back[t_last], fh=fh, subtree=np.zeros(n_t, dtype=np.int64),
+            final_kind=kind[t_last], try_of=_unsort(try_of, order), v_result=back[res], v_class=cls,
+            v_decision=np.where(decision >= 0, back[np.maximum(decision, 0)], -1), v_first=back[v_first],
+            v_main=none_r, v_entering=np.where(entering >= 0, back[np.maximum(entering, 0)], -1),
+            v_parent=np.full(len(res), -1, dtype=np.int64), v_nodes=np.ones(len(res), dtype=np.int64),
+            rec_path=_unsort(pcode[:n], order), rec_run=_unsort(run, order), rec_in_main=np.zeros(n, dtype=bool),
+            v_in_parent_main=none_r, shadow=back[sh],
+            shadow_decision=np.where(sh_dec >= 0, back[np.maximum(sh_dec, 0)], -1))
 
     # Span ends: the next MOVE record of another move in the same visit, else the visit's RESULT.
     vo = mov[np.argsort(rec_v[mov], kind="stable")]
@@ -311,27 +342,11 @@ def derive(batch: Batch) -> Tries:
             keep = ok & (ply[up] >= 2)
             cur, weight = up[keep], weight[keep]
 
-    v_first = np.where(first_move[r_v] < n, first_move[r_v], res)
-    decision = np.where(cls >= 0, dec_r, -1)
-    decision = np.where(cls == MULTICUT, -1, decision)
     main_of = tree.main_visit
     in_main = is_move & (par >= 0) & (main_of[np.maximum(par, 0)] > 0) & (pv == main_of[np.maximum(par, 0)])
     r_parent = parent_of[own[res]]
     v_in_parent_main = (r_parent >= 0) & (tree.parent_visit == main_of[np.maximum(r_parent, 0)]) \
         & (main_of[np.maximum(r_parent, 0)] > 0)
-    # SHADOW records: the decision they follow.
-    is_shadow = batch.equals("tag", "SHADOW")[order]
-    sh = np.flatnonzero(is_shadow)
-    sh_dec = np.full(len(sh), -1, dtype=np.int64)
-    if len(sh) and len(mov):
-        span = np.int64(n + 1)
-        m_key = own_key[mov] * span + mov  # sorted: own_key is (run, path) and mov ascends within it? sort anyway
-        srt_m = np.argsort(m_key, kind="stable")
-        m_key = m_key[srt_m]
-        q = np.searchsorted(m_key, own_key[sh] * span + sh, side="right") - 1
-        hit = (q >= 0) & (m_key[np.maximum(q, 0)] // span == own_key[sh])
-        sh_dec[hit] = mov[srt_m[q[hit]]]
-    back = order
     return Tries(
         first=back[t_first], last=back[t_last], fh=fh, subtree=subtree, final_kind=kind[t_last],
         try_of=_unsort(try_of, order), v_result=back[res], v_class=cls,
@@ -341,6 +356,21 @@ def derive(batch: Batch) -> Tries:
         v_nodes=tree.nodes, rec_path=_unsort(pcode[:n], order), rec_run=_unsort(run, order),
         rec_in_main=_unsort(in_main, order), v_in_parent_main=v_in_parent_main, shadow=back[sh],
         shadow_decision=np.where(sh_dec >= 0, back[np.maximum(sh_dec, 0)], -1))
+
+
+def _shadows(batch: Batch, order: np.ndarray, own_key: np.ndarray, mov: np.ndarray,
+             n: int) -> tuple[np.ndarray, np.ndarray]:
+    """SHADOW records (positions in trace order) and the decision each follows: the latest MOVE record of
+    its path, in its iteration, at or before it (-1 when none)."""
+    sh = np.flatnonzero(batch.equals("tag", "SHADOW")[order])
+    sh_dec = np.full(len(sh), -1, dtype=np.int64)
+    if len(sh) and len(mov):
+        span = np.int64(n + 1)
+        m_key = np.sort(own_key[mov] * span + mov)
+        q = np.searchsorted(m_key, own_key[sh] * span + sh, side="right") - 1
+        hit = (q >= 0) & (m_key[np.maximum(q, 0)] // span == own_key[sh])
+        sh_dec[hit] = m_key[q[hit]] % span
+    return sh, sh_dec
 
 
 def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ _COUNTS = ("visits", *CLASSES, *_MN, "mn_known", "mn_sum")
 
 def cutoff_counts(batch: Batch) -> pd.DataFrame | None:
     """Per cell: node visits, cutoff visits per class, move cutoffs per mn band, Σ mn (None: no visit)."""
-    t = derive(batch)
+    t = derive(batch, full=False)
     if not len(t.v_result):
         return None
     n_cells = batch.n_cells

@@ -55,7 +55,7 @@ class FhPartial:
 
 
 def fh_partial(batch: Batch) -> FhPartial:
-    t = derive(batch)
+    t = derive(batch, full=False)
     return FhPartial(fh_counts(batch, t), shadow_counts(batch, t))
 
 
