@@ -166,3 +166,13 @@ def test_info_on_a_log_or_parquet_file_imports_no_pandas(tmp_path):
     assert CliRunner().invoke(main, ["parse", str(log), "-o", str(tmp_path / "t.parquet")]).exit_code == 0
     from_parquet = CliRunner().invoke(main, ["info", str(tmp_path / "t.parquet")])
     assert from_parquet.stdout == from_log.stdout
+
+
+def test_quick_source_reading_agrees_with_parsing_whole_modules(monkeypatch):
+    import treediff.cli as cli
+    from treediff.cli import common
+
+    quick = common.command_summaries(cli._commands_pkg.__path__[0], cli._COMMAND_MODULES)
+    monkeypatch.setattr(common, "_quick_summaries", lambda source: None)
+    whole = common.command_summaries(cli._commands_pkg.__path__[0], cli._COMMAND_MODULES)
+    assert quick == whole and len(quick) >= 8
