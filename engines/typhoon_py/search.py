@@ -378,8 +378,12 @@ class Searcher:
         square pair and the side to move (captures never get a bonus there, so theirs is the
         malus or 0)."""
         b = self.board
-        h = self.history[(0 if b.turn else 4096) + move.from_square * 64 + move.to_square]
-        return f" see={self.see(move)} hist={h}"
+        frm, to = move.from_square, move.to_square
+        h = self.history[(0 if b.turn else 4096) + frm * 64 + to]
+        if (move.promotion or to == b.ep_square or b.occupied & _BB_SQUARES[to]
+                or b.attackers_mask(not b.turn, to, b.occupied ^ _BB_SQUARES[frm])):
+            return f" see={self.see(move)} hist={h}"
+        return f" see=0 hist={h}"  # a quiet move onto a square no enemy piece reaches
 
     def decide(self, act: str, path: str, ply: int, mn: int, d: int, nd: Optional[int],
                red: int, a: int, bt: int, nt: str, keys: Optional[str] = None,
