@@ -197,3 +197,15 @@ def test_diff_jsonl_rows_are_the_json_rows():
     lines = to_jsonl(alignment.rows).splitlines()
     assert len(lines) == len(alignment.rows)
     assert [json.loads(line) for line in lines] == json.loads(to_json(alignment, alignment.rows))["rows"]
+
+
+def test_compare_csv_into_a_directory(tmp_path):
+    result = _invoke("compare", str(START_A), str(START_C), "--top", "0", "--format", "csv", "-o", str(tmp_path / "cmp"))
+    assert result.exit_code == 0, result.output
+    files = {p.name for p in (tmp_path / "cmp").iterdir()}
+    assert {"nodes.csv", "acts.csv"} <= files
+    nodes = pd.read_csv(tmp_path / "cmp" / "nodes.csv")
+    assert (int(nodes["nodes_a"][0]), int(nodes["nodes_b"][0])) == (_nodes("typhoon"), _nodes("crafty"))
+    refused = _invoke("compare", str(START_A), str(START_C), "--top", "0", "-o", str(tmp_path / "all.csv"))
+    assert refused.exit_code == 2 and "do not fit one CSV file" in refused.stderr
+    assert not (tmp_path / "all.csv").exists()
