@@ -7,7 +7,9 @@ column names from docs/TREEDUMP_FORMAT.md, not from the schema under test.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -108,9 +110,14 @@ def test_info_schema_of_a_parquet_file_treediff_did_not_write(tmp_path):
 
 def test_dataset_manifest_and_files_describe_themselves(tmp_path):
     dataset = tmp_path / "ds"
-    plan = plan_batch([Position("start", START, "opening", 1)], [fake_spec(name="sf")], 2, dataset,
-                      Limits(timeout=10, quit_grace=1))
-    run_batch(plan, SerialExecutor())
+    umask = 0o002  # a dataset shared by a group: files 0664, directories 0775
+    old = os.umask(umask)
+    try:
+        plan = plan_batch([Position("start", START, "opening", 1)], [fake_spec(name="sf")], 2, dataset,
+                          Limits(timeout=10, quit_grace=1))
+        run_batch(plan, SerialExecutor())
+    finally:
+        os.umask(old)
     manifest = json.loads((dataset / "batch.json").read_text())
     assert manifest["treediff_version"] == treediff.__version__
     assert manifest["dialects"] == ["stockfish"]  # the stockfish-treedump preset's dialect
@@ -123,6 +130,10 @@ def test_dataset_manifest_and_files_describe_themselves(tmp_path):
     assert pq.read_schema(records_file).metadata[b"treediff.format"] == b"treediff-records"
     assert pq.read_schema(records_file).field("depth").metadata[b"unit"] == b"plies"
     assert pq.read_schema(searches_file).field("seconds").metadata[b"unit"] == b"seconds"
+    for path in (dataset / "batch.json", records_file, searches_file):  # shared datasets: the umask decides
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, path
+    for directory in (dataset, records_file.parent, searches_file.parent):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o777 & ~umask, directory
     result = CliRunner().invoke(main, ["info", str(dataset), "--schema"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0].startswith(f"{dataset} (batch.json): format=treediff-batch")
