@@ -804,6 +804,8 @@ class Searcher:
                         if self.trace_silent:
                             decide("SKIP-QUIETS", path, ply + 1, mn + 1, node.depth, None, 0, alpha, beta,
                                    node.nt, mk)
+                            if self.shadow:  # a traced skip is a prune like the others
+                                self._shadow(node, m, "SKIP-QUIETS", path, False)
                         continue
                     decide(act, path, ply + 1, mn, node.depth, None, 0, alpha, beta, node.nt, mk)
                     if self.shadow:

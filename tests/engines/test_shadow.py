@@ -18,12 +18,15 @@ EPD = Path(__file__).resolve().parents[2] / "fixtures" / "positions20.epd"
 POSITIONS = {p.id: p for p in read_epd(EPD)}
 PRUNE_OR_REDUCE = {"LMP", "FP-QUIET", "FP-CAP", "SEE-QUIET", "SEE-CAP", "HIST-PRUNE", "SKIP-QUIETS", "LMR"}
 CASES = [("typhoon", "profile", "iqp-attack", 4), ("typhoon", "profile", "kiwipete", 3),
-         ("crafty", "profile", "tactical-f6f7", 3), ("stockfish", "profile", "kiwipete", 3),
-         ("typhoon", "see-history", "french", 3)]
+         ("crafty", "profile", "tactical-f6f7", 3), ("stockfish", "profile", "kiwipete", 4),
+         ("stockfish", "trace-silent", "kiwipete", 4), ("typhoon", "see-history", "french", 3)]
 
 
 def _run(profile: str, policy: str, pid: str, depth: int, shadow: bool):
-    config = dataclasses.replace(make_config(profile, policy), shadow=shadow)
+    """``policy``: an LMR policy, or ``trace-silent`` (the profile's own, with --trace-silent)."""
+    silent = policy == "trace-silent"
+    config = dataclasses.replace(make_config(profile, "profile" if silent else policy), shadow=shadow,
+                                 trace_silent=silent)
     buf = io.StringIO()
     outcome = run_search(POSITIONS[pid].board, depth, config, buf, pid)
     return outcome, buf.getvalue()
@@ -47,7 +50,7 @@ def test_shadow_changes_nothing_but_adds_shadow_lines(pair):
 
 
 def test_shadow_lines_follow_their_decision_and_equal_the_counters(pair):
-    (profile, _, _, _), _, (on, on_text) = pair
+    (profile, policy, _, _), _, (on, on_text) = pair
     (search,) = read_trace(on_text)
     unit = int(search.header["unit"])
     tries: Counter = Counter()
@@ -69,6 +72,8 @@ def test_shadow_lines_follow_their_decision_and_equal_the_counters(pair):
     assert {a: (c["tries"], c["fail_highs"]) for a, c in counters.items()} == \
         {a: (tries[a], fail_highs[a]) for a in tries}
     assert tries and on.counters()["shadow_nodes"] > 0
+    if policy == "trace-silent":
+        assert tries["SKIP-QUIETS"] > 0  # move-count pruning's traced skips are shadowed too
 
 
 def test_some_shadow_search_fails_high():
