@@ -1,7 +1,7 @@
 """Fidelity of typhoon_py's profiles: pooled decision shares next to the real engines' published figures.
 
     python benchmarks/bench_fidelity.py                  # every profile, depth 6, the 20 positions
-    python benchmarks/bench_fidelity.py --deep           # also the user's position at depth 11
+    python benchmarks/bench_fidelity.py --deep           # also the user's position (stockfish: depth 11)
     python benchmarks/bench_fidelity.py --profile typhoon --depth 5 --limit 8
 
 Each profile searches every position of ``fixtures/positions20.epd`` at
@@ -20,9 +20,11 @@ Crafty 25.2 traces at depth 6; the user's typhoon from DEEPER_PRUNING.md).
 A row with a band says pass/fail; a row without one is for reference only
 (the emulations are not those engines: see docs/ENGINE.md).  ``--deep``
 adds the tactical position (``tactical-f6f7``, the user's position) at
-``--deep-depth`` plies (default 11): Stockfish's reduction band there, and
-typhoon's NULLBAILOUT, which needs a reduced parent move and so appears only
-at depth >= 8.  It is slow in pure Python (minutes per profile).
+``--deep-depth`` plies (default: 11 for stockfish, as published, about 20 s;
+8 for typhoon and crafty, whose emulations' trees at depth 11 would take an
+hour or more in pure Python): Stockfish's reduction band there, and typhoon's
+NULLBAILOUT, which needs a reduced parent move and so appears only at depth
+>= 8 (the published typhoon figures at depth 11 are then for reference).
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ from typhoon_py import make_config, read_epd, run_search  # noqa: E402
 EPD = ROOT / "fixtures" / "positions20.epd"
 PROFILES = ("typhoon", "stockfish", "crafty")
 DEEP_POSITION = "tactical-f6f7"
+#: The --deep run's depth per profile when --deep-depth is not given (plies).
+DEEP_DEPTH = {"stockfish": 11, "typhoon": 8, "crafty": 8}
 PRUNE_ACTS = frozenset({"LMP", "FP-QUIET", "FP-CAP", "SEE-QUIET", "SEE-CAP", "HIST-PRUNE", "SKIP-QUIETS"})
 _LMR_RED = re.compile(r" act=LMR red=(\d+)")
 
@@ -169,7 +173,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--depth", type=int, default=6, help="depth in plies for the 20 positions (default 6)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N positions")
     ap.add_argument("--deep", action="store_true", help="also the user's position at --deep-depth (slow)")
-    ap.add_argument("--deep-depth", type=int, default=11, help="depth of the --deep run (default 11)")
+    ap.add_argument("--deep-depth", type=int, default=None,
+                    help="depth of the --deep run (default: stockfish 11, typhoon and crafty 8)")
     ap.add_argument("--lmr-policy", default="profile", choices=("profile", "see-history"))
     args = ap.parse_args(argv)
     positions = read_epd(EPD)[: args.limit] if args.limit else read_epd(EPD)
@@ -180,7 +185,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     for profile in args.profile or PROFILES:
         runs = [(False, f"d{args.depth} x{len(positions)}", positions, args.depth)]
         if args.deep:
-            runs.append((True, f"d{args.deep_depth} user pos", deep_pos, args.deep_depth))
+            deep_depth = args.deep_depth or DEEP_DEPTH[profile]
+            runs.append((True, f"d{deep_depth} user pos", deep_pos, deep_depth))
         for deep, label, pos, depth in runs:
             fig = measure(profile, pos, depth, args.lmr_policy)
             print(f"# {profile} {label}: {fig.searches} searches, {fig.nodes} nodes, {fig.decisions} MOVE records,"
