@@ -51,7 +51,8 @@ class Display:
 
         self.delay = DELAY if delay is None else delay
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 _AmountColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+                                 _AmountColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                                 refresh_per_second=4)  # the redraw thread takes the GIL from the parser's
         self._lock = threading.Lock()
         self._running = 0
         self._started = False
