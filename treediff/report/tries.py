@@ -124,6 +124,8 @@ def _paths(records: pd.DataFrame, order: np.ndarray) -> tuple[pa.Array, np.ndarr
     if len(order) and not (order[0] == 0 and np.all(np.diff(order) == 1)):  # not already in trace order
         arr = pc.take(arr, pa.array(order))
     arr = pc.fill_null(arr, "")
+    if isinstance(arr, pa.ChunkedArray):  # one array: dictionary-encoding many chunks unifies their dictionaries
+        arr = arr.combine_chunks()
     if "move" in records:
         codes, cats = codes_of(records["move"])
         lengths = np.asarray([len(str(c)) for c in cats.tolist()] + [0], dtype=np.int64)
@@ -180,8 +182,7 @@ def derive(batch: Batch, full: bool = True) -> Tries:
     lengths = np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), dtype=np.int64)
     keep = np.maximum(lengths - move_len - 1, 0)
     parent_arr = pl.select(pl.Series(arr).str.head(pl.Series(keep))).to_series().to_arrow()
-    both = pc.dictionary_encode(pa.chunked_array([arr.cast(pa.large_string()),
-                                                  parent_arr.cast(pa.large_string())])).combine_chunks()
+    both = pc.dictionary_encode(pa.concat_arrays([arr.cast(pa.large_string()), parent_arr.cast(pa.large_string())]))
     pcode = np.asarray(both.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     n_paths = np.int64(len(both.dictionary) + 1)
     own_key = run * n_paths + pcode[:n]
