@@ -121,7 +121,7 @@ def choose_pair(searches_a: pd.DataFrame, searches_b: pd.DataFrame, position: st
                 raise InputError(f"{label}'s position id {position} names {len(keys)} different positions; "
                                  "keep one per input")
         if not named["A"] and not named["B"]:
-            raise InputError(f"neither side has a search of position {position}; A has: {_describe(searches_a)}; "
+            raise InputError(f"no search of position {position} on either side; A has: {_describe(searches_a)}; "
                              f"B has: {_describe(searches_b)}")
         if named["A"] and named["B"] and named["A"] != named["B"]:
             raise InputError(f"position id {position} names different positions: A "
