@@ -180,8 +180,11 @@ def test_compare_plots(fixtures_dir, tmp_path, captured):
         assert name in result.stderr
     ratio = captured["node_ratio.png"].axes[0]
     assert [t.get_text() for t in ratio.get_xticklabels()] == ["p1", "p2"]
-    assert [p.get_height() for p in ratio.patches] == pytest.approx([10 / 10, 4 / 3])
-    assert ratio.get_yscale() == "log"
+    # bars from 1 to the ratio (up: A's tree bigger); a 4/3 spread keeps a linear scale
+    assert [p.get_y() for p in ratio.patches] == pytest.approx([1.0, 1.0])
+    assert [p.get_y() + p.get_height() for p in ratio.patches] == pytest.approx([10 / 10, 4 / 3])
+    assert ratio.get_yscale() == "linear"
+    assert ratio.get_legend().get_texts()[0].get_text() == "stockfish / crafty"
     sf, cr = panels(captured["acts.png"])
     assert (sf.get_title(), cr.get_title()) == ("stockfish", "crafty")
     assert sf.get_xlim() == cr.get_xlim()

@@ -14,9 +14,9 @@
   points below 1, labelled "traced + engine nodes";
 * ``lmr_phase.png``: LMR admission (% of MOVE decisions) per engine and phase.
 
-``compare --plot``: ``node_ratio.png`` (A/B per position, log scale, 1 marked), ``acts.png`` (each side's
-acts in the rows of compare's kind-aligned acts table: PRUNE next to PRUNE, same x-scale, coloured by kind),
-``lmr_phase.png`` (LMR admission per side and phase).
+``compare --plot``: ``node_ratio.png`` (A/B per position, bars from 1; log scale past a 10x spread),
+``acts.png`` (each side's acts in the rows of compare's kind-aligned acts table: PRUNE next to PRUNE, same
+x-scale, coloured by kind), ``lmr_phase.png`` (LMR admission per side and phase).
 
 Colours: one per :class:`~treediff.model.taxonomy.Kind` (:data:`KIND_COLOURS`) and one per engine (or
 compare side) by input order (:func:`engine_colours`): the first input always gets the first colour, in every
@@ -298,8 +298,9 @@ def _position_rows(nodes: pd.DataFrame) -> pd.DataFrame:
 
 
 def node_ratio_figure(nodes: pd.DataFrame, labels: Sequence[str], colours: dict[str, str] | None = None):
-    """Bars: A's nodes over each other side's per position (compare's ``nodes`` table), log scale, 1 marked;
-    a bar has the colour of the side A is divided by."""
+    """Bars from 1 to A's nodes over each other side's, per position (compare's ``nodes`` table): up when A's
+    tree is bigger, down when smaller; log scale when the ratios span more than 10x; a bar has the colour
+    of the side A is divided by."""
     plt = _pyplot()
     colours = colours or engine_colours(labels)
     rows = _position_rows(nodes)
@@ -310,20 +311,21 @@ def node_ratio_figure(nodes: pd.DataFrame, labels: Sequence[str], colours: dict[
     for i, col in enumerate(ratio_cols):
         other = str(labels[i + 1]) if i + 1 < len(labels) else col
         values = rows[col].astype(float).to_numpy()
-        ax.bar(x + i * width, values, width, color=colours.get(other, ENGINE_PALETTE[(i + 1) % 8]),
-               label=f"{labels[0]} / {other}")
+        bars = ax.bar(x + i * width, values - 1.0, width, bottom=1.0,
+                      color=colours.get(other, ENGINE_PALETTE[(i + 1) % 8]), label=f"{labels[0]} / {other}")
+        ax.bar_label(bars, labels=[f"{v:.2f}" if np.isfinite(v) else "" for v in values], fontsize="small")
     ax.axhline(1.0, color="#555555", linewidth=1)
     finite = rows[ratio_cols].astype(float).to_numpy()
     finite = finite[np.isfinite(finite) & (finite > 0)]
-    if len(finite):
+    if len(finite) and finite.max() / finite.min() > 10:
         ax.set_yscale("log")
-    else:
+    elif not len(finite):
         _no_data(ax, "no position searched by both sides")
     ax.set_xticks(x + width * (max(len(ratio_cols), 1) - 1) / 2, rows["position"].astype(str).tolist(),
                   rotation=45 if len(rows) > 6 else 0, ha="right" if len(rows) > 6 else "center")
-    ax.set_ylabel("nodes ratio (log scale)")
+    ax.set_ylabel("nodes ratio" + (" (log scale)" if ax.get_yscale() == "log" else ""))
     ax.set_title("Nodes per position at a common depth")
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize="small")
     return fig
 
 
