@@ -189,3 +189,16 @@ def test_singular_extensions_extend_the_tt_move_and_checks_are_not_skipped():
             before = resolve_path(root, parent, "stockfish", cache)
             move = chess.Move.from_uci(g["path"].rsplit("/", 1)[-1])
             assert not before.gives_check(move) and not before.is_capture(move) and not move.promotion
+
+
+def test_parser_reads_skip_quiets_as_kind_prune(tmp_path):
+    log = tmp_path / "silent.log"
+    pos = POSITIONS["italian"]
+    with open(log, "w", encoding="utf-8") as fh:
+        outcome = run_search(pos.board, 5, make_config("stockfish", trace_silent=True), fh, pos.id)
+    result = parse_core.parse_logs([log])
+    acts = result.records.column("act").to_pylist()
+    kinds = result.records.column("kind").to_pylist()
+    skip_kinds = Counter(k for a, k in zip(acts, kinds) if a == "SKIP-QUIETS")
+    assert skip_kinds == Counter({"PRUNE": outcome.silent["skip-quiets"]})
+    assert not result.warnings, result.warnings
