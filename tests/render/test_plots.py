@@ -209,3 +209,25 @@ def test_plot_svg(fixtures_dir, tmp_path):
                               ebf=rep["ebf"], image_format="svg")
     assert [f.name for f in files] == ["acts.svg", "ebf_iter.svg", "lmr_phase.svg"]
     assert all(f.read_text().lstrip().startswith("<?xml") for f in files)
+
+
+def test_analytics_charts_use_the_engine_palette_in_input_order(fixtures_dir, tmp_path, monkeypatch):
+    from matplotlib.colors import to_hex
+
+    from treediff.render import analytics_plots
+
+    figures: dict = {}
+    real = analytics_plots._save
+
+    def keep(fig, path):
+        figures[path.name] = fig
+        return real(fig, path)
+
+    monkeypatch.setattr(analytics_plots, "_save", keep)
+    for first, second in (("stockfish", "crafty"), ("crafty", "stockfish")):
+        run("report", hand(fixtures_dir, first), hand(fixtures_dir, second), "--table", "nodes",
+            "--plot", tmp_path / first)
+        ax = figures["cutoff_mn.png"].axes[0]
+        handles, labels = ax.get_legend_handles_labels()
+        shown = {label: to_hex(h.patches[0].get_facecolor()) for h, label in zip(handles, labels)}
+        assert shown == {first: plots.ENGINE_PALETTE[0], second: plots.ENGINE_PALETTE[1]}

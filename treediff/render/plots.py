@@ -61,8 +61,12 @@ def kind_colour(kind) -> str:
 
 def _pyplot():
     import matplotlib
+    from cycler import cycler
 
     matplotlib.use("Agg", force=True)
+    # Lines and bars drawn without a colour (the analytics charts draw one per engine, in input order) take
+    # the engine palette in that order: the same colours engine_colours gives.
+    matplotlib.rcParams["axes.prop_cycle"] = cycler(color=list(ENGINE_PALETTE))
     import matplotlib.pyplot as plt
 
     return plt
