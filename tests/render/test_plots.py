@@ -231,3 +231,9 @@ def test_analytics_charts_use_the_engine_palette_in_input_order(fixtures_dir, tm
         handles, labels = ax.get_legend_handles_labels()
         shown = {label: to_hex(h.patches[0].get_facecolor()) for h, label in zip(handles, labels)}
         assert shown == {first: plots.ENGINE_PALETTE[0], second: plots.ENGINE_PALETTE[1]}
+
+
+def test_png_and_html_charts_give_an_engine_one_colour():
+    from treediff.render.html import ENGINE_COLOURS
+
+    assert plots.ENGINE_PALETTE == ENGINE_COLOURS

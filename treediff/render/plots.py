@@ -34,8 +34,9 @@ import pandas as pd
 from treediff.model.taxonomy import Kind
 from treediff.store.files import atomic_output, write_error
 
-#: Engine (or compare side) colours by input order (Okabe-Ito, colour-blind safe); cycled past eight.
-ENGINE_PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442")
+#: Engine (or compare side) colours by input order (Okabe-Ito, colour-blind safe); cycled past eight.  The
+#: same order as the HTML page's charts (render/html.py ENGINE_COLOURS), so an engine has one colour in both.
+ENGINE_PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#000000")
 #: One colour per kind of decision (matplotlib's tab10), the same in every chart.
 KIND_COLOURS: dict[str, str] = {
     Kind.SEARCH.value: "#1f77b4", Kind.REDUCE.value: "#ff7f0e", Kind.RESEARCH.value: "#9467bd",
