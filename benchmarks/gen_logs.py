@@ -81,8 +81,41 @@ def search_lines(dialect: str, fen: str, depth: int, seed: int, max_lines: int) 
     return out
 
 
+def distinct_fen(n: int, seed: int) -> str:
+    """Search ``n``'s own position: a base FEN after 2-7 random legal plies (deterministic in n and seed)."""
+    rng = random.Random(seed * 1_000_003 + n)
+    board = chess.Board(FENS[n % len(FENS)])
+    for _ in range(2 + rng.randint(0, 5)):
+        moves = list(board.legal_moves)
+        if not moves:
+            break
+        board.push(rng.choice(moves))
+    return board.fen()
+
+
+def generate_distinct(dialect: str, lines: int, out_path: str, seed: int = 1, depth: int = 5,
+                      per_search: int = 8_500) -> int:
+    """Like :func:`generate`, but every search is of its own position (a batch of distinct positions, as
+    a real EPD batch is): the search numbers ``n`` are the same on every dialect, so two such logs
+    share their positions search by search.  Slower to make: every search's tree is walked."""
+    written = 0
+    n = 0
+    with open(out_path, "w") as fh:
+        while written < lines:
+            fen = distinct_fen(n, seed)
+            block = search_lines(dialect, fen, depth, seed + n, max_lines=per_search)
+            fh.write(f"TREEDUMP engine={dialect} v=1 unit={UNIT[dialect]} id=gen{n} producer=gen_logs fen={fen}\n")
+            fh.write("\n".join(block) + "\n")
+            written += len(block) + 1
+            n += 1
+    return written
+
+
 def generate(dialect: str, lines: int, out_path: str, seed: int = 1, depth: int = 5) -> int:
-    """Write ``lines`` lines (searches repeated under fresh headers); returns the lines written."""
+    """Write ``lines`` lines (searches repeated under fresh headers); returns the lines written.
+
+    The searches cycle through :data:`FENS`: four positions under many ids (``--distinct-positions``
+    gives every search its own position)."""
     blocks = []
     for i, fen in enumerate(FENS):
         block = search_lines(dialect, fen, depth, seed + i, max_lines=200_000)
@@ -105,8 +138,11 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("--distinct-positions", action="store_true",
+                        help="every search of its own position (compare/diff pair searches by position)")
     args = parser.parse_args()
-    n = generate(args.dialect, args.lines, args.output, args.seed)
+    make = generate_distinct if args.distinct_positions else generate
+    n = make(args.dialect, args.lines, args.output, args.seed)
     print(f"{args.output}: {n} lines")
 
 
