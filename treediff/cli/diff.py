@@ -5,7 +5,6 @@ import sys
 from typing import Any
 
 import click
-import numpy as np
 
 from treediff.cli.common import keep_complete_option
 
@@ -116,7 +115,7 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     (RESULT records at or below the path) and the decision's source line.
     Below the rows: A's kind against B's on shared paths, then the
     divergences: every node counted once, at its topmost differing row
-    (docs/ALIGN.md), the largest, the total and its breakdowns.
+    (`treediff docs align`), the largest, the total and its breakdowns.
     """
     from treediff.align import align, kind_confusion
     from treediff.align.attribution import difference
@@ -126,6 +125,8 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
 
     if under is not None and drill is not None:
         raise InputError("use one of --under and --drill (--drill PATH shows PATH's subtree, as --under does)")
+    import numpy as np
+
     from treediff.cli.common import format_from_output
     from treediff.cli.sides import choose_pair, fen_of, open_side, read_side
 
