@@ -129,7 +129,8 @@ def test_batch_ctrl_c_from_a_terminal(tmp_path):
             time.sleep(0.05)
         assert len(list(pid_dir.iterdir())) == 2
         os.killpg(proc.pid, signal.SIGINT)
-        output, _ = proc.communicate(timeout=20)
+        # Generous on a loaded machine (the shutdown bound itself is measured in tests/reliability).
+        output, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -142,7 +143,7 @@ def test_batch_ctrl_c_from_a_terminal(tmp_path):
     assert (ds / "searches" / "engine=ok").is_dir()
     assert not (ds / "searches" / "engine=hang").exists() and not list(ds.rglob("*.tmp"))
     # Nothing of the batch's session survives it: workers, fork server, resource tracker.
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 10
     while _group_members(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _group_members(proc.pid)
