@@ -970,17 +970,9 @@ class Searcher:
         for _, m, risky in self._tactical_moves(stand, alpha):
             if risky and self.see(m) < 0:
                 continue
-            self.make(m)
-            try:
-                s = -self.qsearch(-beta, -alpha, ply + 1, qply + 1)
-            finally:
-                self.unmake()
-            if s > best:
-                best = s
-                if s > alpha:
-                    alpha = s
-                    if s >= beta:
-                        break
+            best, alpha = self._q_child(m, best, alpha, beta, ply, qply)
+            if alpha >= beta:
+                break
         return best
 
     def _qsearch_pruned(self, alpha: int, beta: int, ply: int, qply: int) -> int:
@@ -1024,17 +1016,9 @@ class Searcher:
                     continue
             if risky and self.see(m) < 0:
                 continue
-            self.make(m)
-            try:
-                s = -self.qsearch(-beta, -alpha, ply + 1, qply + 1)
-            finally:
-                self.unmake()
-            if s > best:
-                best = s
-                if s > alpha:
-                    alpha = s
-                    if s >= beta:
-                        break
+            best, alpha = self._q_child(m, best, alpha, beta, ply, qply)
+            if alpha >= beta:
+                break
         self._qstore(key, ply, best, orig_alpha, beta)
         return best
 
@@ -1047,6 +1031,22 @@ class Searcher:
             best -= ply
         self.qtt[key] = (0, best, bound, None)
 
+    def _q_child(self, m, best: int, alpha: int, beta: int, ply: int, qply: int) -> tuple[int, int]:
+        """One quiescence child: ``m`` searched with the window (alpha, beta); (best, alpha) updated.
+
+        The callers keep best <= alpha < beta, so the child failed high exactly when alpha >= beta after.
+        """
+        self.make(m)
+        try:
+            s = -self.qsearch(-beta, -alpha, ply + 1, qply + 1)
+        finally:
+            self.unmake()
+        if s > best:
+            best = s
+            if s > alpha:
+                alpha = s
+        return best, alpha
+
     def _evasions(self, alpha: int, beta: int, ply: int, qply: int) -> int:
         """Quiescence in check (its first plies): every legal move; mated when there is none."""
         moves = list(self.board.generate_legal_moves())
@@ -1054,17 +1054,9 @@ class Searcher:
             return -MATE + ply
         best = -INF
         for m in moves:
-            self.make(m)
-            try:
-                s = -self.qsearch(-beta, -alpha, ply + 1, qply + 1)
-            finally:
-                self.unmake()
-            if s > best:
-                best = s
-                if s > alpha:
-                    alpha = s
-                    if s >= beta:
-                        break
+            best, alpha = self._q_child(m, best, alpha, beta, ply, qply)
+            if alpha >= beta:
+                break
         return best
 
     def _tactical_moves(self, stand: int, alpha: int) -> list:
