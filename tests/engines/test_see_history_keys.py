@@ -18,8 +18,7 @@ NULL_ACTS = {"NMP", "NULLBAILOUT"}
 
 @pytest.mark.parametrize("profile,depth", [
     ("typhoon", 4), ("crafty", 4),
-    pytest.param("stockfish", 6, marks=pytest.mark.xfail(
-        strict=True, reason="stockfish.py's PROBCUT records are written without keys= (its owner's fix)")),
+    ("stockfish", 6),
 ])
 def test_every_real_move_record_has_see_and_hist(profile, depth):
     checked = 0

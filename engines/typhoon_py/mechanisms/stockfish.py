@@ -208,7 +208,8 @@ class StockfishMechanisms(Mechanisms):
                 continue
             tried += 1
             path = node.sep + self.move_text(m) if self.tracing else ""
-            self.decide("PROBCUT", path, ply + 1, tried, node.depth, nd, 0, node.alpha, beta, node.nt)
+            keys = searcher.move_keys(m) if self.tracing else ""
+            self.decide("PROBCUT", path, ply + 1, tried, node.depth, nd, 0, node.alpha, beta, node.nt, keys=keys)
             self.pfx[ply + 1] = path
             self.make(m)
             try:
