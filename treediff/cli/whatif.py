@@ -27,7 +27,7 @@ from treediff.render import FORMATS, emit
               help="EPD file giving position ids and phase labels for logs.")
 @click.option("--width", type=click.IntRange(min=20), metavar="N", help="Fit the table format in N columns.")
 def whatif(inputs, rule, as_, by, top, fmt, output, engine, positions, width):
-    """Of the tries RULE newly admits for pruning or reduction, how many failed high (docs/REPORTS.md, whatif)."""
+    """Of the tries RULE newly admits for pruning or reduction, how many failed high (`treediff docs reports`, whatif)."""
     from treediff.cli.common import format_from_output
     from treediff.cli.report import _check_output, _open
     from treediff.report.whatif import parse_rule, whatif as run_whatif
