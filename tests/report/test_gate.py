@@ -79,3 +79,20 @@ def test_gate_with_an_output_file(tmp_path):
     result = gate("ratio > 1", "-o", str(out))
     assert result.exit_code == 1, result.output
     assert "| position" in out.read_text()  # the markdown comparison was written before the gate failed
+
+
+def test_one_position_has_its_row_as_the_summary(tmp_path):
+    # One position: compare prints no (all) row; the position's own row gives the figures.
+    # typhoon_tactical-f6f7 vs stockfish_tactical-f6f7 are one position; their node counts at the common
+    # depth are the sums of RESULT records of iterations 1..N, read here from the JSON nodes row itself.
+    import json
+
+    a = str(FIXTURES.parent / "traces" / "typhoon_tactical-f6f7.log")
+    b = str(FIXTURES.parent / "traces" / "stockfish_tactical-f6f7.log")
+    ok = CliRunner().invoke(main, ["compare", a, b, "--format", "json", "--top", "0"])
+    rows = next(t for t in json.loads(ok.stdout)["tables"] if t["name"] == "nodes")["rows"]
+    assert [r["position"] for r in rows] == ["tactical-f6f7"]
+    ratio = rows[0]["nodes_a"] / rows[0]["nodes_b"]
+    assert gate(f"ratio > {ratio - 1e-6} and positions == 1 and geomean_ratio < {ratio + 1e-6}", "--top", "0",
+                inputs=(a, b)).exit_code == 1
+    assert gate(f"ratio > {ratio + 1e-6}", "--top", "0", inputs=(a, b)).exit_code == 0

@@ -2,7 +2,8 @@
 
 The figures (each a number, or undefined):
 
-* every numeric column of compare's ``(all)`` row, under its column name:
+* every numeric column of compare's ``(all)`` row (of the one position's row when
+  only one position was compared), under its column name:
   ``nodes_a``, ``nodes_b``, ``ratio`` (A / B, node sums over the paired
   positions at their common depth), ``depth_a``, ``depth_b``, ``ebf_a``,
   ``ebf_b``, ``lmr_pct_a``, ``lmr_pct_b``, ``skip_pct_a``, ``skip_pct_b``
@@ -58,8 +59,11 @@ def summary_figures(comparison: Comparison) -> dict[str, float | None]:
         return None if math.isnan(out) else out
 
     labels = frame["position"].astype(str).tolist() if "position" in frame.columns else []
-    if "(all)" in labels:
-        row = frame.iloc[labels.index("(all)")]
+    positions = [p for p in labels if p not in ("(all)", "(geomean)")]
+    # One position has no (all) row: its own row is the summary.
+    total_row = labels.index("(all)") if "(all)" in labels else (0 if len(positions) == 1 else None)
+    if total_row is not None:
+        row = frame.iloc[total_row]
         for column in frame.columns:
             if column not in ("position", "phase"):
                 figures[str(column)] = number(row[column])
@@ -67,10 +71,10 @@ def summary_figures(comparison: Comparison) -> dict[str, float | None]:
         row = frame.iloc[labels.index("(geomean)")]
         ratios = [c for c in frame.columns if str(c) == "ratio" or str(c).startswith("ratio_")]
         figures["geomean_ratio"] = number(row[ratios[0]]) if ratios else None
-    elif "(all)" in labels:
-        # One paired position: its ratio is the geometric mean of one ratio.
+    elif total_row is not None:
+        # No (geomean) row: one paired position, whose ratio is the geometric mean of one ratio.
         figures["geomean_ratio"] = figures.get("ratio", figures.get("ratio_b"))
-    figures["positions"] = float(sum(1 for p in labels if p not in ("(all)", "(geomean)")))
+    figures["positions"] = float(len(positions))
     if comparison.divergence_total is not None and len(comparison.divergence_total):
         total = comparison.divergence_total.iloc[0]
         figures["delta"] = number(total.get("delta"))
