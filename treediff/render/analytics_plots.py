@@ -21,8 +21,16 @@ from treediff.store.files import write_error
 _MN_COLUMNS = (("mn1_pct", "1"), ("mn2_pct", "2"), ("mn3_4_pct", "3-4"), ("mn5p_pct", "5+"))
 
 
-def _no_data(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+def _finish(plt, fig, ax, path: Path, has_data: bool, empty: str) -> Path:
+    """The legend (or ``empty`` written across an empty chart), then the file; the figure is closed."""
+    if has_data:
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    try:
+        return _save(fig, path)
+    finally:
+        plt.close(fig)
 
 
 def plot_cutoff_mn(cutoff_mn: pd.DataFrame, path: Path) -> Path:
@@ -39,14 +47,7 @@ def plot_cutoff_mn(cutoff_mn: pd.DataFrame, path: Path) -> Path:
     ax.set_xlabel("mn of the cutoff move")
     ax.set_ylabel("% of move cutoffs")
     ax.set_title("Cutoff share by move number")
-    if engines:
-        ax.legend()
-    else:
-        _no_data(ax, "no cutoffs")
-    try:
-        return _save(fig, path)
-    finally:
-        plt.close(fig)
+    return _finish(plt, fig, ax, path, bool(engines), "no cutoffs")
 
 
 def plot_fh_depth(fh: pd.DataFrame, path: Path) -> Path:
@@ -65,14 +66,7 @@ def plot_fh_depth(fh: pd.DataFrame, path: Path) -> Path:
     ax.set_xlabel("depth (plies)")
     ax.set_ylabel("fail-high % of move tries")
     ax.set_title("Fail-high rate by depth (Wilson 95 %)")
-    if len(data):
-        ax.legend()
-    else:
-        _no_data(ax, "no move tries")
-    try:
-        return _save(fig, path)
-    finally:
-        plt.close(fig)
+    return _finish(plt, fig, ax, path, len(data) > 0, "no move tries")
 
 
 def plot_residual_iter(residual_iter: pd.DataFrame, path: Path) -> Path:
@@ -87,14 +81,7 @@ def plot_residual_iter(residual_iter: pd.DataFrame, path: Path) -> Path:
     ax.set_xlabel("iteration (plies)")
     ax.set_ylabel("mean residual depth (plies)")
     ax.set_title("Residual depth by iteration (moves decided in 3+ iterations)")
-    if len(residual_iter):
-        ax.legend()
-    else:
-        _no_data(ax, "no move decided in 3 or more iterations")
-    try:
-        return _save(fig, path)
-    finally:
-        plt.close(fig)
+    return _finish(plt, fig, ax, path, len(residual_iter) > 0, "no move decided in 3 or more iterations")
 
 
 def write_analytics_plots(cutoff_mn: pd.DataFrame, fh_by_depth: pd.DataFrame, residual_iter: pd.DataFrame,
