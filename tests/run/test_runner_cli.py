@@ -121,8 +121,14 @@ def test_batch_ctrl_c_from_a_terminal(tmp_path):
            "--engine", f"ok@stockfish-treedump={fake_cmd()}",
            "--engine", f"hang@uci={fake_cmd('--mode', 'hang', '--pid-dir', str(pid_dir))}",
            "--depth", "1", "-o", str(ds), "-j", "2", "--timeout", "60"]
+    def as_a_foreground_job() -> None:
+        # A terminal's foreground job starts with SIGINT at its default; the test process may not have it
+        # (pytest run as a background job of a non-interactive shell inherits SIGINT ignored, and the batch
+        # rightly keeps ignoring an inherited SIG_IGN: it then never sees this Ctrl-C).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                            cwd=str(ROOT))
+                            cwd=str(ROOT), preexec_fn=as_a_foreground_job)
     try:
         deadline = time.monotonic() + 30
         while len(list(pid_dir.iterdir())) < 2 and time.monotonic() < deadline:
