@@ -13,6 +13,7 @@ more.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -154,6 +155,28 @@ def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - 
         _TASK_RUNNING.clear()
 
 
+class _Stoppable(Protocol):
+    def abort(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@contextlib.contextmanager
+def abort_on_exit(executor: "_Stoppable") -> Iterator[None]:
+    """Around an executor's result loop: any exit but the normal end aborts the executor first
+    (queued work dropped, engines killed), and every exit closes it, both shielded from a second
+    Ctrl-C/SIGTERM (``deferred``) so the clean-up itself cannot be interrupted half way."""
+    try:
+        yield
+    except BaseException:  # GeneratorExit too: the caller stopped reading the results
+        with deferred():
+            executor.abort()
+        raise
+    finally:
+        with deferred():
+            executor.close()
+
+
 class LocalExecutor:
     """A pool of ``jobs`` worker processes on this machine.
 
@@ -181,7 +204,7 @@ class LocalExecutor:
             raise RuntimeError("LocalExecutor is single-use")
         pending = iter(tasks)
         running: set[Future] = set()
-        try:
+        with abort_on_exit(self):
             for task in itertools.islice(pending, 2 * self.jobs):
                 running.add(pool.submit(_run_in_worker, fn, task))
             while running:
@@ -202,13 +225,6 @@ class LocalExecutor:
                             "a batch worker process died (killed, or out of memory); every completed search is "
                             "saved: rerun with --resume to continue") from None
                     yield result
-        except BaseException:
-            with deferred():
-                self.abort()
-            raise
-        finally:
-            with deferred():
-                self.close()
 
     def abort(self, grace: float = 5.0) -> None:
         """Stop now: queued tasks are dropped; running ones are unwound by SIGTERM (engines killed).

@@ -36,7 +36,7 @@ import uuid
 from typing import Iterator, Sequence
 
 from treediff.model.errors import InputError, TreediffError
-from treediff.run.batch import TaskFn, WorkerLost, _start_helpers_shielded
+from treediff.run.batch import TaskFn, WorkerLost, _start_helpers_shielded, abort_on_exit
 from treediff.run.signals import deferred
 from treediff.run.task import Task, TaskResult
 
@@ -148,7 +148,7 @@ class DaskExecutor:
             self._futures.add(future)
             return future
 
-        try:
+        with abort_on_exit(self):
             first = [submit(t) for t in itertools.islice(pending, self._capacity())]
             completed = as_completed(first)
             for future in completed:
@@ -165,13 +165,6 @@ class DaskExecutor:
                         f"a Dask task failed ({type(exc).__name__}: {exc}); every completed search is saved: "
                         "rerun with --resume to continue") from None
                 yield result
-        except BaseException:
-            with deferred():
-                self.abort()
-            raise
-        finally:
-            with deferred():
-                self.close()
 
     def abort(self) -> None:
         """Cancel every submitted future and close the client (and the local cluster, killing its engines)."""
