@@ -233,7 +233,29 @@ def input_size(path: str | os.PathLike[str]) -> int | None:
         return None
 
 
-class AtomicOutput:
+class _CommitOnSuccess:
+    """A ``with`` block that commits its output when the block succeeds and aborts it otherwise;
+    a failed write (disk full, read-only, ...) becomes an :class:`OutputError` naming ``path``."""
+
+    path: Path
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+            if exc is not None and is_write_failure(exc):
+                raise write_error(self.path, exc) from None
+
+
+class AtomicOutput(_CommitOnSuccess):
     """A temporary file beside ``path`` that replaces ``path`` only on :meth:`commit`.
 
     The one atomic writer: every output file of treediff goes through it.
@@ -294,15 +316,6 @@ class AtomicOutput:
 
     def __enter__(self) -> Path:
         return self.tmp
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-            if exc is not None and is_write_failure(exc):
-                raise write_error(self.path, exc) from None
 
 
 def atomic_output(path: str | os.PathLike[str]) -> AtomicOutput:
@@ -500,7 +513,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-class AtomicParquetWriter:
+class AtomicParquetWriter(_CommitOnSuccess):
     """A ``pyarrow.parquet.ParquetWriter`` whose file appears only when it is closed cleanly.
 
     Used as a context manager: on an exception (or Ctrl-C) the temporary file
@@ -551,15 +564,6 @@ class AtomicParquetWriter:
 
     def __enter__(self) -> "AtomicParquetWriter":
         return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-            if exc is not None and is_write_failure(exc):
-                raise write_error(self.path, exc) from None
 
 
 def write_table_atomic(table: pa.Table, path: str | os.PathLike[str]) -> None:
