@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from treediff.align import align_trees
+from support.attribution_helpers import frame_of
 
 _BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_align.py"
 _spec = importlib.util.spec_from_file_location("bench_align_prop", _BENCH)
@@ -36,26 +37,7 @@ record = st.tuples(
 
 
 def _frame(records: list[tuple], seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    seq = rng.permutation(len(records))  # file order is not seq order
-    rows = []
-    for (path, is_move, act, d, nd, red, mn), s in zip(records, seq):
-        if not path and is_move:
-            is_move = False  # the root has no MOVE
-        rows.append({
-            "tag": "MOVE" if is_move else "RESULT", "path": path, "seq": int(s),
-            "act": act if is_move else None, "kind": ACTS[act] if is_move else None,
-            "depth": d, "new_depth": nd if is_move else np.nan, "reduction": red if is_move else np.nan,
-            "mn": mn if is_move else None,
-        })
-    frame = pd.DataFrame(rows, columns=["tag", "path", "seq", "act", "kind", "depth", "new_depth", "reduction", "mn"])
-    for col in ("tag", "act", "kind"):
-        frame[col] = frame[col].astype("category")
-    frame["mn"] = frame["mn"].astype("Int16")
-    frame["path"] = frame["path"].astype("str")
-    for col in ("depth", "new_depth", "reduction"):
-        frame[col] = frame[col].astype("float32")
-    return frame
+    return frame_of(records, np.random.default_rng(seed).permutation(len(records)))  # file order is not seq order
 
 
 def _single_visits(frame: pd.DataFrame) -> pd.DataFrame:

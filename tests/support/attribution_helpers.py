@@ -26,14 +26,19 @@ record = st.tuples(
 )
 
 
-def frame_of(records: list[tuple]) -> pd.DataFrame:
-    """A records table (the aligner's columns) from :data:`record` tuples, in the given order."""
+def frame_of(records: list[tuple], seqs: "np.ndarray | None" = None) -> pd.DataFrame:
+    """A records table (the aligner's columns) from :data:`record` tuples, in the given order.
+
+    ``seqs``: each record's ``seq`` (default: its position), e.g. a permutation so that file order is
+    not seq order."""
     rows = []
-    for seq, (path, is_move, act, d, nd, red, mn) in enumerate(records):
+    if seqs is None:
+        seqs = np.arange(len(records))
+    for (path, is_move, act, d, nd, red, mn), seq in zip(records, seqs):
         if not path and is_move:
             is_move = False  # the root has no MOVE
         rows.append({
-            "tag": "MOVE" if is_move else "RESULT", "path": path, "seq": seq,
+            "tag": "MOVE" if is_move else "RESULT", "path": path, "seq": int(seq),
             "act": act if is_move else None, "kind": ACTS[act] if is_move else None,
             "depth": d, "new_depth": nd if is_move else np.nan, "reduction": red if is_move else np.nan,
             "mn": mn if is_move else None,
