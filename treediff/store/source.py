@@ -208,9 +208,9 @@ def _same_rows(new: pd.DataFrame, old: pd.DataFrame) -> None:
         raise ValueError("with_searches needs the same rows")
 
 
-def parquet_source(path: str | Path) -> ArrowSource:
-    """A ``treediff parse`` output: ``X.parquet`` (records, read column by column on demand) and
-    ``X.searches.parquet`` (read whole)."""
+def parquet_source(path: str | Path) -> ParquetSource:
+    """A ``treediff parse`` output: ``X.parquet`` (records, read column by column and row group by row
+    group on demand) and ``X.searches.parquet`` (read whole)."""
     path = Path(path)
     spath = Path(searches_path_for(str(path)))
     if not spath.exists():
@@ -222,18 +222,120 @@ def parquet_source(path: str | Path) -> ArrowSource:
         raise InputError(f"{spath}: search numbers repeat (or are missing) in the searches table: each search "
                          "has its own number (write the pair again with `treediff parse`)")
     searches = searches_table.to_pandas()
-    schema = open_parquet(path, "records").schema_arrow
+    parquet = open_parquet(path, "records")
+    schema = parquet.schema_arrow
     check_records_schema(path, schema)
     names = set(schema.names)
 
-    def read(columns: list[str] | None) -> pa.Table:
+    def read(columns: list[str] | None, groups: Sequence[int] | None = None) -> pa.Table:
         # Columns a file written by an older treediff lacks (e.g. visit, parent_visit) are left out, not an
         # error: consumers check what they require, and the aligner works visits out without them.
-        table = read_parquet(path, "records", columns=None if columns is None else [c for c in columns if c in names])
+        present = None if columns is None else [c for c in columns if c in names]
+        if groups is None:
+            table = read_parquet(path, "records", columns=present)
+        else:
+            try:
+                table = pq.ParquetFile(path).read_row_groups(list(groups), columns=present)
+            except (pa.ArrowException, OSError) as exc:
+                raise InputError(f"{path}: not a readable Parquet records file ({str(exc).splitlines()[0][:200]})"
+                                 ) from None
         check_finite(path, table)
         return table
 
-    return ArrowSource(read, searches)
+    return ParquetSource(read, searches, row_group_spans(parquet))
+
+
+def row_group_spans(parquet: pq.ParquetFile) -> list[tuple[int, int, int]] | None:
+    """(rows, smallest search, largest search) of each row group, from the footer's ``search`` statistics;
+    None when a row group has none (then the file is read as one batch)."""
+    meta = parquet.metadata
+    if "search" not in parquet.schema_arrow.names:
+        return None
+    index = parquet.schema_arrow.get_field_index("search")
+    spans = []
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            return None
+        spans.append((meta.row_group(group).num_rows, int(stats.min), int(stats.max)))
+    return spans
+
+
+def plan_row_groups(spans: Sequence[tuple[int, int, int]], target: int,
+                    wanted: np.ndarray | None = None) -> list[list[int]] | None:
+    """Consecutive row groups read together, about ``target`` rows a read, never splitting a search.
+
+    A cut between row groups i and i + 1 is safe when every search of i is below every search of i + 1
+    (``max_i < min_{i+1}``): a search then lies in one read whatever the order inside a row group.  None
+    when the row groups' search ranges are not increasing (then the file is one read).  ``wanted``: the
+    search numbers asked for (sorted); row groups holding none of them are skipped.
+    """
+    for (_, _, hi), (_, lo, _) in zip(spans, spans[1:]):
+        if lo < hi:
+            return None
+    reads: list[list[int]] = []
+    current: list[int] = []
+    rows = 0
+    for group, (n, lo, hi) in enumerate(spans):
+        if current and rows + n > target and spans[current[-1]][2] < lo:
+            reads.append(current)
+            current, rows = [], 0
+        if wanted is not None:
+            first = int(np.searchsorted(wanted, lo))
+            if first == len(wanted) or wanted[first] > hi:
+                continue
+        current.append(group)
+        rows += n
+    if current:
+        reads.append(current)
+    return reads
+
+
+class ParquetSource(ArrowSource):
+    """A ``treediff parse`` Parquet pair: records read a few row groups a batch (whole searches), only the
+    columns asked for, the next batch read on a thread while the current one is counted.
+
+    ``read_records(columns, row_groups)`` reads those row groups (None: all); ``spans`` are the row
+    groups' sizes and search ranges (:func:`row_group_spans`; None: read the file as one batch).
+    Memory is then bounded by the batch, not the file (issue 17).
+    """
+
+    def __init__(self, read_records: Callable[..., pa.Table], searches: pd.DataFrame,
+                 spans: list[tuple[int, int, int]] | None, warnings: list[str] | None = None,
+                 kept: _KeptIds | None = None):
+        super().__init__(read_records, searches, warnings, kept)
+        self._read_groups: Callable[..., pa.Table] = read_records  # the same object as _read
+        self._spans = spans
+
+    def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
+        wanted = _wanted(columns)
+        ids = None if self._kept.ids is None else np.sort(np.asarray(self._kept.ids, dtype=np.int64))
+        plan = None if self._spans is None else plan_row_groups(self._spans, target, ids)
+        if plan is None or len(plan) <= 1:
+            groups = None if plan is None else (plan[0] if plan else [])
+            yield self._kept.arrow(self._read_groups(wanted, groups)).to_pandas()
+            return
+
+        def load(groups: list[int]) -> pd.DataFrame:
+            return self._kept.arrow(self._read_groups(wanted, groups)).to_pandas()
+
+        with ThreadPoolExecutor(1) as pool:  # Parquet decoding and to_pandas release the GIL
+            pending = pool.submit(load, plan[0])
+            for nxt in plan[1:]:
+                current = pending.result()
+                pending = pool.submit(load, nxt)
+                yield current
+                del current
+            yield pending.result()
+
+    def select(self, keep: np.ndarray) -> Source:
+        rows = _rows(keep, len(self._searches))
+        ids = self._searches["search"].to_numpy(dtype=np.int64)[rows]
+        return ParquetSource(self._read, self._searches.iloc[rows], self._spans, self.warnings, _KeptIds(ids))
+
+    def with_searches(self, searches: pd.DataFrame) -> Source:
+        _same_rows(searches, self._searches)
+        return ParquetSource(self._read, searches, self._spans, self.warnings, self._kept)
 
 
 class DatasetSource(Source):
