@@ -7,15 +7,27 @@ dialects' paths are normalized column-wise
 in large logs partly in a worker process (:mod:`treediff.parse.san_worker`)
 so that SAN logs use a second core.  :class:`PathNormalizer` owns that
 worker and counts the moves that do not resolve, in chunk order.
+
+Paths that are UCI already (or coordinates made UCI) are validated against
+the search's position too: by the compiled checker :mod:`treediff.parse._cmoves`
+on every parse (each path's moves after the previous path's shared prefix are
+tested, about one move a line), or, when it was not built, by python-chess
+under ``--strict`` only (each distinct path replayed: several times the
+parse's cost).  A path with an illegal move is flagged ``unresolved-move``
+with its line, as a SAN move that does not resolve.
 """
 from __future__ import annotations
 
 import collections
 import functools
+import os
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
+import chess
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from treediff.model.notation import UCI_OR_ROOT_PATTERN, UCI_PATH_PATTERN
 from treediff.parse.assemble import UciPaths
@@ -37,6 +49,77 @@ SAN_WORKER_SHARE = 0.7
 #: Resolved paths of one search part: a list (None where a move does not resolve), or a future of one.
 Part = list[str | None] | Future[list[str | None]]
 
+try:  # The optional compiled legality checker (treediff/parse/_cmoves.c), built by `pip install`.
+    from treediff.parse import _cmoves  # type: ignore[attr-defined]  # (compiled: no stub)
+except ImportError:  # no C compiler at install time: python-chess checks UCI paths under --strict only
+    _cmoves = None
+
+#: Why a path is illegal, by the compiled checker's reason code (treediff/parse/_cmoves.c; 0: legal).
+ILLEGAL_REASONS = {
+    1: "not a UCI move",
+    2: "no piece of the side to move on the from-square",
+    3: "a piece of the side to move on the to-square",
+    4: "the piece does not move that way",
+    5: "a piece in the way",
+    6: "a promotion missing or misplaced",
+    7: "castling without the right, through pieces or through or out of check",
+    8: "a pawn capturing onto an empty square that is not en passant",
+    9: "leaves the mover's king in check",
+}
+
+#: ``TREEDIFF_MOVE_CHECK=python`` makes the parser use the python-chess fallback (tests, benchmarks).
+MOVE_CHECK_ENV = "TREEDIFF_MOVE_CHECK"
+
+#: The reason the flagged records are counted under, for SAN moves and illegal UCI moves alike.
+UNRESOLVED_REASON = "with a move that does not resolve in its position"
+
+
+def compiled_checker_available() -> bool:
+    """Whether UCI paths are validated by the compiled :mod:`treediff.parse._cmoves` (on every parse).
+
+    False when it was not built, when pyarrow has no string views (< 16), or when
+    ``TREEDIFF_MOVE_CHECK=python``: then python-chess validates them under ``--strict`` only.
+    """
+    return _cmoves is not None and hasattr(pa, "string_view") and os.environ.get(MOVE_CHECK_ENV, "") != "python"
+
+
+def _castling_bits(board: chess.Board) -> int:
+    rights = board.clean_castling_rights()
+    return ((1 if rights & chess.BB_H1 else 0) | (2 if rights & chess.BB_A1 else 0)
+            | (4 if rights & chess.BB_H8 else 0) | (8 if rights & chess.BB_A8 else 0))
+
+
+def compiled_checker(board: chess.Board) -> Any:
+    """A :class:`treediff.parse._cmoves.Checker` at ``board`` (a standard board; its move stack is not used)."""
+    assert _cmoves is not None
+    squares = bytearray(64)
+    for square, piece in board.piece_map().items():
+        squares[square] = (piece.piece_type if piece.color else -piece.piece_type) & 0xFF
+    ep = -1 if board.ep_square is None else board.ep_square
+    return _cmoves.Checker(bytes(squares), board.turn == chess.WHITE, _castling_bits(board), ep)
+
+
+def check_paths_compiled(checker: Any, paths: pl.Series, skip: np.ndarray | None = None) -> np.ndarray:
+    """The compiled checker's reason code (uint8, 0 legal; :data:`ILLEGAL_REASONS`) of each of one search's
+    UCI ``paths`` (``""`` or ``-`` the root), in order; rows where ``skip`` is true (and nulls) get 0.
+
+    The paths are handed over as Arrow string views, without a copy.
+    """
+    codes = np.zeros(len(paths), dtype=np.uint8)
+    if not len(paths):
+        return codes
+    array = paths.to_arrow(compat_level=pl.CompatLevel.newest())
+    if not pa.types.is_string_view(array.type):
+        array = array.cast(pa.string_view())
+    if array.null_count:
+        nulls = array.is_null().to_numpy(zero_copy_only=False)
+        skip = nulls if skip is None else (skip | nulls)
+    buffers = array.buffers()
+    views = np.frombuffer(buffers[1], dtype=np.uint8, count=len(array) * 16, offset=array.offset * 16)
+    data = tuple(pa.py_buffer(b"") if b is None else b for b in buffers[2:])
+    checker.check(views, data, codes, None if skip is None else np.ascontiguousarray(skip, dtype=np.uint8))
+    return codes
+
 
 class PathNormalizer:
     """Normalizes each chunk's paths (:meth:`normalize`); owns the SAN worker and the unresolved counts.
@@ -46,8 +129,11 @@ class PathNormalizer:
     """
 
     def __init__(self, check_uci: bool = False) -> None:
-        #: Replay paths that are UCI already on boards too, flagging illegal moves (``--strict``).
-        self._check_uci = check_uci
+        #: Validate UCI paths with the compiled checker (every parse) ...
+        self._compiled = compiled_checker_available()
+        #: ... or, without it, replay them on python-chess boards (``--strict`` only: several times the parse).
+        self._check_uci = self._compiled or check_uci
+        self._checkers: dict[int, Any] = {}  # search -> compiled checker, for the searches of the last chunk
         self._worker: SanWorker | None = None
         self._pool: ThreadPoolExecutor | None = None  # talks to the worker, one request at a time
         self._worker_failed = False
@@ -56,13 +142,19 @@ class PathNormalizer:
         self._pending: collections.deque = collections.deque()
         self._paths = 0  # paths resolved against a board so far
 
+    @property
+    def validates_uci(self) -> bool:
+        """Whether UCI paths are checked against their positions in this parse."""
+        return self._check_uci
+
     def normalize(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> UciPaths:
         """Paths to UCI.  Only the paths that are not UCI already get work here.
 
         Returns a function that gives the chunk's UCI paths (and the rows
         whose move does not resolve) from its rows, run by whoever builds the
         chunk's table: on the conversion thread when there is one.  SAN paths
-        sent to the worker are futures it waits for.
+        sent to the worker are futures it waits for.  UCI paths (as written or
+        from coordinates) are validated here when :attr:`validates_uci`.
         """
         self.account_unresolved(wait=False)
         raw = rows.get_column("path")
@@ -73,47 +165,75 @@ class PathNormalizer:
             unknown = shape.is_null().arg_true()
             ok = ok.scatter(unknown, raw.gather(unknown).str.contains(UCI_OR_ROOT_PATTERN))
         if bool(ok.all()):
-            if self._check_uci:
-                return self._checked_uci(rows, by_id, problems)
-            return _uci_already
+            if not self._check_uci:
+                return _uci_already
+            illegal = self._flag_illegal(rows, raw, None, by_id, problems)
+            if illegal is None:
+                return _uci_already
+            flagged = pl.Series("bad", illegal)
+            return lambda chunk_rows: (_root_as_empty(chunk_rows.get_column("path")), flagged)
         todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)
         coord = _coordinate_paths(todo.get_column("path"), todo.get_column("_dialect"))
         good = coord.str.contains(UCI_PATH_PATTERN).fill_null(False)
         # Only what is neither UCI nor coordinates (SAN, odd spellings) is replayed on a board.
-        hard_index, parts = self._resolve_on_boards(todo.filter(~good), rows.get_column("line"), by_id, problems)
+        hard = todo.filter(~good)
+        hard_index, parts = self._resolve_on_boards(hard, rows.get_column("line"), by_id, problems)
         self.account_unresolved(wait=False)
-        return functools.partial(
-            _patched_paths, coord_index=todo.get_column("_i").filter(good), coord_paths=coord.filter(good),
-            hard_index=hard_index, parts=parts,
+        coord_index = todo.get_column("_i").filter(good)
+        coord_paths = coord.filter(good)
+        build: UciPaths = functools.partial(
+            _patched_paths, coord_index=coord_index, coord_paths=coord_paths, hard_index=hard_index, parts=parts,
         )
+        if self._check_uci and len(hard) < rows.height:
+            # The UCI and coordinate paths, each as UCI; the SAN ones are resolved on boards already.
+            uci = raw.scatter(coord_index, coord_paths) if len(coord_index) else raw
+            skip = None
+            if len(hard):
+                skip = np.zeros(rows.height, dtype=bool)
+                skip[hard.get_column("_i").to_numpy()] = True
+            illegal = self._flag_illegal(rows, uci, skip, by_id, problems)
+            if illegal is not None:
+                return functools.partial(_with_illegal, build=build, illegal=pl.Series("bad", illegal))
+        return build
 
-    def _checked_uci(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> UciPaths:
-        """UCI paths as they are, each distinct one of each search replayed on its board (the resolver keeps
-        the positions reached and the moves tried in each, so a (parent, move) is tested once); the records
-        of a path with an illegal move are flagged ``unresolved-move`` and counted with their lines."""
-        paths = rows.get_column("path")
+    def _flag_illegal(self, rows: pl.DataFrame, uci: pl.Series, skip: np.ndarray | None,
+                      by_id: dict[int, SearchState], problems: Problems) -> np.ndarray | None:
+        """Rows (bool array) whose UCI path ``uci`` (the root ``-`` or ``""``) has an illegal move, or None.
+
+        Rows where ``skip`` is true are not looked at; neither are the searches with no position
+        (no or a bad ``fen=``: nothing to check against; the header is warned about).  The flagged
+        rows are counted with their lines, as moves that do not resolve.
+        """
+        searches = rows.get_column("search").to_numpy()
+        bounds = np.flatnonzero(searches[1:] != searches[:-1]) + 1
+        starts = np.concatenate(([0], bounds)).tolist()
+        stops = np.concatenate((bounds, [len(searches)])).tolist()
         bad = np.zeros(rows.height, dtype=bool)
-        frame = rows.select("search", "path").with_row_index("_i")
-        for (search,), part in frame.group_by(["search"], maintain_order=True):
-            distinct = part.get_column("path").unique(maintain_order=True)
-            distinct = distinct.filter(distinct != "-")
-            resolved = by_id[search].resolver.resolve_many(distinct.to_list())
-            illegal = distinct.filter(pl.Series([r is None for r in resolved], dtype=pl.Boolean))
-            if len(illegal):
-                bad[part.filter(pl.col("path").is_in(illegal.implode()))["_i"].to_numpy()] = True
-        if not bad.any():
-            return _uci_already
-        lines = rows.get_column("line").to_numpy()
-        for (search,), part in frame.filter(pl.Series(bad)).group_by(["search"], maintain_order=True):
+        checkers: dict[int, Any] = {}
+        for lo, hi in zip(starts, stops):
+            search = int(searches[lo])
             state = by_id[search]
-            bad_lines = lines[part.get_column("_i").to_numpy()]
-            problems.add_many("with a move that does not resolve in its position", bad_lines)
-            state.unresolved_count += len(bad_lines)
-            room = FIRST_LINES_SHOWN - len(state.unresolved)
-            if room > 0:
-                state.unresolved.extend(int(x) for x in bad_lines[:room])
-        flagged = pl.Series("bad", bad)
-        return lambda chunk_rows: (_root_as_empty(paths), flagged)
+            board = state.resolver.board
+            if board is None:
+                continue
+            part_skip = None if skip is None else skip[lo:hi]
+            if self._compiled:
+                checker = checkers.get(search, self._checkers.get(search))
+                if checker is None:
+                    checker = compiled_checker(board)
+                checkers[search] = checker
+                bad[lo:hi] = check_paths_compiled(checker, uci.slice(lo, hi - lo), part_skip) != 0
+            else:
+                bad[lo:hi] = _illegal_by_python_chess(state, uci.slice(lo, hi - lo), part_skip)
+        self._checkers = checkers  # a search's lines are consecutive: the others are over
+        if not bad.any():
+            return None
+        lines = rows.get_column("line").to_numpy()
+        for lo, hi in zip(starts, stops):
+            rows_bad = np.flatnonzero(bad[lo:hi])
+            if len(rows_bad):
+                _count_unresolved(problems, by_id[int(searches[lo])], lines[lo:hi][rows_bad])
+        return bad
 
     def _resolve_on_boards(
         self, hard: pl.DataFrame, line_col: pl.Series, by_id: dict[int, SearchState], problems: Problems
@@ -187,12 +307,7 @@ class PathNormalizer:
             unresolved = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
             if not unresolved.any():
                 continue
-            bad_lines = lines[unresolved]
-            problems.add_many("with a move that does not resolve in its position", bad_lines)
-            state.unresolved_count += len(bad_lines)
-            room = FIRST_LINES_SHOWN - len(state.unresolved)
-            if room > 0:
-                state.unresolved.extend(int(x) for x in bad_lines[:room])
+            _count_unresolved(problems, state, lines[unresolved])
 
     def close(self, abort: bool = False) -> None:
         """Stop and reap the SAN worker process and its thread, if they were started.
@@ -212,6 +327,39 @@ class PathNormalizer:
             worker.close()
         self._aborting = False
         self._pending.clear()
+
+
+def _count_unresolved(problems: Problems, state: SearchState, bad_lines: np.ndarray) -> None:
+    """Count records of ``state`` whose move does not resolve (or is illegal), at ``bad_lines``."""
+    problems.add_many(UNRESOLVED_REASON, bad_lines)
+    state.unresolved_count += len(bad_lines)
+    room = FIRST_LINES_SHOWN - len(state.unresolved)
+    if room > 0:
+        state.unresolved.extend(int(x) for x in bad_lines[:room])
+
+
+def _illegal_by_python_chess(state: SearchState, uci: pl.Series, skip: np.ndarray | None) -> np.ndarray:
+    """Rows of one search's UCI paths with an illegal move, by python-chess (the fallback of the compiled checker).
+
+    Each distinct path is replayed once on the search's resolver, which keeps the positions
+    reached and the moves tried in each, so a (parent, move) is tested once.
+    """
+    paths = _root_as_empty(uci)
+    if skip is not None:
+        paths = pl.select(pl.when(pl.Series(skip)).then(pl.lit("")).otherwise(paths)).to_series()
+    distinct = paths.drop_nulls().unique(maintain_order=True)
+    distinct = distinct.filter(distinct != "")
+    resolved = state.resolver.resolve_many(distinct.to_list())
+    illegal = distinct.filter(pl.Series([r is None for r in resolved], dtype=pl.Boolean))
+    if not len(illegal):
+        return np.zeros(len(uci), dtype=bool)
+    return paths.is_in(illegal.implode()).fill_null(False).to_numpy()
+
+
+def _with_illegal(rows: pl.DataFrame, build: UciPaths, illegal: pl.Series) -> tuple[pl.Series, pl.Series | None]:
+    """``build``'s UCI paths and flags, with the rows of ``illegal`` flagged too."""
+    uci, unresolved = build(rows)
+    return uci, illegal if unresolved is None else (unresolved | illegal)
 
 
 def _coordinate_paths(paths: pl.Series, dialect_names: pl.Series) -> pl.Series:
