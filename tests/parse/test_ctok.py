@@ -1,7 +1,9 @@
 """The compiled fast-path tokenizer (treediff/parse/_ctok.c) against the polars regex.
 
-The regex (:func:`treediff.parse.tokenizer.fast_fields`) is the reference: the C path must give
-the identical DataFrame on every input, including the lines it must reject.
+The regex (:func:`treediff.parse.tokenizer.fast_fields`) then polars' casts
+(:func:`~treediff.parse.tokenizer.typed_fields`) are the reference: the C path's typed columns
+must give the identical DataFrame on every input, including the lines it must reject and the
+integers it must not take.
 """
 from __future__ import annotations
 
@@ -19,7 +21,12 @@ from polars.testing import assert_frame_equal
 
 from treediff.parse import tokenizer
 from treediff.parse.tokenizer import (
+    BAD_INT,
     FAST_FIELDS,
+    INT_BITS,
+    INT_FIELDS,
+    PLIES,
+    STRING_FIELDS,
     PATH_NONE,
     PATH_OTHER,
     PATH_ROOT,
@@ -31,6 +38,7 @@ from treediff.parse.tokenizer import (
     fast_fields_c,
     split_lines,
     tokenize_chunk,
+    typed_fields,
 )
 
 _ctok = pytest.importorskip(
@@ -48,17 +56,49 @@ def _from_lines(lines: list[bytes]) -> pa.LargeBinaryArray:
 
 def assert_same(lines: pa.LargeBinaryArray) -> pl.DataFrame:
     """C path == regex path on ``lines``; returns the frame."""
-    compiled = fast_fields_c(lines)
+    text = decode_lines(lines)[0]
+    compiled = fast_fields_c(lines, text)
     assert compiled is not None
-    reference = fast_fields(decode_lines(lines)[0])
-    assert compiled.columns == [*FAST_FIELDS, PATH_SHAPE]
-    assert all(dtype == pl.String for dtype in compiled.dtypes[:-1]) and compiled.dtypes[-1] == pl.UInt8
+    reference = typed_fields(fast_fields(text))
+    assert compiled.columns == [*FAST_FIELDS, PATH_SHAPE, PLIES, BAD_INT]
+    assert {k: compiled.schema[k] for k in FAST_FIELDS} == {
+        k: pl.Int64 if k in INT_FIELDS else pl.String for k in FAST_FIELDS}
+    assert [compiled.schema[k] for k in (PATH_SHAPE, PLIES, BAD_INT)] == [pl.UInt8, pl.Int32, pl.UInt16]
     assert_frame_equal(compiled, reference)
+    # Without the decoded text (the lines with odd integers are then decoded alone): the same.
+    assert_frame_equal(fast_fields_c(lines), reference)
     return compiled
 
 
 def test_keys_match_the_python_order():
     assert _ctok.row_keys() == ROW_KEYS
+    assert sorted((*STRING_FIELDS, *INT_FIELDS)) == sorted(FAST_FIELDS)
+    # The C code's int slots are the int keys in canonical order.
+    assert INT_FIELDS == tuple(k for k in ROW_KEYS if k in INT_FIELDS)
+
+
+def test_integers_by_hand():
+    """What is an integer, written by hand from polars' non-strict cast: [+-]?[0-9]+ within int64."""
+    cases = {
+        b"0": 0, b"-0": 0, b"+5": 5, b"007": 7, b"-007": -7, b"9223372036854775807": 2**63 - 1,
+        b"-9223372036854775808": -(2**63), b"9223372036854775808": None, b"-9223372036854775809": None,
+        b"99999999999999999999": None, b"1e3": None, b"-": None, b"+": None, b"+-5": None, b"5.0": None,
+        b"0x10": None, b"1_000": None, b"12a": None,
+    }
+    frame = assert_same(_from_lines([b"MOVE path=e2e4 ply=1 d=" + v + b" act=FULL\n" for v in cases]))
+    assert frame.get_column("d").to_list() == list(cases.values())
+    assert frame.get_column(BAD_INT).to_list() == [0 if v is not None else 1 << INT_BITS["d"] for v in cases.values()]
+    assert frame.get_column("ply").to_list() == [1] * len(cases)
+    # Several bad keys in one line: one bit each.
+    frame = assert_same(_from_lines([b"RESULT path=- ply=x mn=2 score=y\n"]))
+    assert frame.get_column(BAD_INT).to_list() == [(1 << INT_BITS["ply"]) | (1 << INT_BITS["score"])]
+    assert frame.row(0, named=True)["mn"] == 2 and frame.row(0, named=True)[PLIES] == 0
+
+
+def test_path_lengths_by_hand():
+    frame = assert_same(_from_lines([b"MOVE path=e2e4 act=x\n", b"RESULT path=-\n", b"RESULT path=a/b/c\n",
+                                     b"RESULT path=/\n", b"RESULT score=1\n", b"ITER d=3\n"]))
+    assert frame.get_column(PLIES).to_list() == [1, 0, 3, 2, None, None]
 
 
 def test_hand_cases():
@@ -85,7 +125,7 @@ def test_hand_cases():
     assert tags == ["MOVE", "RESULT", None, None, None, None, None, "MOVE", None, "MOVE", None, None, "MOVE", None, None]
     assert frame.row(0, named=True) == {
         **{k: None for k in FAST_FIELDS},
-        "tag": "MOVE", "path": "e2e4", "ply": "1", "d": "3", "act": "search", PATH_SHAPE: PATH_UCI,
+        "tag": "MOVE", "path": "e2e4", "ply": 1, "d": 3, "act": "search", PATH_SHAPE: PATH_UCI, PLIES: 1, BAD_INT: 0,
     }
     assert frame.get_column("bound")[1] == "exact"
     assert frame.get_column("why")[7] == "x=y=z"
@@ -160,7 +200,7 @@ def test_tokenize_chunk_uses_it_and_can_be_switched_off(monkeypatch):
     lines, _ = split_lines((FIXTURE_LOGS[0]).read_bytes())
     calls = []
     real = tokenizer.fast_fields_c
-    monkeypatch.setattr(tokenizer, "fast_fields_c", lambda l: calls.append(1) or real(l))
+    monkeypatch.setattr(tokenizer, "fast_fields_c", lambda l, t=None: calls.append(1) or real(l, t))
     with_c = tokenize_chunk(lines).fast
     assert calls == [1]
     monkeypatch.setenv("TREEDIFF_TOKENIZER", "regex")
@@ -172,14 +212,22 @@ def test_tokenize_chunk_uses_it_and_can_be_switched_off(monkeypatch):
 
 def test_bad_arguments_raise():
     data = b"MOVE path=a\n"
-    zeros = np.zeros(17 * 16, dtype=np.uint8), np.zeros(17, dtype=np.uint8), np.zeros(1, dtype=np.uint8)
+    def outputs():  # for one line: views, validity, ints, int validity, bad, shapes, plies
+        return [np.zeros(7 * 16, dtype=np.uint8), np.zeros(7, dtype=np.uint8), np.zeros(10, dtype=np.int64),
+                np.zeros(10, dtype=np.uint8), np.zeros(1, dtype=np.uint16), np.zeros(1, dtype=np.uint8),
+                np.zeros(1, dtype=np.int32)]
+
     with pytest.raises(ValueError):
-        _ctok.fast_fields(data, np.array([0, 99], dtype=np.int64), *zeros)  # past the end
+        _ctok.typed_fields(data, np.array([0, 99], dtype=np.int64), *outputs())  # past the end
     with pytest.raises(ValueError):
-        _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), np.zeros(5, dtype=np.uint8), *zeros[1:])
+        _ctok.typed_fields(data, np.array([0, 12], dtype=np.int64), np.zeros(5, dtype=np.uint8), *outputs()[1:])
     with pytest.raises(ValueError):
-        _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), *zeros[:2], np.zeros(2, dtype=np.uint8))
-    assert _ctok.fast_fields(data, np.array([0, 12], dtype=np.int64), *zeros)[0] == 0
+        _ctok.typed_fields(data, np.array([0, 12], dtype=np.int64), *outputs()[:6], np.zeros(2, dtype=np.int32))
+    with pytest.raises(ValueError):
+        _ctok.typed_fields(data, np.array([5, 2], dtype=np.int64), *outputs())  # decreasing
+    out = outputs()
+    assert _ctok.typed_fields(data, np.array([0, 12], dtype=np.int64), *out)[0] == 0  # the tag: no null
+    assert out[5][0] == PATH_OTHER and out[6][0] == 1
 
 
 # ---------------------------------------------------------------- property tests
@@ -193,7 +241,7 @@ _REAL_LINES = [
 
 _PIECES = [
     b" ", b"  ", b"\t", b"\r", b"\n", b"\r\n", b"=", b"==", b"\xc3\xa9", b"\xff", b"\x00", b"\x7f", b"~", b"!",
-    b"MOVE", b"RESULT", b"-", b"12", b"e2e4",
+    b"MOVE", b"RESULT", b"-", b"12", b"e2e4", b"+", b"/", b"007", b"9223372036854775807", b"9223372036854775808",
     *(f" {k}=".encode() for k in ROW_KEYS),
     *(f"{k}=".encode() for k in ROW_KEYS),
 ]

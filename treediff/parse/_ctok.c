@@ -14,10 +14,13 @@
  * CR, an optional LF and the end of the line.  A line that does not have this
  * shape gets nulls in every field (the Python slow path handles it).
  *
- * Output is Arrow string views (16 bytes per value) that point into the
- * chunk's own data buffer (buffer index 0) for values longer than 12 bytes,
- * so no value is copied twice; Python wraps them with
- * pyarrow.Array.from_buffers(pa.string_view(), ...).
+ * Output is typed column buffers (typed_fields): the ten integer keys parsed
+ * to int64 with validity bitmaps (a value that is not an integer is null and
+ * flagged per row), the string fields as Arrow string views (16 bytes per
+ * value) that point into the chunk's own data buffer (buffer index 0) for
+ * values longer than 12 bytes, so no value is copied twice, and each path's
+ * shape and length in moves.  Python wraps them with
+ * pyarrow.Array.from_buffers, no Python object per line.
  *
  * Only the CPython API and the buffer protocol are used; the scan runs
  * without the GIL.
@@ -115,19 +118,27 @@ static inline int is_uci_move(const unsigned char *m, Py_ssize_t len)
     return len == 4 || m[4] == 'q' || m[4] == 'r' || m[4] == 'b' || m[4] == 'n';
 }
 
-static inline unsigned char path_shape(const unsigned char *v, Py_ssize_t len)
+/* The shape of path value v, and (in *plies) its length in moves: 0 for the root "-", else one more
+ * than its '/' count (what treediff.parse.assemble.check_ply compares ply= with). */
+static inline unsigned char path_shape(const unsigned char *v, Py_ssize_t len, int32_t *plies)
 {
-    if (len == 1 && v[0] == '-')
+    if (len == 1 && v[0] == '-') {
+        *plies = 0;
         return PATH_ROOT;
+    }
+    int32_t slashes = 0;
+    int uci = 1;
     Py_ssize_t from = 0;
     for (Py_ssize_t i = 0; i <= len; i++) {
         if (i == len || v[i] == '/') {
-            if (!is_uci_move(v + from, i - from))
-                return PATH_OTHER;
+            if (uci && !is_uci_move(v + from, i - from))
+                uci = 0;
+            slashes += i < len;
             from = i + 1;
         }
     }
-    return PATH_UCI;
+    *plies = slashes + 1;
+    return uci ? PATH_UCI : PATH_OTHER;
 }
 
 /* Write the Arrow string view of data[offset, offset+length) (little-endian, like Arrow itself).
@@ -166,50 +177,86 @@ static inline void write_view(unsigned char *view, const unsigned char *data, Py
     }
 }
 
-PyDoc_STRVAR(fast_fields_doc,
-"fast_fields(data, offsets, views, validity, shapes) -> null_counts\n\n"
+/* The typed layout: which output each key goes to.  String fields (Arrow string views): the tag,
+ * then path, act, nt, why, bound, ctx; integer fields (int64 + validity): the other ten keys, in
+ * canonical order.  Must match treediff.parse.tokenizer.STRING_FIELDS / INT_FIELDS (checked by the tests). */
+#define N_STR 7
+#define N_INT 10
+/* For KEYS[j]: its string slot (>= 0) or -1 - its int slot. */
+static const int SLOT[N_KEYS] = {
+    /* path */ 1, /* ply */ -1, /* mn */ -2, /* d */ -3, /* nd */ -4, /* act */ 2, /* red */ -5, /* a */ -6,
+    /* b */ -7, /* nt */ 3, /* see */ -8, /* hist */ -9, /* why */ 4, /* score */ -10, /* bound */ 5, /* ctx */ 6,
+};
+
+/* v[0, len) as an integer the way polars' strict=False cast of a string to Int64 reads it:
+ * [+-]?[0-9]+ within int64.  Returns 0 (and leaves *out) when it is not one. */
+static inline int parse_int64(const unsigned char *v, int32_t len, int64_t *out)
+{
+    int32_t i = 0;
+    int negative = 0;
+    if (len > 0 && (v[0] == '-' || v[0] == '+')) {
+        negative = v[0] == '-';
+        i = 1;
+    }
+    if (i >= len)
+        return 0;
+    uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t acc = 0;
+    for (; i < len; i++) {
+        unsigned d = (unsigned)v[i] - '0';
+        if (d > 9)
+            return 0;
+        if (acc > (limit - d) / 10)
+            return 0; /* out of range */
+        acc = acc * 10 + d;
+    }
+    *out = negative ? (int64_t)(0 - acc) : (int64_t)acc;
+    return 1;
+}
+
+PyDoc_STRVAR(typed_fields_doc,
+"typed_fields(data, offsets, views, validity, ints, int_validity, bad, shapes, plies) -> null_counts\n\n"
 "data: the chunk's bytes (any contiguous buffer, at most 2**31-1 bytes).\n"
 "offsets: int64 buffer of n+1 line boundaries into data (as split_lines makes them).\n"
-"views, validity: writable, ZEROED buffers of 17*n*16 and 17*ceil(n/8) bytes.\n"
-"Fills, for the 17 fields tag + ROW_KEYS in order, Arrow string views (field f at\n"
-"views[f*n*16:(f+1)*n*16]) and validity bitmaps (field f at validity[f*ceil(n/8):...]);\n"
-"null entries are left untouched (zero).  Views longer than 12 bytes point into data\n"
-"as variadic buffer 0.  shapes: writable, zeroed, n bytes: each matched line's path shape\n"
-"(1 UCI path, 2 the root '-', 3 anything else; 0 no path or no match).\n"
-"Returns the tuple of the 17 null counts.");
+"All output buffers writable and ZEROED; entries of null values are left untouched:\n"
+"views (7*n*16 bytes), validity (7*ceil(n/8)): Arrow string views of the tag, path, act, nt,\n"
+"why, bound, ctx (field f at views[f*n*16:...], validity[f*ceil(n/8):...]); views longer than\n"
+"12 bytes point into data as variadic buffer 0.\n"
+"ints (10*n int64), int_validity (10*ceil(n/8)): ply, mn, d, nd, red, a, b, see, hist, score\n"
+"parsed as integers ([+-]?[0-9]+ within int64); a value that is not one is null and sets\n"
+"bit k of bad[i] (uint16, n) for int field k.\n"
+"shapes (uint8, n): each matched line's path shape (1 UCI path, 2 the root '-', 3 anything\n"
+"else; 0 no path or no match); plies (int32, n): the path's length in moves (root 0).\n"
+"Returns the tuple of the 7 + 10 null counts (bad values count as null).");
 
-static PyObject *fast_fields(PyObject *self, PyObject *args)
+static PyObject *typed_fields(PyObject *self, PyObject *args)
 {
-    PyObject *data_obj, *offsets_obj, *views_obj, *validity_obj, *shapes_obj;
-    if (!PyArg_ParseTuple(args, "OOOOO", &data_obj, &offsets_obj, &views_obj, &validity_obj, &shapes_obj))
+    enum { DATA, OFFS, VIEWS, VALID, INTS, IVALID, BAD, SHAPES, PLIES, N_ARGS };
+    PyObject *objs[N_ARGS];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8]))
         return NULL;
-
-    Py_buffer data = {0}, offs = {0}, views = {0}, validity = {0}, shapes = {0};
+    Py_buffer b[N_ARGS];
+    memset(b, 0, sizeof b);
     PyObject *result = NULL;
-    Py_ssize_t null_counts[N_FIELDS] = {0};
+    Py_ssize_t str_nulls[N_STR] = {0}, int_nulls[N_INT] = {0};
 
-    if (PyObject_GetBuffer(data_obj, &data, PyBUF_C_CONTIGUOUS) < 0)
-        goto done;
-    if (PyObject_GetBuffer(offsets_obj, &offs, PyBUF_C_CONTIGUOUS) < 0)
-        goto done;
-    if (PyObject_GetBuffer(views_obj, &views, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        goto done;
-    if (PyObject_GetBuffer(validity_obj, &validity, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        goto done;
-    if (PyObject_GetBuffer(shapes_obj, &shapes, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        goto done;
-
-    if (data.len > INT32_MAX) {
+    for (int i = 0; i < N_ARGS; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | (i >= VIEWS ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &b[i], flags) < 0)
+            goto done;
+    }
+    if (b[DATA].len > INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "chunk larger than 2**31-1 bytes");
         goto done;
     }
-    if (offs.len % 8 != 0 || offs.len < 8) {
+    if (b[OFFS].len % 8 != 0 || b[OFFS].len < 8) {
         PyErr_SetString(PyExc_ValueError, "offsets must be n+1 int64 values");
         goto done;
     }
-    const int64_t *off = (const int64_t *)offs.buf;
-    Py_ssize_t n = offs.len / 8 - 1;
-    if (off[0] < 0 || off[n] > data.len) {
+    const int64_t *off = (const int64_t *)b[OFFS].buf;
+    Py_ssize_t n = b[OFFS].len / 8 - 1;
+    if (off[0] < 0 || off[n] > b[DATA].len) {
         PyErr_SetString(PyExc_ValueError, "offsets must be within data");
         goto done;
     }
@@ -220,45 +267,75 @@ static PyObject *fast_fields(PyObject *self, PyObject *args)
         }
     }
     Py_ssize_t bitmap_bytes = (n + 7) / 8;
-    if (views.len != (Py_ssize_t)N_FIELDS * n * VIEW_BYTES || validity.len != (Py_ssize_t)N_FIELDS * bitmap_bytes
-            || shapes.len != n) {
-        PyErr_SetString(PyExc_ValueError, "views/validity/shapes buffers have the wrong size");
+    if (b[VIEWS].len != (Py_ssize_t)N_STR * n * VIEW_BYTES || b[VALID].len != (Py_ssize_t)N_STR * bitmap_bytes
+            || b[INTS].len != (Py_ssize_t)N_INT * n * 8 || b[IVALID].len != (Py_ssize_t)N_INT * bitmap_bytes
+            || b[BAD].len != n * 2 || b[SHAPES].len != n || b[PLIES].len != n * 4) {
+        PyErr_SetString(PyExc_ValueError, "typed_fields: output buffers have the wrong size");
         goto done;
     }
-    unsigned char *shape = (unsigned char *)shapes.buf;
-    unsigned char *vw = (unsigned char *)views.buf;
-    unsigned char *vb = (unsigned char *)validity.buf;
-    const unsigned char *buf = (const unsigned char *)data.buf;
-    Py_ssize_t data_len = data.len;
+    const unsigned char *buf = (const unsigned char *)b[DATA].buf;
+    Py_ssize_t data_len = b[DATA].len;
+    unsigned char *vw = (unsigned char *)b[VIEWS].buf, *vb = (unsigned char *)b[VALID].buf;
+    int64_t *iv = (int64_t *)b[INTS].buf;
+    unsigned char *ib = (unsigned char *)b[IVALID].buf;
+    uint16_t *bad = (uint16_t *)b[BAD].buf;
+    unsigned char *shape = (unsigned char *)b[SHAPES].buf;
+    int32_t *plies = (int32_t *)b[PLIES].buf;
 
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t start[N_FIELDS];
     int32_t len[N_FIELDS];
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!match_line(buf + off[i], (Py_ssize_t)(off[i + 1] - off[i]), start, len)) {
-            for (int f = 0; f < N_FIELDS; f++)
-                null_counts[f]++;
+        const unsigned char *line = buf + off[i];
+        if (!match_line(line, (Py_ssize_t)(off[i + 1] - off[i]), start, len)) {
+            for (int f = 0; f < N_STR; f++)
+                str_nulls[f]++;
+            for (int f = 0; f < N_INT; f++)
+                int_nulls[f]++;
             continue;
         }
-        if (len[1] >= 0) /* field 1 is path */
-            shape[i] = path_shape(buf + off[i] + start[1], len[1]);
         unsigned char bit = (unsigned char)(1u << (i & 7));
-        for (int f = 0; f < N_FIELDS; f++) {
-            if (len[f] >= 0) {
-                write_view(vw + ((Py_ssize_t)f * n + i) * VIEW_BYTES, buf, data_len, off[i] + start[f], len[f]);
-                vb[f * bitmap_bytes + (i >> 3)] |= bit;
+        Py_ssize_t byte = i >> 3;
+        /* the tag, always there */
+        write_view(vw + i * VIEW_BYTES, buf, data_len, off[i] + start[0], len[0]);
+        vb[byte] |= bit;
+        uint16_t bad_bits = 0;
+        for (int j = 0; j < N_KEYS; j++) {
+            int slot = SLOT[j];
+            if (len[j + 1] < 0) {
+                if (slot >= 0)
+                    str_nulls[slot]++;
+                else
+                    int_nulls[-1 - slot]++;
+                continue;
+            }
+            if (slot >= 0) {
+                write_view(vw + ((Py_ssize_t)slot * n + i) * VIEW_BYTES, buf, data_len, off[i] + start[j + 1],
+                           len[j + 1]);
+                vb[slot * bitmap_bytes + byte] |= bit;
             } else {
-                null_counts[f]++;
+                int k = -1 - slot;
+                int64_t value;
+                if (parse_int64(line + start[j + 1], len[j + 1], &value)) {
+                    iv[(Py_ssize_t)k * n + i] = value;
+                    ib[k * bitmap_bytes + byte] |= bit;
+                } else {
+                    bad_bits |= (uint16_t)(1u << k);
+                    int_nulls[k]++;
+                }
             }
         }
+        bad[i] = bad_bits;
+        if (len[1] >= 0) /* field 1 is path */
+            shape[i] = path_shape(line + start[1], len[1], &plies[i]);
     }
     Py_END_ALLOW_THREADS
 
-    result = PyTuple_New(N_FIELDS);
+    result = PyTuple_New(N_STR + N_INT);
     if (result == NULL)
         goto done;
-    for (int f = 0; f < N_FIELDS; f++) {
-        PyObject *c = PyLong_FromSsize_t(null_counts[f]);
+    for (int f = 0; f < N_STR + N_INT; f++) {
+        PyObject *c = PyLong_FromSsize_t(f < N_STR ? str_nulls[f] : int_nulls[f - N_STR]);
         if (c == NULL) {
             Py_CLEAR(result);
             goto done;
@@ -267,11 +344,10 @@ static PyObject *fast_fields(PyObject *self, PyObject *args)
     }
 
 done:
-    if (data.obj) PyBuffer_Release(&data);
-    if (offs.obj) PyBuffer_Release(&offs);
-    if (views.obj) PyBuffer_Release(&views);
-    if (validity.obj) PyBuffer_Release(&validity);
-    if (shapes.obj) PyBuffer_Release(&shapes);
+    for (int i = 0; i < N_ARGS; i++) {
+        if (b[i].obj)
+            PyBuffer_Release(&b[i]);
+    }
     return result;
 }
 
@@ -541,7 +617,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"fast_fields", fast_fields, METH_VARARGS, fast_fields_doc},
+    {"typed_fields", typed_fields, METH_VARARGS, typed_fields_doc},
     {"row_keys", row_keys, METH_NOARGS, "The keys, in the order of the fields after the tag."},
     {"visits", visits, METH_VARARGS, visits_doc},
     {NULL, NULL, 0, NULL},

@@ -21,7 +21,7 @@ from treediff.model.taxonomy import Kind
 from treediff.parse.dialects import Dialect
 from treediff.parse.problems import Problems
 from treediff.parse.state import Runs, SearchState, run_starts
-from treediff.parse.tokenizer import INT_KEYS
+from treediff.parse.tokenizer import BAD_INT, INT_BITS, INT_KEYS, PLIES
 
 #: The columns that hold the same value for every record of a search (dictionary-encoded).
 SEARCH_CONSTANTS = ("engine", "position", "fen", "phase")
@@ -44,23 +44,24 @@ def number_records(rows: pl.DataFrame, by_id: dict[int, SearchState], line_base:
 
 
 def check_numbers(rows: pl.DataFrame, problems: Problems) -> pl.DataFrame:
-    """The integer keys as Int64; a value that is not an integer becomes null and is flagged ``bad-number:KEY``."""
-    # The fast path accepts any printable value, so this is where a non-integer is found.
-    keys = sorted(INT_KEYS)
-    ints = rows.select([pl.col(k).cast(pl.Int64, strict=False) for k in keys])
-    # A value that does not cast is bad; counting nulls is cheaper than comparing every row.
-    if any(ints.get_column(k).null_count() != rows.get_column(k).null_count() for k in keys):
-        bad = rows.select(
-            [(pl.col(k).is_not_null() & ints.get_column(k).is_null()).alias(k) for k in keys]
-        )
-        problem = pl.col("problem")
-        for k in reversed(keys):
-            mask = bad.get_column(k)
-            if mask.any():
-                problems.add_many(f"with a non-numeric {k}=", rows.get_column("line").filter(mask).to_numpy())
-                problem = pl.when(pl.lit(mask)).then(pl.lit(f"bad-number:{k}")).otherwise(problem)
-        rows = rows.with_columns(problem.alias("problem"))
-    return rows.with_columns(ints)
+    """Flag ``bad-number:KEY`` (and count the lines) where an integer key's value is not an integer.
+
+    The tokenizer made the integer keys Int64, a value that is not an integer null, and set the
+    key's bit in :data:`~treediff.parse.tokenizer.BAD_INT`; where several keys of a record are bad,
+    the first in alphabetical order names the problem.
+    """
+    bits = rows.get_column(BAD_INT)
+    if not bits.max():  # (0 or None: no bad value)
+        return rows
+    bit_values = bits.to_numpy()
+    lines = rows.get_column("line").to_numpy()
+    problem = pl.col("problem")
+    for k in reversed(sorted(INT_KEYS)):
+        mask = (bit_values & (1 << INT_BITS[k])) != 0
+        if mask.any():
+            problems.add_many(f"with a non-numeric {k}=", lines[mask])
+            problem = pl.when(pl.lit(pl.Series(mask))).then(pl.lit(f"bad-number:{k}")).otherwise(problem)
+    return rows.with_columns(problem.alias("problem"))
 
 
 #: The problem of a record whose ``ply=`` is not the number of moves in its path.
@@ -71,13 +72,10 @@ def check_ply(rows: pl.DataFrame, problems: Problems) -> pl.DataFrame:
     """Flag ``bad-ply`` (and count the lines) where ``ply=`` is not the path's length in moves (root ``-``: 0).
 
     ``ply`` keys the per-ply tables and the EBF estimators, so a wrong one would
-    shift them silently.  One vectorized pass: ``/`` counted in every path.
+    shift them silently.  The path lengths (:data:`~treediff.parse.tokenizer.PLIES`) come from the
+    tokenizer, which counted the ``/`` of every path.
     """
-    path = rows.get_column("path")
-    length = pl.select(
-        pl.when(path == "-").then(pl.lit(0, pl.Int64))
-        .otherwise(path.str.count_matches("/", literal=True).cast(pl.Int64) + 1)).to_series()
-    bad = (rows.get_column("ply") != length).fill_null(False)
+    bad = (rows.get_column("ply") != rows.get_column(PLIES)).fill_null(False)
     if not bad.any():
         return rows
     problems.add_many("with ply= not the number of moves in path= (flagged problem=bad-ply)",

@@ -28,6 +28,7 @@ from treediff.parse.tokenizer import (
     split_lines,
     tokenize_chunk,
     tokenize_line,
+    typed_fields,
 )
 
 #: Bytes read per chunk.  8 MiB: the same CPU per line as 16 MiB with a third less peak memory
@@ -154,7 +155,7 @@ def _usable_fast_rows(fast_rows: pl.DataFrame, problems: Problems) -> pl.DataFra
 def _all_rows(fast_rows: pl.DataFrame, slow_rows: list[dict]) -> pl.DataFrame:
     """Fast- and slow-path records in one frame, in line order, with ``extra`` and ``problem``."""
     fast_rows = fast_rows.with_columns(
-        *(pl.lit(None, pl.String).alias(k) for k in SLOW_ROW_KEYS),
+        *(pl.lit(None, pl.Int64).alias(k) for k in SLOW_ROW_KEYS),
         pl.lit(None, pl.String).alias("extra"),
         pl.lit(None, pl.String).alias("problem"),
     )
@@ -165,6 +166,8 @@ def _all_rows(fast_rows: pl.DataFrame, slow_rows: list[dict]) -> pl.DataFrame:
         schema={"idx": pl.UInt32, **{k: pl.String for k in FAST_FIELDS}, PATH_SHAPE: pl.UInt8,
                 **{k: pl.String for k in SLOW_ROW_KEYS}, "extra": pl.String, "problem": pl.String},
     )
+    # The typed layout of the fast path's rows (integers cast, path lengths), columns in their order.
+    slow_frame = typed_fields(slow_frame).select(fast_rows.columns)
     return pl.concat([fast_rows, slow_frame], how="vertical_relaxed").sort("idx")
 
 

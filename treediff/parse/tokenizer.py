@@ -1,10 +1,13 @@
 """The shared TREEDUMP tokenizer.
 
-Two paths produce the same string fields:
+Two paths produce the same fields:
 
-* a vectorized *fast path* (one regex over a whole chunk of lines, via polars)
-  for MOVE/RESULT lines whose keys come in the canonical order of
-  ``docs/TREEDUMP_FORMAT.md``, which is how producers write them;
+* a vectorized *fast path* for MOVE/RESULT lines whose keys come in the
+  canonical order of ``docs/TREEDUMP_FORMAT.md``, which is how producers write
+  them: the compiled tokenizer (``_ctok.c``) fills typed column buffers
+  (integers parsed, strings as views into the chunk) in one pass; without it,
+  one polars regex over the whole chunk gives the same frame
+  (:func:`fast_fields`, then :func:`typed_fields`);
 * a per-line *slow path* (:func:`tokenize_line`) for everything else: headers,
   ITER/END, comments, keys in another order, unknown keys, tabs, bad lines.
 
@@ -26,7 +29,8 @@ try:  # The optional compiled fast path (treediff/parse/_ctok.c), built by `pip 
     from treediff.parse import _ctok  # type: ignore[attr-defined]  # (compiled: no stub)
 except ImportError:  # no C compiler at install time: the polars regex does the same job
     _ctok = None
-if not hasattr(pa, "string_view"):  # pyarrow < 16 cannot wrap the C code's string views
+if not hasattr(pa, "string_view") or not hasattr(_ctok, "typed_fields"):
+    # pyarrow < 16 cannot wrap the C code's string views; an older build lacks the typed layout
     _ctok = None
 
 #: Record keys in canonical order: MOVE keys and RESULT keys are both subsequences of it.
@@ -163,6 +167,47 @@ def fast_fields(text: pl.Series) -> pl.DataFrame:
     return out.with_columns(shape.cast(pl.UInt8).alias(PATH_SHAPE))
 
 
+#: The typed layout of the fast path's output (both paths): string fields stay strings, these ten
+#: integer keys become Int64 (null where absent or not an integer).  Also the order of
+#: :data:`BAD_INT`'s bits, and of the compiled tokenizer's int outputs (``_ctok.c``).
+STRING_FIELDS = ("tag", "path", "act", "nt", "why", "bound", "ctx")
+INT_FIELDS = ("ply", "mn", "d", "nd", "red", "a", "b", "see", "hist", "score")
+#: Bit of each integer key in :data:`BAD_INT` (the slow path's ``visit=`` and ``fh=`` too).
+INT_BITS = {k: i for i, k in enumerate((*INT_FIELDS, *SLOW_ROW_KEYS))}
+#: Column (UInt16) of the typed output: bit :data:`INT_BITS`\ [k] set where key k has a value that is
+#: not an integer (the value is then null; :func:`treediff.parse.assemble.check_numbers` warns).
+BAD_INT = "_bad_int"
+#: Column (Int32) of the typed output: the path's length in moves (0 for the root ``-``; null without a
+#: path), what :func:`treediff.parse.assemble.check_ply` compares ``ply=`` with.
+PLIES = "_plies"
+
+
+def typed_fields(fields: pl.DataFrame) -> pl.DataFrame:
+    """The regex path's string frame (:func:`fast_fields`, or any frame with the int keys as strings and
+    ``path``) in the typed layout: the integer keys of :data:`INT_BITS` it has cast to Int64 (polars'
+    non-strict cast: ``[+-]?[0-9]+`` within int64), then :data:`PLIES` and :data:`BAD_INT`.
+
+    The reference for the compiled tokenizer's output (tests/parse/test_ctok.py) and the slow path's
+    records' conversion (:mod:`treediff.parse.chunks`).
+    """
+    keys = [k for k in INT_BITS if k in fields.columns]
+    bad = pl.lit(0, pl.UInt16)
+    for k in keys:
+        failed = pl.col(k).is_not_null() & pl.col(k).cast(pl.Int64, strict=False).is_null()
+        bad = bad | pl.when(failed).then(pl.lit(1 << INT_BITS[k], pl.UInt16)).otherwise(pl.lit(0, pl.UInt16))
+    path = pl.col("path")
+    plies = (
+        pl.when(path.is_null()).then(None)
+        .when(path == "-").then(0)
+        .otherwise(path.str.count_matches("/", literal=True) + 1)
+    ).cast(pl.Int32)
+    return fields.with_columns(
+        *(pl.col(k).cast(pl.Int64, strict=False) for k in keys),
+        plies.alias(PLIES),
+        bad.alias(BAD_INT),
+    )
+
+
 #: Largest chunk the compiled path takes: Arrow string views hold 32-bit offsets.
 _CTOK_MAX_BYTES = 2**31 - 1
 
@@ -176,13 +221,15 @@ def ctok_available() -> bool:
     return _ctok is not None and os.environ.get("TREEDIFF_TOKENIZER", "") != "regex"
 
 
-def fast_fields_c(lines: pa.LargeBinaryArray) -> pl.DataFrame | None:
-    """:func:`fast_fields` of ``lines`` by the compiled tokenizer, or None where it cannot run.
+def fast_fields_c(lines: pa.LargeBinaryArray, text: pl.Series | None = None) -> pl.DataFrame | None:
+    """``typed_fields(fast_fields(text))`` of ``lines`` by the compiled tokenizer, or None where it cannot run.
 
-    The same DataFrame as the regex (checked by tests/parse/test_ctok.py) for about 0.14
-    CPU-µs per line instead of 0.9 (docs/PERFORMANCE.md): the C code matches each line's bytes against :data:`FAST_PATTERN` and writes Arrow
-    string views that point into the chunk's own buffer, which polars takes over without copying.
-    Lines that are not UTF-8 never match (the pattern is ASCII), as with the regex on their "".
+    The same DataFrame as the regex path (checked by tests/parse/test_ctok.py), made from column
+    buffers the C code fills in one pass over the chunk's bytes: integers parsed, string fields as
+    Arrow string views pointing into the chunk's own buffer (which polars takes over without
+    copying), path shapes and lengths; no Python object per line.  Lines that are not UTF-8 never
+    match (the pattern is ASCII), as with the regex on their "".  ``text`` (the decoded lines) is
+    read only for the rare line with an integer key the C code does not take (see :func:`_fix_bad_ints`).
     """
     if _ctok is None or lines.null_count:
         return None
@@ -194,25 +241,59 @@ def fast_fields_c(lines: pa.LargeBinaryArray) -> pl.DataFrame | None:
         return None
     offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=lines.offset * 8)
     bitmap_bytes = (n + 7) // 8
+    n_str, n_int = len(STRING_FIELDS), len(INT_FIELDS)
     # Zeroed by calloc: the C code writes only the non-null entries, and the pages of a key the
     # chunk never uses are never touched.
-    views = np.zeros(len(FAST_FIELDS) * n * 16, dtype=np.uint8)
-    validity = np.zeros(len(FAST_FIELDS) * bitmap_bytes, dtype=np.uint8)
+    views = np.zeros(n_str * n * 16, dtype=np.uint8)
+    validity = np.zeros(n_str * bitmap_bytes, dtype=np.uint8)
+    ints = np.zeros(n_int * n, dtype=np.int64)
+    int_validity = np.zeros(n_int * bitmap_bytes, dtype=np.uint8)
+    bad = np.zeros(n, dtype=np.uint16)
     shapes = np.zeros(n, dtype=np.uint8)
-    null_counts = _ctok.fast_fields(data, offsets, views, validity, shapes)
-    views, validity = pa.py_buffer(views), pa.py_buffer(validity)
-    columns = [
-        pa.Array.from_buffers(
-            pa.string_view(),
-            n,
-            [validity.slice(f * bitmap_bytes, bitmap_bytes), views.slice(f * n * 16, n * 16), data],
+    plies = np.zeros(n, dtype=np.int32)
+    null_counts = _ctok.typed_fields(data, offsets, views, validity, ints, int_validity, bad, shapes, plies)
+    views_buf, validity_buf = pa.py_buffer(views), pa.py_buffer(validity)
+    ints_buf, int_validity_buf = pa.py_buffer(ints), pa.py_buffer(int_validity)
+    columns: dict[str, pa.Array] = {}
+    for f, name in enumerate(STRING_FIELDS):
+        columns[name] = pa.Array.from_buffers(
+            pa.string_view(), n,
+            [validity_buf.slice(f * bitmap_bytes, bitmap_bytes), views_buf.slice(f * n * 16, n * 16), data],
             null_count=null_counts[f],
         )
-        for f in range(len(FAST_FIELDS))
-    ]
-    frame = pl.from_arrow(pa.Table.from_arrays(columns, names=list(FAST_FIELDS)))
+    for k, name in enumerate(INT_FIELDS):
+        columns[name] = pa.Array.from_buffers(
+            pa.int64(), n,
+            [int_validity_buf.slice(k * bitmap_bytes, bitmap_bytes), ints_buf.slice(k * n * 8, n * 8)],
+            null_count=null_counts[n_str + k],
+        )
+    # (The path's validity is the plies' too: a length only where there is a path.)
+    columns[PATH_SHAPE] = pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(shapes)])
+    columns[PLIES] = pa.Array.from_buffers(
+        pa.int32(), n, [validity_buf.slice(bitmap_bytes, bitmap_bytes), pa.py_buffer(plies)],
+        null_count=null_counts[1])
+    columns[BAD_INT] = pa.Array.from_buffers(pa.uint16(), n, [None, pa.py_buffer(bad)])
+    names = [*FAST_FIELDS, PATH_SHAPE, PLIES, BAD_INT]
+    frame = pl.from_arrow(pa.Table.from_arrays([columns[c] for c in names], names=names))
     assert isinstance(frame, pl.DataFrame)  # (a table gives a frame; for mypy)
-    return frame.with_columns(pl.Series(PATH_SHAPE, shapes, dtype=pl.UInt8))
+    if bad.any():
+        frame = _fix_bad_ints(frame, np.flatnonzero(bad), lines, text)
+    return frame
+
+
+def _fix_bad_ints(frame: pl.DataFrame, rows: np.ndarray, lines: pa.LargeBinaryArray,
+                  text: pl.Series | None) -> pl.DataFrame:
+    """Where the C code found an integer key whose value is not ``[+-]?[0-9]+`` within int64, the regex
+    path's reading of those few lines (polars' cast decides what is an integer, as on the regex path)."""
+    if text is None:
+        text = decode_lines(lines.take(pa.array(rows)))[0]
+    else:
+        text = text.gather(rows)
+    fixed = typed_fields(fast_fields(text))
+    index = pl.Series(rows, dtype=pl.UInt32)
+    return frame.with_columns(
+        *(frame.get_column(k).scatter(index, fixed.get_column(k)) for k in (*INT_FIELDS, BAD_INT))
+    )
 
 
 def is_int(value: str) -> bool:
@@ -227,14 +308,14 @@ class ChunkTokens:
     text: pl.Series
     #: True for lines that are not valid UTF-8.
     bad_utf8: np.ndarray
-    #: :func:`fast_fields` of ``text``.
+    #: :func:`typed_fields` of :func:`fast_fields` of ``text`` (or the compiled equivalent).
     fast: pl.DataFrame
 
 
 def tokenize_chunk(lines: pa.LargeBinaryArray) -> ChunkTokens:
     """Everything about a chunk that needs no parser state (safe to run on another thread)."""
     text, bad_utf8 = decode_lines(lines)
-    fast = fast_fields_c(lines) if ctok_available() else None
+    fast = fast_fields_c(lines, text) if ctok_available() else None
     if fast is None:
-        fast = fast_fields(text)
+        fast = typed_fields(fast_fields(text))
     return ChunkTokens(text=text, bad_utf8=bad_utf8, fast=fast)
