@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,7 @@ from treediff.align.attribution import (
     rest_sentence,
 )
 from treediff.align.core import LOAD_COLUMNS
+from treediff.align.stream import MemoryBudget, position_pairs
 from treediff.model.errors import InputError
 from treediff.model.schema import KIND_VALUES
 from treediff.store.source import Source
@@ -163,13 +164,45 @@ class CompareDivergences:
         return self.total.empty
 
 
+@dataclass
+class _PositionResult:
+    """What one aligned position contributes to :func:`divergences` (its alignment itself is not kept)."""
+
+    top: pd.DataFrame
+    frontier_a: int
+    frontier_b: int
+    total: dict
+    kinds: pd.DataFrame
+    by_kind: pd.DataFrame
+    by_ply: pd.DataFrame
+
+
+def _position_result(position: str, alignment: Alignment, n: int, min_cost: int) -> _PositionResult:
+    """One position's attribution (one tree walk), its own top ``n`` frontier rows and its breakdowns."""
+    rows = main_rows(alignment.rows)
+    att = attribute(rows)
+    # Only a position's own top n can be among the overall top n: the rest is summed.
+    top = divergence_rows(rows, att, n=n, min_cost=min_cost)
+    top = top[top["path"] != REST]
+    top.insert(0, "position", position)
+    top.insert(1, "iter_a", alignment.iter_a)
+    top.insert(2, "iter_b", alignment.iter_b)
+    return _PositionResult(top=top, frontier_a=int(att.nodes_a.sum()), frontier_b=int(att.nodes_b.sum()),
+                           total=att.total(), kinds=kind_confusion(alignment), by_kind=by_kind(rows, att),
+                           by_ply=by_ply(rows, att))
+
+
 def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int | None = None,
-                min_cost: int = 0, progress: Callable[[int, int], None] | None = None) -> CompareDivergences:
+                min_cost: int = 0, progress: Callable[[int, int], None] | None = None,
+                budget: MemoryBudget | None = None, paths: Sequence[str] = ("A", "B")) -> CompareDivergences:
     """Align A and B position by position and attribute every node; the ``n`` largest frontier rows overall.
 
     Positions are paired as compare pairs them (:func:`paired_positions`:
-    by the position, not the id).  Only one position's records are read at a
-    time.  Each position is aligned at ``iteration`` (compare's ``--depth``;
+    by the position, not the id).  Each source is read once, in batches, and
+    a position is aligned as soon as both sides' records of it are in
+    (:func:`treediff.align.stream.position_pairs`: memory is bounded by
+    ``budget``, ``--memory-limit``; a position pair larger than that is an
+    error naming ``paths`` and the position).  Each position is aligned at ``iteration`` (compare's ``--depth``;
     default: the deepest iteration both completed).  The
     frontier rows of all positions compete for the ``n`` places (largest
     |delta| first; ties: positions in sorted order, then tree order); the
@@ -182,38 +215,41 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
     """
     from treediff.align.api import align
 
+    paired = paired_positions(source_a, source_b)
+    labels = [position for position, _, _ in paired]
+    per: dict[int, _PositionResult | str] = {}
+    pairs = position_pairs(source_a, source_b, [(mask_a, mask_b) for _, mask_a, mask_b in paired], LOAD_COLUMNS,
+                           budget or MemoryBudget(), labels, paths)
+    for done, (index, ra, rb) in enumerate(pairs):
+        if progress is not None:
+            progress(done, len(paired))
+        position = labels[index]
+        try:
+            alignment = align(ra, rb, iter=iteration)
+        except InputError as exc:
+            per[index] = f"divergences: position {position} not aligned ({exc})"
+            continue
+        del ra, rb
+        per[index] = _position_result(position, alignment, n, min_cost)
+    # Folded in the positions' sorted order, whatever order the inputs completed them in: same numbers, same ties.
     tops, kinds_tables, kind_parts, ply_parts, notes = [], [], [], [], []
     totals = {"positions": 0, "nodes_a": 0, "nodes_b": 0, "delta": 0, "shared_residual": 0,
               "shared_residual_a": 0, "shared_residual_b": 0, "frontier_rows": 0}
     frontier_a = frontier_b = 0
-    paired = paired_positions(source_a, source_b)
-    for done, (position, mask_a, mask_b) in enumerate(paired):
-        if progress is not None:
-            progress(done, len(paired))
-        ra = source_a.select(mask_a).records(LOAD_COLUMNS)
-        rb = source_b.select(mask_b).records(LOAD_COLUMNS)
-        try:
-            alignment = align(ra, rb, iter=iteration)
-        except InputError as exc:
-            notes.append(f"divergences: position {position} not aligned ({exc})")
+    for index in sorted(per):
+        result = per[index]
+        if isinstance(result, str):
+            notes.append(result)
             continue
-        rows = main_rows(alignment.rows)
-        att = attribute(rows)
-        # Only a position's own top n can be among the overall top n: the rest is summed.
-        top = divergence_rows(rows, att, n=n, min_cost=min_cost)
-        top = top[top["path"] != REST]
-        top.insert(0, "position", position)
-        top.insert(1, "iter_a", alignment.iter_a)
-        top.insert(2, "iter_b", alignment.iter_b)
-        tops.append(top)
-        frontier_a += int(att.nodes_a.sum())
-        frontier_b += int(att.nodes_b.sum())
+        tops.append(result.top)
+        frontier_a += result.frontier_a
+        frontier_b += result.frontier_b
         totals["positions"] += 1
-        for key, value in att.total().items():
+        for key, value in result.total.items():
             totals[key] += value
-        kinds_tables.append(kind_confusion(alignment))
-        kind_parts.append(by_kind(rows, att))
-        ply_parts.append(by_ply(rows, att))
+        kinds_tables.append(result.kinds)
+        kind_parts.append(result.by_kind)
+        ply_parts.append(result.by_ply)
     if not tops:
         return CompareDivergences(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
                                   notes)

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from treediff.cli.common import echo_warnings, format_from_output, keep_complete_option
+from treediff.cli.sides import memory_limit_option
 from treediff.render import FORMATS, emit
 
 #: --format choices of report and compare: the renderers' formats and the one-file web page (cli/html_output.py).
@@ -173,9 +174,10 @@ def _report_plots(source, keys, target: int, plot_dir: str) -> None:
                    "names: treediff docs reports, 'compare --fail-if').")
 @_width_option
 @_in_memory_option
+@memory_limit_option
 @keep_complete_option
 def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, engine_b, label_a, label_b, engine,
-            positions, top, width, in_memory, keep_complete, fail_if=None, plot_dir=None):
+            positions, top, width, in_memory, keep_complete, fail_if=None, plot_dir=None, memory_limit=None):
     """Why is A's tree bigger than B's? Nodes and ratio at a common depth, acts, LMR, EBF and skips side by side.
 
     With three or more inputs the first is the reference and each other is shown side by side with it.
@@ -213,7 +215,8 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     if top > 0:
         with step("aligning and attributing", unit="positions") as tick:
             found = divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"),
-                                n=top, iteration=depth, progress=tick.set if tick is not None else None)
+                                n=top, iteration=depth, progress=tick.set if tick is not None else None,
+                                budget=memory_limit, paths=(a, b))
         if not found.empty:
             result.divergences, result.divergence_total = found.rows, found.total
             result.divergence_by_kind, result.divergence_by_ply = found.by_kind, found.by_ply

@@ -68,3 +68,25 @@ def fen_of(records, search: int) -> str | None:
         return None
     match = records["fen"][records["search"].to_numpy() == search]
     return str(match.iloc[0]) if len(match) and match.notna().iloc[0] else None
+
+
+def _memory_limit(ctx, param, value):
+    """click callback: ``--memory-limit`` text -> a :class:`~treediff.align.stream.MemoryBudget`."""
+    import click
+
+    from treediff.align.stream import MemoryBudget, parse_memory_limit
+
+    try:
+        return MemoryBudget(parse_memory_limit(value))
+    except InputError as exc:
+        raise click.BadParameter(str(exc).split(": ", 1)[-1]) from None
+
+
+def memory_limit_option(f):
+    """``--memory-limit SIZE`` (compare, diff): what reading and aligning may hold at once (default 2GB)."""
+    import click
+
+    return click.option(
+        "--memory-limit", "memory_limit", default="2GB", show_default=True, metavar="SIZE", callback=_memory_limit,
+        help="Memory the aligner may hold at once (e.g. 2GB, 512MB): inputs are read in batches and positions "
+             "waiting for the other input are spilled to TMPDIR; a position pair larger than this is an error.")(f)

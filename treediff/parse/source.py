@@ -8,15 +8,17 @@ an input is.
 """
 from __future__ import annotations
 
+import atexit
 import errno
 import os
+import weakref
 from pathlib import Path
 from typing import Iterable
 
 from treediff.model.errors import InputError
 from treediff.store.dataset import is_parquet_file
 from treediff.store.files import display_path
-from treediff.store.source import ArrowSource, CombinedSource, DatasetSource, Source, parquet_source
+from treediff.store.source import CombinedSource, DatasetSource, Source, parquet_source
 
 __all__ = ["Source", "open_source", "open_sources"]
 
@@ -44,16 +46,66 @@ def _open_one(path: str | os.PathLike, **parse_options) -> Source:
         raise _missing(path)
     if str(path) != "-" and is_parquet_file(p):
         return parquet_source(p)
-    from treediff.parse.core import parse_logs
+    return _spilled_log(path, **parse_options)
 
-    result = parse_logs([str(path)], **parse_options)
-    return ArrowSource.from_tables(result.records, result.searches, result.warnings)
+
+def _spilled_log(path: str | os.PathLike, **parse_options) -> Source:
+    """A log stream-parsed once into a Parquet pair in a scratch directory, read back as any Parquet pair is.
+
+    One path for every size (issue 17): the streaming parse holds a chunk and the open search, not the
+    log, and consumers read the pair in batches (report tables) or a position at a time (the aligner).
+    The directory is removed when the last source over it is garbage-collected, and at exit whatever
+    happened (an error, Ctrl-C, SIGTERM: the CLI turns those into exceptions, so atexit runs).
+    """
+    from treediff.parse.core import parse_to_parquet
+
+    scratch = scratch_dir("log")
+    try:
+        out = scratch / "records.parquet"
+        result = parse_to_parquet([str(path)], out, **parse_options)
+        source = parquet_source(out)
+    except BaseException:
+        remove_scratch(scratch)
+        raise
+    source.warnings = list(result.warnings)
+    # The read closure is shared by every select() of the source: the files live as long as it does.
+    weakref.finalize(source._read, remove_scratch, scratch)
+    return source
+
+
+#: Scratch directories not yet removed (removed at exit whatever happened).
+_SCRATCH: set[str] = set()
+
+
+def scratch_dir(what: str) -> Path:
+    """A new private directory under the temporary directory (``TMPDIR``) for spilled tables."""
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix=f"treediff-{what}-")
+    _SCRATCH.add(path)
+    return Path(path)
+
+
+def remove_scratch(path: str | os.PathLike) -> None:
+    """Remove a scratch directory and everything in it (no error if it is gone already)."""
+    import shutil
+
+    _SCRATCH.discard(str(path))
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_all_scratch() -> None:
+    for path in list(_SCRATCH):
+        remove_scratch(path)
+
+
+atexit.register(_remove_all_scratch)
 
 
 def open_source(path: str | os.PathLike, **parse_options) -> Source:
     """One input as a :class:`Source`, ``search`` numbered 0, 1, ... in searches-table order of ids.
 
-    ``parse_options`` go to :func:`treediff.parse.core.parse_logs` when the input is a log
+    ``parse_options`` go to :func:`treediff.parse.core.parse_to_parquet` when the input is a log
     (``engine``, ``positions``, ``strict``, ...); Parquet files and datasets ignore them.
     """
     return open_sources([path], **parse_options)

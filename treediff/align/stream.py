@@ -1,0 +1,244 @@
+"""Two sources' records paired by position in one pass over each, in bounded memory (``--memory-limit``).
+
+compare aligns every position both inputs searched.  Reading a position's
+records with ``source.select(...).records()`` costs a read of (at least) the
+row groups holding it, per position; holding both inputs whole costs memory
+that grows with the logs.  :func:`position_pairs` instead walks both sources'
+batches once, side by side (a batch holds whole searches), and hands the
+aligner one position's records of A and of B as soon as both sides are
+complete.  Inputs that list their positions in the same order (two engines run
+over one EPD batch) keep about one batch per side in memory; otherwise the
+positions still waiting for the other side are spilled to a scratch directory
+(removed on every exit path) whenever they pass half of the budget, and read
+back when their partner arrives.  A position pair too large for the budget on
+its own is an error naming the files and the position, never swapping.
+
+Units: ``MemoryBudget.limit`` is bytes; record budgets are records (rows of
+the records table).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+
+import numpy as np
+
+from treediff.model.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from treediff.store.source import Source
+
+#: ``--memory-limit``'s default (bytes): 2 GiB.
+DEFAULT_MEMORY_LIMIT = 2 * 1024**3
+#: Bytes of peak memory one record of a position pair costs while it is buffered, aligned and attributed
+#: (measured, docs/SCALING.md: the aligner's working set over 2M + 2M records, plus the buffered frames).
+BYTES_PER_RECORD = 600
+#: Of the budget, the share a batch read may take (per side); the rest is for buffering and aligning.
+_BATCH_SHARE = 8
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
+          "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
+
+
+def parse_memory_limit(text: str | int) -> int:
+    """``--memory-limit``: ``2GB``, ``512MB``, ``1.5G``, ``800k`` or plain bytes -> bytes (1 KB = 1024 B)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", str(text))
+        unit = match.group(2).lower() if match else None
+        if match is None or unit not in _UNITS:
+            raise InputError(f"--memory-limit {text}: not a size (e.g. 2GB, 512MB, 1.5G)")
+        value = int(float(match.group(1)) * _UNITS[str(unit)])
+    if value <= 0:
+        raise InputError(f"--memory-limit {text}: must be more than 0 bytes")
+    return value
+
+
+def format_bytes(n: int) -> str:
+    """A byte count as the shortest of GB/MB/KB (1024-based), as ``--memory-limit`` reads it."""
+    for unit, size in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} B"
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """What a command may hold at once: ``limit`` bytes (``--memory-limit``)."""
+
+    limit: int = DEFAULT_MEMORY_LIMIT
+
+    @property
+    def records(self) -> int:
+        """Records of a position pair that fit (at :data:`BYTES_PER_RECORD` each); at least 1."""
+        return max(1, self.limit // BYTES_PER_RECORD)
+
+    @property
+    def batch_records(self) -> int:
+        """The ``target`` of a batch read per side (whole searches, so a batch can be larger)."""
+        return max(1, self.records // _BATCH_SHARE)
+
+    def check_pair(self, label: str, n_a: int, n_b: int, paths: Sequence[str]) -> None:
+        """Refuse, before aligning, a position pair larger than the budget (exit 2 naming files and position)."""
+        if n_a + n_b > self.records:
+            raise InputError(
+                f"{paths[0]} and {paths[1]}: position {label} holds {n_a:,} + {n_b:,} records, more than "
+                f"--memory-limit {format_bytes(self.limit)} lets the aligner hold at once (about "
+                f"{self.records:,} records at {BYTES_PER_RECORD} bytes each); give a larger --memory-limit")
+
+
+@dataclass
+class _Pending:
+    """One side's records of one position, in memory (frames) or spilled (files), and searches seen."""
+
+    frames: list = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    records: int = 0
+    seen: int = 0
+
+    def load(self) -> list:
+        frames = list(self.frames)
+        for name in self.files:
+            with open(name, "rb") as fh:
+                frames.extend(pickle.load(fh))
+            os.unlink(name)
+        return frames
+
+
+class _Side:
+    """One source's batches split by paired position, with its bookkeeping."""
+
+    def __init__(self, source: Source, masks: Sequence[np.ndarray], columns: Sequence[str], target: int):
+        searches = source.searches
+        ids = searches["search"].to_numpy(dtype=np.int64)
+        position = np.full(len(searches), -1, dtype=np.int64)
+        for index, mask in enumerate(masks):
+            position[np.asarray(mask, dtype=bool)] = index
+        wanted = position >= 0
+        #: search id -> paired position index (-1: not paired)
+        self.of_search = np.full(int(ids.max()) + 1 if len(ids) else 0, -1, dtype=np.int64)
+        self.of_search[ids] = position
+        # A search is seen in a batch only if it has records: a position is complete when every such search was.
+        has = (searches["records"].fillna(0).to_numpy(dtype=np.int64) > 0 if "records" in searches.columns
+               else np.ones(len(searches), dtype=bool))
+        self.expected = np.bincount(position[wanted & has], minlength=len(masks))
+        self.known = "records" in searches.columns
+        self.pending: dict[int, _Pending] = {}
+        self.done = np.zeros(len(masks), dtype=bool)
+        self._batches = iter(source.select(wanted).batches(columns, target=target)) if wanted.any() else iter(())
+        self.exhausted = False
+
+    def pull(self) -> list[int]:
+        """Read the next batch into the pending positions; the positions it completed (all of them at the end)."""
+        try:
+            batch = next(self._batches)
+        except StopIteration:
+            self.exhausted = True
+            rest = [p for p in self.pending if not self.done[p]]
+            self.done[rest] = True
+            return rest
+        search = batch["search"].to_numpy(dtype=np.int64)
+        pos = self.of_search[search]
+        order = np.argsort(pos, kind="stable")  # records keep their order within a position
+        sorted_pos = pos[order]
+        starts = np.flatnonzero(np.r_[True, sorted_pos[1:] != sorted_pos[:-1]]) if len(pos) else np.array([], int)
+        ends = np.r_[starts[1:], len(pos)]
+        frame = batch.iloc[order] if len(order) and not bool(np.all(order[1:] > order[:-1])) else batch
+        completed = []
+        for start, end in zip(starts.tolist(), ends.tolist()):
+            p = int(sorted_pos[start])
+            if p < 0:
+                continue
+            entry = self.pending.setdefault(p, _Pending())
+            part = frame.iloc[start:end]
+            entry.frames.append(part)
+            entry.records += end - start
+            entry.seen += len(np.unique(search[order[start:end]]))
+            if self.known and entry.seen >= self.expected[p]:
+                self.done[p] = True
+                completed.append(p)
+        return completed
+
+    def buffered(self) -> int:
+        return sum(sum(len(f) for f in e.frames) for e in self.pending.values())
+
+    def spill(self, directory: Path) -> None:
+        """Write every in-memory pending frame to ``directory`` (pickles: exact dtypes and categories)."""
+        for p, entry in self.pending.items():
+            if not entry.frames:
+                continue
+            name = directory / f"{id(self)}-{p}-{len(entry.files)}.pkl"
+            with open(name, "wb") as fh:
+                pickle.dump(entry.frames, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            entry.files.append(str(name))
+            entry.frames = []
+
+    def take(self, p: int) -> tuple[list, int]:
+        entry = self.pending.pop(p, None)
+        return ([], 0) if entry is None else (entry.load(), entry.records)
+
+
+def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.ndarray, np.ndarray]],
+                   columns: Sequence[str], budget: MemoryBudget, labels: Sequence[str],
+                   paths: Sequence[str] = ("A", "B"),
+                   scratch: Callable[[], Path] | None = None) -> Iterator[tuple[int, pd.DataFrame, pd.DataFrame]]:
+    """(position index, A's records, B's records) for each paired position, in the order both sides complete.
+
+    ``masks``: per position, A's and B's searches rows (as
+    :func:`~treediff.align.summaries.paired_positions` gives them); ``labels``:
+    each position's name for errors.  Each source is read once, in batches of
+    about :attr:`MemoryBudget.batch_records`; positions waiting for the other
+    side are spilled into ``scratch()`` (a directory made on first need) when
+    they pass half of :attr:`MemoryBudget.records`.  A position whose records
+    exceed the budget raises :class:`InputError` (see :meth:`MemoryBudget.check_pair`).
+    """
+    from treediff.store.dataset import concat_keeping_categories
+
+    sides = [_Side(source, [m[i] for m in masks], columns, budget.batch_records)
+             for i, source in enumerate((source_a, source_b))]
+    directory: Path | None = None
+    turn = 0
+    while not (sides[0].exhausted and sides[1].exhausted):
+        side = sides[turn] if not sides[turn].exhausted else sides[1 - turn]
+        turn = 1 - turn
+        for p in side.pull():
+            if not sides[0].done[p] or not sides[1].done[p]:
+                continue
+            (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
+            budget.check_pair(labels[p], n_a, n_b, paths)
+            yield (p, _one(frames_a, columns, concat_keeping_categories),
+                   _one(frames_b, columns, concat_keeping_categories))
+        if sides[0].buffered() + sides[1].buffered() > budget.records // 2:
+            if directory is None:
+                directory = scratch() if scratch is not None else _scratch()
+            for s in sides:
+                s.spill(directory)
+    # Positions one side never recorded (every search without records) are still aligned (and fail there).
+    for p in range(len(masks)):
+        if p in sides[0].pending or p in sides[1].pending or not (sides[0].done[p] and sides[1].done[p]):
+            (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
+            budget.check_pair(labels[p], n_a, n_b, paths)
+            yield (p, _one(frames_a, columns, concat_keeping_categories),
+                   _one(frames_b, columns, concat_keeping_categories))
+
+
+def _one(frames: list, columns: Sequence[str], concat: Callable) -> pd.DataFrame:
+    if not frames:
+        import pandas as pd
+
+        return pd.DataFrame({c: [] for c in dict.fromkeys(("engine", "search", *columns))})
+    if len(frames) == 1:
+        return frames[0].reset_index(drop=True)
+    return concat(frames).reset_index(drop=True)
+
+
+def _scratch() -> Path:
+    from treediff.parse.source import scratch_dir
+
+    return scratch_dir("spill")
