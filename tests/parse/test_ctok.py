@@ -179,6 +179,17 @@ def test_every_value_length_at_the_buffer_end():
         assert_same(_from_lines([b"RESULT path=x", b"MOVE path=" + b"v" * length]))
 
 
+def test_value_ends_at_every_offset_of_a_word():
+    """The C code scans values eight bytes at a time: a value of each length, ended by each kind of byte
+    (the scan's two tests: below 0x21, above 0x7e; and the printable edges, which do not end it)."""
+    enders = [b" ", b"\t", b"\r", b"\x00", b"\x1f", b"\x7f", b"\x80", b"\xff", b"~", b"!", b""]
+    lines = [b"MOVE path=" + b"e2e4/e7e5/g1f3"[:length] + end + b" act=FULL\n"
+             for length in range(1, 15) for end in enders]
+    assert_same(_from_lines(lines))
+    chunk, _ = split_lines(b"".join(lines))
+    assert_same(chunk)
+
+
 def test_very_long_line_and_empty_input():
     assert_same(_from_lines([b"MOVE path=" + b"ab" * 100_000 + b" ply=7\n", b"RESULT score=1\n"]))
     assert_same(_from_lines([]))

@@ -45,18 +45,34 @@ static size_t KEY_LENS[N_KEYS];
 
 static inline int is_value_byte(unsigned char c) { return c >= 0x21 && c <= 0x7e; }
 
-/* Index (0-based, into KEYS) of the key [k, k+len) among KEYS[from..], or -1. */
-static inline int find_key(const unsigned char *k, size_t len, int from)
+/* End of the run of value bytes ([!-~]) that starts at line[pos], at most `end`.
+ * Eight bytes at a time where the buffer has them (one load, two SWAR tests: a byte below 0x21,
+ * a byte above 0x7e); the lowest flagged byte of each test is exact, which is all that is used. */
+static inline Py_ssize_t value_end(const unsigned char *line, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t room)
 {
-    for (int j = from; j < N_KEYS; j++) {
-        if (KEY_LENS[j] == len && memcmp(KEYS[j], k, len) == 0)
-            return j;
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    while (pos + 8 <= room) {
+        uint64_t w;
+        memcpy(&w, line + pos, 8);
+        uint64_t below = (w - ones * 0x21) & ~w & highs;  /* bytes < 0x21 */
+        uint64_t above = ((w + ones * 1) | w) & highs;     /* bytes > 0x7e */
+        uint64_t stop = below | above;
+        if (stop) {
+            pos += __builtin_ctzll(stop) >> 3;
+            return pos < end ? pos : end;
+        }
+        pos += 8;
+        if (pos >= end)
+            return end;
     }
-    return -1;
+    while (pos < end && is_value_byte(line[pos]))
+        pos++;
+    return pos;
 }
 
-/* Match one line; on success fill start/len for each field (len -1 = absent) and return 1. */
-static inline int match_line(const unsigned char *line, Py_ssize_t size,
+/* Match one line; on success fill start/len for each field (len -1 = absent) and return 1.
+ * `room`: bytes readable from `line` on (to the end of the chunk), for the wide loads. */
+static inline int match_line(const unsigned char *line, Py_ssize_t size, Py_ssize_t room,
                              Py_ssize_t *start, int32_t *len)
 {
     Py_ssize_t end = size;
@@ -82,21 +98,28 @@ static inline int match_line(const unsigned char *line, Py_ssize_t size,
         if (line[pos] != ' ')
             return 0;
         pos++;
-        Py_ssize_t tok = pos, eq = -1;
-        while (pos < end && is_value_byte(line[pos])) {
-            if (eq < 0 && line[pos] == '=')
-                eq = pos;
-            pos++;
+        /* The token's key is what comes before its first '='; keys hold no '=', so it is KEYS[j]
+         * exactly when the token starts with KEYS[j] then '='.  Only keys after the last one
+         * found may follow (canonical order, each once). */
+        int k = -1;
+        for (int j = next_key; j < N_KEYS; j++) {
+            Py_ssize_t kl = (Py_ssize_t)KEY_LENS[j];
+            if (pos + kl < end && line[pos] == (unsigned char)KEYS[j][0] && line[pos + kl] == '='
+                    && memcmp(line + pos, KEYS[j], (size_t)kl) == 0) {
+                k = j;
+                break;
+            }
         }
+        if (k < 0)
+            return 0; /* no '=', empty, unknown, repeated or out-of-order key */
+        Py_ssize_t value = pos + (Py_ssize_t)KEY_LENS[k] + 1;
         /* The token ends at a space, at the end, or at a byte that cannot occur anywhere:
          * the next round (or the end test) rejects the latter. */
-        if (eq <= tok || eq + 1 >= pos)
-            return 0; /* no '=', empty key or empty value */
-        int k = find_key(line + tok, (size_t)(eq - tok), next_key);
-        if (k < 0)
-            return 0; /* unknown, repeated or out-of-order key */
-        start[k + 1] = eq + 1;
-        len[k + 1] = (int32_t)(pos - eq - 1);
+        pos = value_end(line, value, end, room);
+        if (pos == value)
+            return 0; /* empty value */
+        start[k + 1] = value;
+        len[k + 1] = (int32_t)(pos - value);
         next_key = k + 1;
     }
     return 1;
@@ -287,7 +310,7 @@ static PyObject *typed_fields(PyObject *self, PyObject *args)
     int32_t len[N_FIELDS];
     for (Py_ssize_t i = 0; i < n; i++) {
         const unsigned char *line = buf + off[i];
-        if (!match_line(line, (Py_ssize_t)(off[i + 1] - off[i]), start, len)) {
+        if (!match_line(line, (Py_ssize_t)(off[i + 1] - off[i]), data_len - off[i], start, len)) {
             for (int f = 0; f < N_STR; f++)
                 str_nulls[f]++;
             for (int f = 0; f < N_INT; f++)
