@@ -47,7 +47,7 @@ class Node:
 
     __slots__ = ("alpha", "beta", "depth", "dp", "ply", "pv", "cut", "reduced", "in_check", "root",
                  "may_prune", "ev", "nt", "sep", "hbase", "best", "skip_quiets", "improving", "npm",
-                 "excluded", "tt", "sing_ext", "tt_capture")
+                 "excluded", "tt", "sing_ext", "tt_capture", "alpha_seen")
 
     def __init__(self, alpha: int, beta: int, depth: int, ply: int, pv: bool, cut: bool,
                  reduced: bool, in_check: bool, ev: int, sep: str, hbase: int, best: int) -> None:
@@ -81,6 +81,9 @@ class Node:
         self.sing_ext = 0
         #: The TT move is a capture.
         self.tt_capture = False
+        #: For a profile that acts when alpha rises in the move loop: the alpha it last saw
+        #: (the node's entry alpha until it updates it).
+        self.alpha_seen = alpha
 
 
 class Mechanisms:
