@@ -162,12 +162,12 @@ def main_visits(batch: Batch) -> np.ndarray | None:
     return flags
 
 
-def result_partial(batch: Batch) -> ResultPartial:
-    """RESULT counts of a batch per (srow, iter, ply) cell (all visits and main visits), and the deepest
-    root RESULT ``d`` per search."""
+def result_partial(batch: Batch, with_main: bool = True) -> ResultPartial:
+    """RESULT counts of a batch per (srow, iter, ply) cell (all visits and, ``with_main``, main visits), and
+    the deepest root RESULT ``d`` per search."""
     res = batch.is_result
     results = _per_cell_ply(batch, res)
-    flags = main_visits(batch)
+    flags = main_visits(batch) if with_main else None
     main = _per_cell_ply(batch, res & flags) if flags is not None else None
     root = res & (batch.plies == 0)
     if root.any():

@@ -218,7 +218,8 @@ class NodesTable:
     columns = ("tag", "iter", "ply", "depth")
 
     def partial(self, batch: Batch) -> ResultPartial:
-        return result_partial(batch)
+        # The nodes table counts every visit: the main-visit flags (the ebf_ply table's) are not computed.
+        return result_partial(batch, with_main=False)
 
     def finish(self, partials: Sequence[ResultPartial], grouping: Grouping) -> list[Section]:
         results = concat([p.results for p in partials], ["srow", "iter", "key", "ply", "count"])

@@ -44,6 +44,8 @@ from typing import Sequence
 import chess
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
@@ -202,10 +204,12 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     idx = np.flatnonzero(prune)
     levels = np.unique(node_ply[idx])
 
-    def paths_at(rows: np.ndarray) -> np.ndarray:
-        """The paths of some records (positions in the sorted order), as Python strings."""
+    path_column = _arrow_strings(records["path"])
+
+    def paths_at(rows: np.ndarray) -> pa.Array:
+        """The paths of some records (positions in the sorted order), as Arrow strings ("" when missing)."""
         orig = rows if order is None else order[rows]
-        return records["path"].iloc[orig].astype("object").fillna("").to_numpy(dtype=object)
+        return pc.fill_null(path_column.take(pa.array(np.asarray(orig, dtype=np.int64))), "")
 
     bounds = take(batch.equals("bound", "lower")) if "bound" in records else None  # a RESULT's cutoff
 
@@ -237,8 +241,7 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
         m_codes, _ = batch.codes("move")
         moves = take(m_codes)[member]
     else:  # frames without the column: the path's last move
-        moves = pd.factorize(np.asarray([str(p).rpartition("/")[2] for p in paths_at(member).tolist()], object))[0]
-        moves = np.asarray(moves, dtype=np.int64)
+        moves = _codes(last_move(paths_at(member)))
     decides = sibling & ~null[member] & (moves >= 0)             # decides a legal move
     width = int(moves.max()) + 2 if len(moves) else 1
     pair = visit_of * width + moves + 1
@@ -265,11 +268,11 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     fens_all = batch.searches["fen"].astype("object").to_numpy(dtype=object) if "fen" in batch.searches else None
     v_first_prune = np.full(len(starts), -1, dtype=np.int64)
     v_first_prune[p_visit[::-1]] = p_rec[::-1]
-    node_paths = np.asarray([str(p).rpartition("/")[0] for p in paths_at(v_first_prune).tolist()], dtype=object)
+    node_paths = pc.dictionary_encode(parent_path(paths_at(v_first_prune)))
     fen_codes, fen_values = (pd.factorize(pd.Series(fens_all, dtype="object")) if fens_all is not None
                              else (np.full(len(batch.searches), -1), np.zeros(0, dtype=object)))
     node_fen = np.asarray(fen_codes, dtype=np.int64)[srow[v_first_prune]]
-    path_codes, path_values = pd.factorize(node_paths)
+    path_codes, path_values = _codes(node_paths), node_paths.dictionary.to_numpy(zero_copy_only=False)
     codes, distinct = pd.factorize(node_fen * (len(path_values) + 1) + path_codes)
     fen_list = np.asarray(fen_values, dtype=object).tolist()
     path_list = np.asarray(path_values, dtype=object).tolist()
@@ -324,14 +327,12 @@ def _visits_by_parent_visit(records: pd.DataFrame, take, is_move: np.ndarray, is
     at_level = np.isin(node_ply, levels)
     moves = np.flatnonzero(is_move & at_level & ~np.isnan(pv))
     results = np.flatnonzero(is_result & at_level & ~np.isnan(rv))
-    parent = np.asarray([str(p).rpartition("/")[0] for p in paths_at(moves).tolist()], dtype=object)
-    node_codes, _ = pd.factorize(np.concatenate([parent, paths_at(results)]).astype(object))
-    m_node, r_node = node_codes[:len(moves)], node_codes[len(moves):]
-    frame = pd.DataFrame({"s": np.concatenate([srow[moves], srow[results]]),
-                          "i": np.concatenate([iters[moves], iters[results]]),
-                          "node": np.concatenate([m_node, r_node]),
-                          "v": np.concatenate([pv[moves], rv[results]])})
-    ids, _ = pd.factorize(pd.MultiIndex.from_frame(frame))
+    # The node of a MOVE record is its path without the last move; of a RESULT record its path.  Cut and
+    # hashed in Arrow (C++), not per record in Python: this was most of the table's time on big inputs.
+    node = _codes(pa.concat_arrays([parent_path(paths_at(moves)), paths_at(results)]))
+    ids = _dense_ids(np.concatenate([srow[moves], srow[results]]) * (1 << 16)
+                     + np.concatenate([iters[moves], iters[results]]),
+                     node, np.concatenate([pv[moves], rv[results]]).astype(np.int64))
     vid = np.full(n, -1, dtype=np.int64)
     vid[moves] = ids[:len(moves)]
     cutoff_visit = np.zeros(int(ids.max()) + 1 if len(ids) else 1, dtype=bool)
@@ -340,6 +341,47 @@ def _visits_by_parent_visit(records: pd.DataFrame, take, is_move: np.ndarray, is
     cutoff = np.zeros(n, dtype=bool)
     cutoff[moves] = cutoff_visit[ids[:len(moves)]]
     return vid, cutoff
+
+
+def _arrow_strings(column: pd.Series) -> pa.Array:
+    """A string column of the records as one Arrow array (no copy for pandas' Arrow-backed strings)."""
+    values = pa.array(column, from_pandas=True)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return values.cast(pa.large_string()) if values.type != pa.large_string() else values
+
+
+def parent_path(paths: pa.Array) -> pa.Array:
+    """Each path without its last move (``str.rpartition("/")[0]``), in Arrow's C++ regex engine."""
+    return pc.replace_substring_regex(paths, pattern="/?[^/]*$", replacement="", max_replacements=1)
+
+
+def last_move(paths: pa.Array) -> pa.Array:
+    """Each path's last move (``str.rpartition("/")[2]``)."""
+    return pc.replace_substring_regex(paths, pattern="^.*/", replacement="", max_replacements=1)
+
+
+def _codes(values: pa.Array) -> np.ndarray:
+    """Dense int64 codes of strings (equal strings, equal codes), hashed in Arrow."""
+    encoded = values if pa.types.is_dictionary(values.type) else pc.dictionary_encode(values)
+    return np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _dense_ids(*parts: np.ndarray) -> np.ndarray:
+    """One dense id per distinct tuple of the int64 ``parts``, as a tuple-wise factorize would give
+    (first-appearance order), by hashing int64 pairs stage by stage: no MultiIndex of tuples."""
+    codes = np.zeros(len(parts[0]), dtype=np.int64)
+    width = 1
+    for part in parts:
+        part = part - (int(part.min()) if len(part) else 0)
+        span = int(part.max()) + 1 if len(part) else 1
+        # width <= n distinct codes so far; span <= n for node codes and visit numbers: n**2 fits in int64
+        if width * span >= 1 << 62:
+            raise ValueError("too many distinct keys to pack")
+        codes, uniques = pd.factorize(codes * span + part)
+        codes = np.asarray(codes, dtype=np.int64)
+        width = len(uniques)
+    return codes
 
 
 _PARTIAL_COLUMNS = ["srow", "iter", "key", "_all", "act", *_COUNTS]
