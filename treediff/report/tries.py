@@ -24,22 +24,39 @@ Definitions (normative text in ``docs/REPORTS.md``, "Move tries and cutoffs"):
   everything below them (:func:`treediff.parse.visits.visit_tree`): in a
   depth-first trace, the RESULT records in its span at or below its path.
 
-Everything is numpy over the batch's records put in (search, seq) order;
-paths are dictionary-encoded once (pyarrow), never split in Python.
+The derivation runs over the batch's records put in (search, seq) order, in
+one of two implementations that give the same :class:`Tries`: the compiled
+kernel ``_ctries`` (a few linear passes in C with hash tables; used when it
+is built) and numpy (paths dictionary-encoded once by pyarrow, never split in
+Python; the fallback, and what ``TREEDIFF_NUMPY_TRIES=1`` or
+``derive(..., compiled=False)`` runs).  A path's parent node is its path
+without its last move (the text before its last ``/``).
 """
 from __future__ import annotations
 
+import importlib
+import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from treediff.parse.visits import visit_tree
-from treediff.report.grouping import codes_of
 from treediff.report.table import Batch
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built, not with the module (start-up)
+    import pandas as pd
+
+try:  # the compiled derivation (treediff/report/_ctries.c); optional: numpy does the same without it
+    _ctries: Any = importlib.import_module("treediff.report._ctries")  # (compiled: no stub)
+except ImportError:
+    _ctries = None
+
+#: Environment variable: set to ``1`` to run the numpy derivation even where the compiled one is built.
+NUMPY_ENV = "TREEDIFF_NUMPY_TRIES"
 
 #: Kinds a cutoff decision can have (the searched decisions and the aggregate node tests).
 DECISION_KINDS = ("SEARCH", "REDUCE", "RESEARCH", "EXTEND", "NULL_PROBE", "NODE_CUT")
@@ -116,32 +133,82 @@ def _order(batch: Batch) -> np.ndarray:
     return np.argsort(key, kind="stable").astype(np.int64)
 
 
-def _paths(records: pd.DataFrame, order: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """The records' paths in ``order`` as an Arrow string array (root ``""``), and each one's last-move length."""
+def _paths(records: pd.DataFrame, order: np.ndarray) -> pa.Array:
+    """The records' paths in ``order`` as one Arrow large_string array without nulls (root ``""``)."""
     raw = records["path"]
-    arr = pa.array(raw.astype("object").where(raw.notna(), "").to_numpy(dtype=object)) \
+    arr = pa.array(raw.astype("object").where(raw.notna(), "").to_numpy(dtype=object), type=pa.large_string()) \
         if raw.dtype == object else pa.array(raw, type=pa.large_string(), from_pandas=True)
-    if len(order) and not (order[0] == 0 and np.all(np.diff(order) == 1)):  # not already in trace order
+    if len(order) and not _is_identity(order):  # not already in trace order
         arr = pc.take(arr, pa.array(order))
     arr = pc.fill_null(arr, "")
     if isinstance(arr, pa.ChunkedArray):  # one array: dictionary-encoding many chunks unifies their dictionaries
         arr = arr.combine_chunks()
-    if "move" in records:
-        codes, cats = codes_of(records["move"])
-        lengths = np.asarray([len(str(c)) for c in cats.tolist()] + [0], dtype=np.int64)
-        move_len = lengths[codes[order]]  # code -1 (no move) -> the appended 0
-    else:
-        move_len = pl.Series(arr).str.split("/").list.last().str.len_bytes().fill_null(0).to_numpy()
-    return arr, np.asarray(move_len, dtype=np.int64)
+    return arr
+
+
+def _is_identity(order: np.ndarray) -> bool:
+    return bool(order[0] == 0 and np.all(np.diff(order) == 1)) if len(order) else True
 
 
 def _float(records: pd.DataFrame, column: str, order: np.ndarray) -> np.ndarray:
     if column not in records:
         return np.full(len(order), np.nan)
-    return np.asarray(records[column].to_numpy(dtype=np.float64, na_value=np.nan))[order]
+    values = np.asarray(records[column].to_numpy(dtype=np.float64, na_value=np.nan))
+    return values if _is_identity(order) else values[order]
 
 
-def derive(batch: Batch, full: bool = True) -> Tries:
+def compiled_available() -> bool:
+    """Whether :func:`derive` runs the compiled kernel by default (built, and ``TREEDIFF_NUMPY_TRIES`` not 1)."""
+    return _ctries is not None and os.environ.get(NUMPY_ENV, "") != "1"
+
+
+@dataclass
+class _Inputs:
+    """What both implementations read, per record in trace order (see :func:`derive`)."""
+
+    order: np.ndarray
+    identity: bool
+    is_move: np.ndarray
+    is_result: np.ndarray
+    srow: np.ndarray
+    iters: np.ndarray
+    ply: np.ndarray
+    depth: np.ndarray
+    kind: np.ndarray
+    k_cats: np.ndarray
+    lower: np.ndarray
+    pv: np.ndarray
+    rv: np.ndarray
+    run: np.ndarray
+    paths: pa.Array
+
+
+def _inputs(batch: Batch) -> _Inputs:
+    records = batch.records
+    order = _order(batch)
+    identity = _is_identity(order)
+    n = len(order)
+
+    def take(values: np.ndarray) -> np.ndarray:
+        return values if identity else values[order]
+
+    is_move, is_result = take(batch.is_move), take(batch.is_result)
+    srow, iters = take(batch.srow), take(batch.iters)
+    k_codes, k_cats = batch.codes("kind")
+    lower = (take(batch.equals("bound", "lower")) if "bound" in records else np.zeros(n, dtype=bool)) & is_result
+    pv = np.nan_to_num(_float(records, "parent_visit", order), nan=0).astype(np.int64)
+    rv = np.nan_to_num(_float(records, "visit", order), nan=0).astype(np.int64)
+    pv = np.where(is_move & (pv < 1), 1, pv)
+    rv = np.where(is_result & (rv < 1), 1, rv)
+    # Runs: one iteration of one search (a repeated ITER d starts a new run).
+    new_run = np.r_[True, (srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1])] if n else np.zeros(0, bool)
+    run = np.cumsum(new_run) - 1
+    return _Inputs(order, identity, is_move, is_result, srow, iters, take(batch.plies).astype(np.int64),
+                   _float(records, "depth", order), np.asarray(take(k_codes), dtype=np.int64),
+                   np.asarray(k_cats, dtype=object), lower, pv, rv, run.astype(np.int64), _paths(records, order))
+
+
+def derive(batch: Batch, full: bool = True, compiled: bool | None = None) -> Tries:
     """The :class:`Tries` of a batch (records of whole searches; any order: they are put in trace order).
 
     ``full=False`` leaves out what only ``whatif`` and ``residual`` read (the visit tree: subtree nodes,
@@ -151,34 +218,94 @@ def derive(batch: Batch, full: bool = True) -> Tries:
 
     Without ``parent_visit``/``visit`` columns every node's records and
     RESULTs are taken as visit 1 (one visit per node and iteration).
+
+    ``compiled``: run the compiled kernel (True; an error when it is not built) or numpy (False); by default
+    the kernel when :func:`compiled_available`.  Both give the same :class:`Tries`.
     """
-    records = batch.records
-    order = _order(batch)
-    n = len(order)
-    is_move = batch.is_move[order]
-    is_result = batch.is_result[order]
-    srow, iters = batch.srow[order], batch.iters[order]
-    ply = batch.plies[order]
-    depth = _float(records, "depth", order)
-    k_codes, k_cats = batch.codes("kind")
-    kind = k_codes[order]
-    lower = (batch.equals("bound", "lower")[order] if "bound" in records else np.zeros(n, dtype=bool)) & is_result
-    pv = np.nan_to_num(_float(records, "parent_visit", order), nan=0).astype(np.int64)
-    rv = np.nan_to_num(_float(records, "visit", order), nan=0).astype(np.int64)
-    pv = np.where(is_move & (pv < 1), 1, pv)
-    rv = np.where(is_result & (rv < 1), 1, rv)
-    empty = np.zeros(0, dtype=np.int64)
-    if n == 0:
+    use = compiled_available() if compiled is None else compiled
+    if use and _ctries is None:
+        raise RuntimeError("treediff.report._ctries is not built (reinstall with a C compiler)")
+    inp = _inputs(batch)
+    if not len(inp.order):
+        empty = np.zeros(0, dtype=np.int64)
         none = np.zeros(0, bool)
         return Tries(empty, empty, none, empty, empty, empty, empty, empty, empty, empty, none, empty, empty,
                      empty, empty, empty, none, none, empty, empty)
+    return _derive_compiled(batch, inp, full) if use else _derive_numpy(batch, inp, full)
 
-    # Runs: one iteration of one search (a repeated ITER d starts a new run).
-    new_run = np.r_[True, (srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1])]
-    run = np.cumsum(new_run) - 1
+
+def _back(values: np.ndarray, inp: _Inputs) -> np.ndarray:
+    """Record positions in trace order -> batch positions (-1 stays -1)."""
+    if inp.identity:
+        return values
+    return np.where(values >= 0, inp.order[np.maximum(values, 0)], -1)
+
+
+def _derive_compiled(batch: Batch, inp: _Inputs, full: bool) -> Tries:
+    """:func:`derive` by the compiled kernel (``_ctries.derive``; the same figures as :func:`_derive_numpy`)."""
+    n = len(inp.order)
+    n_mov, n_res = int(inp.is_move.sum()), int(inp.is_result.sum())
+    k_cats = inp.k_cats
+    kind_class = np.asarray([-1, *[_CLASS_OF_KIND.get(str(k), -1) for k in k_cats.tolist()]], dtype=np.int64)
+    kind_alone = np.asarray([0, *[k == "NODE_CUT" for k in k_cats.tolist()]], dtype=np.uint8)
+    arr = inp.paths
+    _, offsets, data = arr.buffers()
+    off = np.frombuffer(offsets, dtype=np.int64, count=n + 1, offset=arr.offset * 8)
+
+    def i64(m: int) -> np.ndarray:
+        return np.empty(m, dtype=np.int64)
+
+    def u8(m: int) -> np.ndarray:
+        return np.empty(m, dtype=np.uint8)
+
+    rec_pcode, rec_node, rec_try, rec_in_main = i64(n), i64(n), i64(n), u8(n)
+    t_first, t_last, t_fh, t_subtree = i64(n_mov), i64(n_mov), u8(n_mov), i64(n_mov)
+    r_class, r_decision, r_first, r_entering = i64(n_res), i64(n_res), i64(n_res), i64(n_res)
+    r_main, r_parent, r_nodes, r_in_parent_main = u8(n_res), i64(n_res), i64(n_res), u8(n_res)
+    n_t = _ctries.derive(
+        data if data is not None else pa.py_buffer(b""), np.ascontiguousarray(off), inp.run,
+        inp.is_move.view(np.uint8), inp.is_result.view(np.uint8), np.ascontiguousarray(inp.kind), kind_class,
+        kind_alone, np.ascontiguousarray(inp.lower).view(np.uint8), np.ascontiguousarray(inp.pv),
+        np.ascontiguousarray(inp.rv), np.ascontiguousarray(inp.depth, dtype=np.float64),
+        np.ascontiguousarray(inp.ply), bool(full),
+        rec_pcode, rec_node, rec_try, rec_in_main, t_first, t_last, t_fh, t_subtree,
+        r_class, r_decision, r_first, r_entering, r_main, r_parent, r_nodes, r_in_parent_main)
+    t_first, t_last = t_first[:n_t], t_last[:n_t]
+    res = np.flatnonzero(inp.is_result)
+    mov = np.flatnonzero(inp.is_move)
+    sh, sh_dec = _shadows(batch, inp.order, rec_node, mov, n)
+    order = inp.order
+
+    def unsort(values: np.ndarray) -> np.ndarray:
+        return values if inp.identity else _unsort(values, order)
+
+    def back(values: np.ndarray) -> np.ndarray:
+        return values if inp.identity else order[values]
+
+    return Tries(
+        first=back(t_first), last=back(t_last), fh=t_fh[:n_t].astype(bool), subtree=t_subtree[:n_t],
+        final_kind=inp.kind[t_last], try_of=unsort(rec_try), v_result=back(res), v_class=r_class,
+        v_decision=_back(r_decision, inp), v_first=back(r_first), v_main=r_main.astype(bool),
+        v_entering=_back(r_entering, inp),
+        v_parent=_back(np.where(r_parent >= 0, res[np.maximum(r_parent, 0)], -1), inp),
+        v_nodes=r_nodes, rec_path=unsort(rec_pcode), rec_run=unsort(inp.run),
+        rec_in_main=unsort(rec_in_main.astype(bool)), v_in_parent_main=r_in_parent_main.astype(bool),
+        shadow=back(sh), shadow_decision=_back(sh_dec, inp))
+
+
+def _derive_numpy(batch: Batch, inp: _Inputs, full: bool) -> Tries:
+    """:func:`derive` in numpy (the fallback when the compiled kernel is not built)."""
+    import pandas as pd
+
+    order = inp.order
+    n = len(order)
+    is_move, is_result, ply, depth, kind, k_cats = inp.is_move, inp.is_result, inp.ply, inp.depth, inp.kind, \
+        inp.k_cats
+    lower, pv, rv, run = inp.lower, inp.pv, inp.rv, inp.run
 
     # Paths: own path and the parent node's path (the path without its last move), one dictionary.
-    arr, move_len = _paths(records, order)
+    arr = inp.paths
+    move_len = pl.Series(arr).str.split("/").list.last().str.len_bytes().fill_null(0).to_numpy()
     lengths = np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), dtype=np.int64)
     keep = np.maximum(lengths - move_len - 1, 0)
     parent_arr = pl.select(pl.Series(arr).str.head(pl.Series(keep))).to_series().to_arrow()
@@ -470,6 +597,8 @@ def shadow_counts(batch: Batch, t: Tries) -> pd.DataFrame:
 
 def shadow_frame(partials: list[pd.DataFrame], grouping) -> pd.DataFrame | None:
     """The per-group, per-act shadow figures (tries, fail highs, rate, Wilson 95 %); None without SHADOW records."""
+    import pandas as pd
+
     from treediff.report.grouping import key_frame
     from treediff.report.table import concat
 

@@ -1,0 +1,967 @@
+/*
+ * treediff.report._ctries: the move-try derivation of treediff.report.tries in C.
+ *
+ * derive() does, for one batch of records in trace order, exactly what the
+ * numpy implementation (treediff.report.tries._derive_numpy, with
+ * treediff.parse.visits.visit_tree) does: path dictionary, nodes (a path in
+ * one run: one iteration of one search), node visits, move tries, cutoff
+ * classes, fail highs and, with full=1, the visit tree (entering decisions,
+ * parent visits, main visits, RESULT records under each visit) and every
+ * try's subtree nodes.  It is a few linear passes over the records with hash
+ * tables (paths, visits, tries) and counting sorts (plies, visits), instead of
+ * numpy's factorizations, sorts and ufunc.at reductions.  The tests hold both
+ * implementations equal on every fixture and on random traces
+ * (tests/report/test_ctries.py).
+ *
+ * Every index given or returned is a record position in trace order (0..n-1),
+ * or an index into the RESULT records in trace order (parent_result, prev).
+ * Only the CPython API and the buffer protocol are used (no numpy headers);
+ * the passes run without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <sys/mman.h>
+#ifdef CTRIES_TIMING
+#include <stdio.h>
+#include <time.h>
+#define PHASE(name) do { clock_t now_ = clock(); fprintf(stderr, "%-12s %.3f\n", name, (double)(now_ - t0_) / CLOCKS_PER_SEC); t0_ = now_; } while (0)
+#else
+#define PHASE(name) do { } while (0)
+#endif
+
+/* Cutoff classes: must match treediff.report.tries.CLASSES. */
+#define C_MOVE 0
+#define C_NULL 1
+#define C_PROBCUT 2
+#define C_MULTICUT 3
+#define C_NONE 4
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline uint64_t hash_bytes(const unsigned char *p, int64_t len)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = mix64(h ^ w);
+    }
+    if (i < len) {
+        uint64_t w = 0;
+        memcpy(&w, p + i, (size_t)(len - i));
+        h = mix64(h ^ w ^ 0x5bd1e995ULL);
+    }
+    return h;
+}
+
+/* Large tables are accessed at random: ask for transparent huge pages (fewer TLB misses), where the kernel
+ * gives them on request. */
+static void *big_alloc(size_t bytes, int zero)
+{
+    void *p = NULL;
+    if (bytes >= ((size_t)4 << 20)) {
+#ifdef MADV_HUGEPAGE
+        if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0)
+            p = NULL;
+        if (p)
+            madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    }
+    if (!p)
+        p = malloc(bytes ? bytes : 1);
+    if (p && zero)
+        memset(p, 0, bytes);
+    return p;
+}
+
+static uint64_t pow2_at_least(uint64_t x)
+{
+    uint64_t p = 16;
+    while (p < x)
+        p <<= 1;
+    return p;
+}
+
+/* ------------------------------------------------------------------ strings -> codes */
+typedef struct {
+    uint64_t *slots;  /* 0: empty; else (hash >> 32) << 32 | (code + 1) */
+    uint64_t mask;
+    int64_t *start, *len;
+    uint64_t *hash;   /* per code, to grow the table */
+    int64_t n;
+} StrTab;
+
+/* cap: the most codes there can be; the slot table starts for ``guess`` of them and grows. */
+static int strtab_init(StrTab *t, int64_t cap, int64_t guess)
+{
+    uint64_t size = pow2_at_least((uint64_t)(guess * 2 + 1));
+    t->slots = big_alloc(size * sizeof(uint64_t), 1);
+    t->start = big_alloc(sizeof(int64_t) * (size_t)(cap + 1), 0);
+    t->len = big_alloc(sizeof(int64_t) * (size_t)(cap + 1), 0);
+    t->hash = big_alloc(sizeof(uint64_t) * (size_t)(cap + 1), 0);
+    t->mask = size - 1;
+    t->n = 0;
+    return t->slots && t->start && t->len && t->hash;
+}
+
+static void strtab_free(StrTab *t)
+{
+    free(t->slots);
+    free(t->start);
+    free(t->len);
+    free(t->hash);
+}
+
+static int strtab_grow(StrTab *t)
+{
+    uint64_t size = (t->mask + 1) * 2;
+    uint64_t *slots = big_alloc(size * sizeof(uint64_t), 1);
+    if (!slots)
+        return 0;
+    for (int64_t c = 0; c < t->n; c++) {
+        uint64_t h = t->hash[c], i = h & (size - 1);
+        while (slots[i])
+            i = (i + 1) & (size - 1);
+        slots[i] = ((h >> 32) << 32) | (uint64_t)(c + 1);
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->mask = size - 1;
+    return 1;
+}
+
+/* The code of a string (a new one, numbered from 0, when it is new); -1 when memory runs out. */
+static int64_t strtab_get(StrTab *t, const unsigned char *data, int64_t st, int64_t ln)
+{
+    uint64_t h = hash_bytes(data + st, ln);
+    uint64_t tag = h >> 32;
+    uint64_t i = h & t->mask;
+    for (;;) {
+        uint64_t s = t->slots[i];
+        if (!s)
+            break;
+        if ((s >> 32) == tag) {
+            int64_t c = (int64_t)(s & 0xffffffffULL) - 1;
+            if (t->len[c] == ln && memcmp(data + t->start[c], data + st, (size_t)ln) == 0)
+                return c;
+        }
+        i = (i + 1) & t->mask;
+    }
+    if ((uint64_t)(t->n + 1) * 2 > t->mask + 1) {
+        if (!strtab_grow(t))
+            return -1;
+        i = h & t->mask;
+        while (t->slots[i])
+            i = (i + 1) & t->mask;
+    }
+    int64_t c = t->n++;
+    t->start[c] = st;
+    t->len[c] = ln;
+    t->hash[c] = h;
+    t->slots[i] = (tag << 32) | (uint64_t)(c + 1);
+    return c;
+}
+
+/* ------------------------------------------------------------------ (int64, int64) -> id */
+typedef struct {
+    int64_t *ka, *kb, *val;  /* val -1: empty */
+    uint64_t mask;
+    int64_t n;
+} PairTab;
+
+static int pairtab_alloc(PairTab *t, uint64_t size)
+{
+    t->ka = big_alloc(sizeof(int64_t) * size, 0);
+    t->kb = big_alloc(sizeof(int64_t) * size, 0);
+    t->val = big_alloc(sizeof(int64_t) * size, 0);
+    t->mask = size - 1;
+    t->n = 0;
+    if (!t->ka || !t->kb || !t->val)
+        return 0;
+    memset(t->val, 0xff, sizeof(int64_t) * size);
+    return 1;
+}
+
+static int pairtab_init(PairTab *t, int64_t cap)
+{
+    return pairtab_alloc(t, pow2_at_least((uint64_t)(cap * 2 + 1)));
+}
+
+static void pairtab_free(PairTab *t)
+{
+    free(t->ka);
+    free(t->kb);
+    free(t->val);
+}
+
+static inline uint64_t pair_hash(int64_t a, int64_t b)
+{
+    return mix64((uint64_t)a * 0x9E3779B97F4A7C15ULL ^ mix64((uint64_t)b + 0x632BE59BD9B4E019ULL));
+}
+
+/* The value of (a, b); when absent: -1 if newval < 0, else (a, b) is inserted with value newval (and -2 when
+ * memory runs out). */
+static int64_t pairtab_get(PairTab *t, int64_t a, int64_t b, int64_t newval)
+{
+    uint64_t i = pair_hash(a, b) & t->mask;
+    for (;;) {
+        int64_t v = t->val[i];
+        if (v < 0)
+            break;
+        if (t->ka[i] == a && t->kb[i] == b)
+            return v;
+        i = (i + 1) & t->mask;
+    }
+    if (newval < 0)
+        return -1;
+    if ((uint64_t)(t->n + 1) * 2 > t->mask + 1) {  /* grow: load stays at most 1/2 */
+        PairTab old = *t;
+        if (!pairtab_alloc(t, (old.mask + 1) * 2)) {
+            pairtab_free(t);
+            *t = old;
+            return -2;
+        }
+        for (uint64_t j = 0; j <= old.mask; j++) {
+            if (old.val[j] < 0)
+                continue;
+            uint64_t k = pair_hash(old.ka[j], old.kb[j]) & t->mask;
+            while (t->val[k] >= 0)
+                k = (k + 1) & t->mask;
+            t->ka[k] = old.ka[j];
+            t->kb[k] = old.kb[j];
+            t->val[k] = old.val[j];
+        }
+        t->n = old.n;
+        pairtab_free(&old);
+        i = pair_hash(a, b) & t->mask;
+        while (t->val[i] >= 0)
+            i = (i + 1) & t->mask;
+    }
+    t->ka[i] = a;
+    t->kb[i] = b;
+    t->val[i] = newval;
+    t->n++;
+    return newval;
+}
+
+/* (key, sub) -> id with one cached (sub, id) per key in front of a pair table: most keys (a node) have one
+ * sub-key (a visit number) only.  A key's cached pair, when replaced, goes to the table, so every pair is in
+ * one of the two.  EMPTY marks an unused cache entry. */
+#define EMPTY INT64_MIN
+static inline int64_t cached_get(int64_t *c_sub, int64_t *c_id, PairTab *t, int64_t key, int64_t sub,
+                                 int64_t newval)
+{
+    if (c_sub[key] == sub)
+        return c_id[key];
+    int64_t id;
+    if (c_sub[key] == EMPTY) {
+        id = newval;
+    } else {
+        id = pairtab_get(t, key, sub, -1);
+        if (id == -1)
+            id = newval;
+        if (pairtab_get(t, key, c_sub[key], c_id[key]) == -2)
+            return -2;
+    }
+    c_sub[key] = sub;
+    c_id[key] = id;
+    return id;
+}
+
+/* ------------------------------------------------------------------ grouped positions (CSR) */
+/* start[g]..start[g+1] index items[] holding, for group g, the values val[j] of the j with key[j] == g (key
+ * >= 0), in the order of j (ascending). */
+static int csr_build(int64_t groups, const int64_t *key, const int64_t *val, int64_t m, int64_t **start_out,
+                     int64_t **items_out)
+{
+    int64_t *start = calloc((size_t)(groups + 1), sizeof(int64_t));
+    int64_t *items = malloc(sizeof(int64_t) * (size_t)(m + 1));
+    int64_t *fill = NULL;
+    if (!start || !items)
+        goto fail;
+    for (int64_t j = 0; j < m; j++)
+        if (key[j] >= 0)
+            start[key[j] + 1]++;
+    for (int64_t g = 0; g < groups; g++)
+        start[g + 1] += start[g];
+    fill = malloc(sizeof(int64_t) * (size_t)(groups + 1));
+    if (!fill)
+        goto fail;
+    memcpy(fill, start, sizeof(int64_t) * (size_t)(groups + 1));
+    for (int64_t j = 0; j < m; j++)
+        if (key[j] >= 0)
+            items[fill[key[j]]++] = val[j];
+    free(fill);
+    *start_out = start;
+    *items_out = items;
+    return 1;
+fail:
+    free(start);
+    free(items);
+    free(fill);
+    return 0;
+}
+
+/* First index in sorted items[lo..hi) whose value is >= x. */
+static inline int64_t lower_bound(const int64_t *items, int64_t lo, int64_t hi, int64_t x)
+{
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (items[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* ------------------------------------------------------------------ derive */
+PyDoc_STRVAR(derive_doc,
+"derive(data, offsets, run, is_move, is_result, kind, kind_class, kind_alone, lower, pv, rv, depth, ply, full,\n"
+"       rec_pcode, rec_node, rec_try, rec_in_main, t_first, t_last, t_fh, t_subtree,\n"
+"       r_class, r_decision, r_first, r_entering, r_main, r_parent, r_nodes, r_in_parent_main) -> n_tries\n\n"
+"Inputs per record, trace order: data, offsets (int64, n+1): the paths as an Arrow large_string array's\n"
+"buffers (no nulls); run (int64, non-decreasing); is_move, is_result, lower (uint8); kind (int64 code, -1\n"
+"missing); pv, rv (int64: parent_visit of MOVE records, visit of RESULT records, each >= 1); depth\n"
+"(float64, NaN unknown); ply (int64).  Per kind code + 1: kind_class (int64: the cutoff class of a decision\n"
+"kind, -1 for other kinds), kind_alone (uint8: NODE_CUT, a try of its own).  full: 0 or 1.\n"
+"Outputs (written): per record (int64, n) rec_pcode, rec_node, rec_try (-1: not a MOVE), rec_in_main\n"
+"(uint8); per try (room for every MOVE record) t_first, t_last, t_fh (uint8), t_subtree; per RESULT (trace\n"
+"order) r_class, r_decision, r_first, r_entering, r_main (uint8), r_parent (index of the parent visit's\n"
+"RESULT, -1), r_nodes, r_in_parent_main (uint8).  Returns the number of tries.");
+
+#define N_BUF 29
+
+static PyObject *derive(PyObject *self, PyObject *args)
+{
+    PyObject *objs[N_BUF];
+    int full = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOpOOOOOOOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11],
+                          &objs[12], &full, &objs[13], &objs[14], &objs[15], &objs[16], &objs[17], &objs[18],
+                          &objs[19], &objs[20], &objs[21], &objs[22], &objs[23], &objs[24], &objs[25], &objs[26],
+                          &objs[27], &objs[28]))
+        return NULL;
+    Py_buffer b[N_BUF];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL;
+    int ok = 0;
+    const char *err = "derive: out of memory";
+    StrTab st;
+    PairTab vt, tt;
+    memset(&st, 0, sizeof st);
+    memset(&vt, 0, sizeof vt);
+    memset(&tt, 0, sizeof tt);
+    int64_t *tmp_own = NULL, *tmp_par = NULL, *renum = NULL, *stamp = NULL, *nid = NULL, *par_node = NULL,
+            *parent_of = NULL, *ply_of = NULL, *rec_v = NULL, *res_pos = NULL, *res_of_v = NULL,
+            *first_res_of_v = NULL, *last_move_of = NULL, *last_res_of = NULL, *prev_res = NULL,
+            *first_move = NULL, *last_dec = NULL, *r_pv = NULL, *main_visit = NULL, *lvl_start = NULL,
+            *lvl_items = NULL, *r_level = NULL, *best = NULL, *buf = NULL, *span_end = NULL, *t_end = NULL,
+            *rcsr_start = NULL, *rcsr_items = NULL, *mcsr_start = NULL, *mcsr_items = NULL, *vcsr_start = NULL,
+            *vcsr_items = NULL, *key = NULL, *posv = NULL, *vc_sub = NULL, *vc_id = NULL, *tc_sub = NULL,
+            *tc_id = NULL;
+    int64_t vt_n = 0;
+    for (int i = 0; i < N_BUF; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | (i >= 13 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &b[i], flags) < 0)
+            goto done;
+    }
+    const int64_t n = (int64_t)b[3].len;
+    const int64_t n_kinds1 = (int64_t)(b[6].len / 8);
+    if (b[1].len != (n + 1) * 8 || b[2].len != n * 8 || b[4].len != n || b[5].len != n * 8 || b[7].len != n_kinds1
+            || b[8].len != n || b[9].len != n * 8 || b[10].len != n * 8 || b[11].len != n * 8 || b[12].len != n * 8
+            || b[13].len != n * 8 || b[14].len != n * 8 || b[15].len != n * 8 || b[16].len != n) {
+        PyErr_SetString(PyExc_ValueError, "derive: buffers of inconsistent sizes");
+        goto done;
+    }
+    const unsigned char *data = (const unsigned char *)b[0].buf;
+    const int64_t *off = (const int64_t *)b[1].buf;
+    const int64_t *run = (const int64_t *)b[2].buf;
+    const uint8_t *is_move = (const uint8_t *)b[3].buf;
+    const uint8_t *is_result = (const uint8_t *)b[4].buf;
+    const int64_t *kind = (const int64_t *)b[5].buf;
+    const int64_t *kind_class = (const int64_t *)b[6].buf;
+    const uint8_t *kind_alone = (const uint8_t *)b[7].buf;
+    const uint8_t *lower = (const uint8_t *)b[8].buf;
+    const int64_t *pv = (const int64_t *)b[9].buf;
+    const int64_t *rv = (const int64_t *)b[10].buf;
+    const double *depth = (const double *)b[11].buf;
+    const int64_t *ply = (const int64_t *)b[12].buf;
+    int64_t *rec_pcode = (int64_t *)b[13].buf;
+    int64_t *own = (int64_t *)b[14].buf;  /* rec_node: each record's own node */
+    int64_t *try_of = (int64_t *)b[15].buf;
+    uint8_t *rec_in_main = (uint8_t *)b[16].buf;
+    int64_t n_mov = 0, n_res = 0;
+    for (int64_t i = 0; i < n; i++) {
+        n_mov += is_move[i] != 0;
+        n_res += is_result[i] != 0;
+        if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > (int64_t)b[0].len) {
+            PyErr_SetString(PyExc_ValueError, "derive: offsets out of range");
+            goto done;
+        }
+        if (kind[i] < -1 || kind[i] + 1 >= n_kinds1) {
+            PyErr_SetString(PyExc_ValueError, "derive: kind code out of range");
+            goto done;
+        }
+        if (i && run[i] < run[i - 1]) {
+            PyErr_SetString(PyExc_ValueError, "derive: runs out of order");
+            goto done;
+        }
+    }
+    if (b[17].len != n_mov * 8 || b[18].len != n_mov * 8 || b[19].len != n_mov || b[20].len != n_mov * 8
+            || b[21].len != n_res * 8 || b[22].len != n_res * 8 || b[23].len != n_res * 8 || b[24].len != n_res * 8
+            || b[25].len != n_res || b[26].len != n_res * 8 || b[27].len != n_res * 8 || b[28].len != n_res) {
+        PyErr_SetString(PyExc_ValueError, "derive: output buffers of inconsistent sizes");
+        goto done;
+    }
+    int64_t *t_first = (int64_t *)b[17].buf, *t_last = (int64_t *)b[18].buf, *t_subtree = (int64_t *)b[20].buf;
+    uint8_t *t_fh = (uint8_t *)b[19].buf;
+    int64_t *r_class = (int64_t *)b[21].buf, *r_decision = (int64_t *)b[22].buf, *r_first = (int64_t *)b[23].buf,
+            *r_entering = (int64_t *)b[24].buf, *r_parent = (int64_t *)b[26].buf, *r_nodes = (int64_t *)b[27].buf;
+    uint8_t *r_main = (uint8_t *)b[25].buf, *r_in_parent_main = (uint8_t *)b[28].buf;
+    int64_t n_t = 0;
+
+    Py_BEGIN_ALLOW_THREADS
+#ifdef CTRIES_TIMING
+    clock_t t0_ = clock();
+    int64_t n_look = 0, n_plook = 0;
+#endif
+    /* -------- paths: own path and parent path (without its last move) of every record, one dictionary */
+    tmp_own = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    tmp_par = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!tmp_own || !tmp_par || !strtab_init(&st, 2 * n + 1, n / 2 + 1))
+        goto nogil_done;
+    {
+        /* The previous record's own and parent paths: in a depth-first trace most paths are one of them. */
+        int64_t c_st[2] = {0, 0}, c_ln[2] = {-1, -1}, c_code[2] = {-1, -1};
+        for (int64_t i = 0; i < n; i++) {
+            int64_t s0 = off[i], ln = off[i + 1] - off[i];
+            int64_t code = -1;
+            for (int c = 0; c < 2 && code < 0; c++)
+                if (c_ln[c] == ln && memcmp(data + c_st[c], data + s0, (size_t)ln) == 0)
+                    code = c_code[c];
+#ifdef CTRIES_TIMING
+            if (code < 0) n_look++;
+#endif
+            if (code < 0 && (code = strtab_get(&st, data, s0, ln)) < 0)
+                goto nogil_done;
+            tmp_own[i] = code;
+            int64_t pcode = -1, keep = 0;
+            if (ply[i] >= 1) {
+                for (int64_t k = ln - 1; k >= 0; k--)
+                    if (data[s0 + k] == '/') {
+                        keep = k;
+                        break;
+                    }
+                /* candidates: this record's own path is never its parent's; the previous ones often are */
+                for (int c = 0; c < 2 && pcode < 0; c++)
+                    if (c_ln[c] == keep && memcmp(data + c_st[c], data + s0, (size_t)keep) == 0)
+                        pcode = c_code[c];
+#ifdef CTRIES_TIMING
+                if (pcode < 0) n_plook++;
+#endif
+                if (pcode < 0 && (pcode = strtab_get(&st, data, s0, keep)) < 0)
+                    goto nogil_done;
+            }
+            tmp_par[i] = pcode;
+            c_st[0] = s0; c_ln[0] = ln; c_code[0] = code;
+            if (pcode >= 0) {
+                c_st[1] = s0; c_ln[1] = keep; c_code[1] = pcode;
+            }
+        }
+    }
+#ifdef CTRIES_TIMING
+    fprintf(stderr, "own lookups %lld parent lookups %lld unique %lld\n", (long long)n_look, (long long)n_plook, (long long)st.n);
+#endif
+    PHASE("paths");
+    /* Codes numbered like a dictionary encoding of the own paths followed by the parent paths. */
+    int64_t n_paths = 0;
+    renum = malloc(sizeof(int64_t) * (size_t)(st.n + 1));
+    if (!renum)
+        goto nogil_done;
+    memset(renum, 0xff, sizeof(int64_t) * (size_t)(st.n + 1));
+    for (int64_t i = 0; i < n; i++) {
+        if (renum[tmp_own[i]] < 0)
+            renum[tmp_own[i]] = n_paths++;
+        rec_pcode[i] = renum[tmp_own[i]];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (tmp_par[i] >= 0) {
+            if (renum[tmp_par[i]] < 0)
+                renum[tmp_par[i]] = n_paths++;
+            tmp_par[i] = renum[tmp_par[i]];
+        }
+    }
+    strtab_free(&st);
+    memset(&st, 0, sizeof st);
+    free(renum);
+    renum = NULL;
+
+    PHASE("renumber");
+    /* -------- nodes: (run, path); runs are contiguous, so a stamp per path code numbers them */
+    int64_t n_nodes = 0;
+    stamp = malloc(sizeof(int64_t) * (size_t)(n_paths + 1));
+    nid = malloc(sizeof(int64_t) * (size_t)(n_paths + 1));
+    par_node = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!stamp || !nid || !par_node)
+        goto nogil_done;
+    memset(stamp, 0xff, sizeof(int64_t) * (size_t)(n_paths + 1));
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = rec_pcode[i];
+        if (stamp[p] != run[i]) {
+            stamp[p] = run[i];
+            nid[p] = n_nodes++;
+        }
+        own[i] = nid[p];
+        p = tmp_par[i];
+        if (p >= 0) {
+            if (stamp[p] != run[i]) {
+                stamp[p] = run[i];
+                nid[p] = n_nodes++;
+            }
+            par_node[i] = nid[p];
+        } else {
+            par_node[i] = -1;
+        }
+    }
+    free(stamp); stamp = NULL;
+    free(nid); nid = NULL;
+    free(tmp_own); tmp_own = NULL;
+    free(tmp_par); tmp_par = NULL;
+    parent_of = malloc(sizeof(int64_t) * (size_t)(n_nodes + 1));
+    ply_of = calloc((size_t)(n_nodes + 1), sizeof(int64_t));
+    if (!parent_of || !ply_of)
+        goto nogil_done;
+    memset(parent_of, 0xff, sizeof(int64_t) * (size_t)(n_nodes + 1));
+    /* Last assignment wins, as numpy's fancy assignment: own plies first, then parents'. */
+    for (int64_t i = 0; i < n; i++) {
+        if (par_node[i] >= 0)
+            parent_of[own[i]] = par_node[i];
+        ply_of[own[i]] = ply[i];
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (par_node[i] >= 0)
+            ply_of[par_node[i]] = ply[i] - 1;
+
+    PHASE("nodes");
+    /* -------- one scan: visits, tries, entering decisions, each RESULT's previous RESULT of its node */
+    rec_v = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    res_pos = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+    prev_res = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+    last_move_of = malloc(sizeof(int64_t) * (size_t)(n_nodes + 1));
+    last_res_of = malloc(sizeof(int64_t) * (size_t)(n_nodes + 1));
+    res_of_v = malloc(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
+    first_res_of_v = malloc(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
+    first_move = malloc(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
+    last_dec = malloc(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
+    if (!rec_v || !res_pos || !prev_res || !last_move_of || !last_res_of || !res_of_v || !first_res_of_v
+            || !first_move || !last_dec || !pairtab_init(&vt, 1024) || !pairtab_init(&tt, 1024))
+        goto nogil_done;
+    vc_sub = big_alloc(sizeof(int64_t) * (size_t)(n_nodes + 1), 0);
+    vc_id = big_alloc(sizeof(int64_t) * (size_t)(n_nodes + 1), 0);
+    tc_sub = big_alloc(sizeof(int64_t) * (size_t)(n_nodes + 1), 0);
+    tc_id = big_alloc(sizeof(int64_t) * (size_t)(n_nodes + 1), 0);
+    if (!vc_sub || !vc_id || !tc_sub || !tc_id)
+        goto nogil_done;
+    for (int64_t c = 0; c <= n_nodes; c++) {
+        vc_sub[c] = EMPTY;
+        tc_sub[c] = EMPTY;
+    }
+    memset(last_move_of, 0xff, sizeof(int64_t) * (size_t)(n_nodes + 1));
+    memset(last_res_of, 0xff, sizeof(int64_t) * (size_t)(n_nodes + 1));
+    {
+        int64_t k = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = -1;
+            if (is_move[i] || is_result[i]) {
+                int64_t node = is_move[i] ? par_node[i] : own[i];
+                if (node >= 0) {
+                    int64_t fresh = vt_n;
+                    v = cached_get(vc_sub, vc_id, &vt, node, is_move[i] ? pv[i] : rv[i], fresh);
+                    if (v == -2)
+                        goto nogil_done;
+                    if (v == fresh)
+                        vt_n++;
+                    if (v == fresh) {  /* a new visit */
+                        res_of_v[v] = -1;
+                        first_res_of_v[v] = -1;
+                        first_move[v] = -1;
+                        last_dec[v] = -1;
+                    }
+                }
+            }
+            rec_v[i] = v;
+            try_of[i] = -1;
+            if (is_result[i]) {
+                res_pos[k] = i;
+                if (v >= 0) {
+                    res_of_v[v] = i;  /* the last RESULT, as numpy's fancy assignment */
+                    if (first_res_of_v[v] < 0)
+                        first_res_of_v[v] = k;
+                }
+                r_entering[k] = last_move_of[own[i]];
+                prev_res[k] = last_res_of[own[i]];
+                last_res_of[own[i]] = k;
+                k++;
+            } else if (is_move[i]) {
+                /* tries numbered in order of first appearance; a NODE_CUT record is one of its own */
+                int64_t t = kind_alone[kind[i] + 1] ? n_t : cached_get(tc_sub, tc_id, &tt, own[i], v, n_t);
+                if (t == -2)
+                    goto nogil_done;
+                if (t == n_t) {
+                    n_t++;
+                    t_first[t] = i;
+                    t_fh[t] = 0;
+                    t_subtree[t] = 0;
+                }
+                t_last[t] = i;
+                try_of[i] = t;
+                last_move_of[own[i]] = i;
+                if (v >= 0) {
+                    if (first_move[v] < 0)
+                        first_move[v] = i;
+                    if (kind_class[kind[i] + 1] >= 0)
+                        last_dec[v] = i;
+                }
+            }
+        }
+    }
+    pairtab_free(&tt);
+    memset(&tt, 0, sizeof tt);
+
+    PHASE("scan");
+    /* -------- cutoff classes, decisions, fail highs */
+    for (int64_t k = 0; k < n_res; k++) {
+        int64_t i = res_pos[k], v = rec_v[i];
+        int64_t dec = v >= 0 ? last_dec[v] : -1;
+        int64_t cls = -1;
+        if (lower[i]) {
+            cls = dec >= 0 ? kind_class[kind[dec] + 1] : C_NONE;
+            /* multicut: the node's previous visit, shallower, entered by the same decision, ended lower,
+             * and no decision of this visit follows it */
+            int64_t p = prev_res[k];
+            if (p >= 0 && r_entering[k] >= 0 && r_entering[p] == r_entering[k] && lower[res_pos[p]]
+                    && depth[res_pos[p]] < depth[i] && dec < res_pos[p])
+                cls = C_MULTICUT;
+        }
+        r_class[k] = cls;
+        if (cls >= 0 && cls <= C_PROBCUT && dec >= 0)
+            t_fh[try_of[dec]] = 1;
+        r_decision[k] = (cls >= 0 && cls != C_MULTICUT) ? dec : -1;
+        r_first[k] = (v >= 0 && first_move[v] >= 0) ? first_move[v] : i;
+        r_main[k] = 0;
+        r_parent[k] = -1;
+        r_nodes[k] = 1;
+        r_in_parent_main[k] = 0;
+    }
+    for (int64_t i = 0; i < n; i++)
+        rec_in_main[i] = 0;
+    if (!full) {
+        ok = 1;
+        goto nogil_done;
+    }
+
+    PHASE("classes");
+    /* -------- the visit tree (treediff.parse.visits.visit_tree) */
+    r_pv = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+    main_visit = calloc((size_t)(n_nodes + 1), sizeof(int64_t));
+    if (!r_pv || !main_visit)
+        goto nogil_done;
+    int any_lost = 0;
+    for (int64_t k = 0; k < n_res; k++) {
+        int64_t e = r_entering[k];
+        r_pv[k] = e >= 0 ? pv[e] : 0;
+        if (r_pv[k] < 1 && parent_of[own[res_pos[k]]] >= 0)
+            any_lost = 1;
+    }
+    if (any_lost) {
+        /* Without an entering decision: the parent's first visit to close after it (the one still open if
+         * none does).  RESULT positions per node, ascending. */
+        key = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+        if (!key)
+            goto nogil_done;
+        for (int64_t k = 0; k < n_res; k++)
+            key[k] = own[res_pos[k]];
+        if (!csr_build(n_nodes, key, res_pos, n_res, &rcsr_start, &rcsr_items))
+            goto nogil_done;
+        for (int64_t k = 0; k < n_res; k++) {
+            int64_t i = res_pos[k], rp = parent_of[own[i]];
+            if (r_pv[k] >= 1 || rp < 0)
+                continue;
+            int64_t lo = rcsr_start[rp], hi = rcsr_start[rp + 1];
+            int64_t q = lower_bound(rcsr_items, lo, hi, i);
+            r_pv[k] = q < hi ? rv[rcsr_items[q]] : q - lo + 1;
+        }
+    }
+    for (int64_t k = 0; k < n_res; k++) {
+        int64_t rp = parent_of[own[res_pos[k]]];
+        if (rp < 0) {
+            r_pv[k] = 0;
+            continue;
+        }
+        /* the parent visit's RESULT: the first RESULT of the parent node with that visit number */
+        int64_t pvid = vc_sub[rp] == r_pv[k] ? vc_id[rp] : pairtab_get(&vt, rp, r_pv[k], -1);
+        r_parent[k] = pvid >= 0 ? first_res_of_v[pvid] : -1;
+    }
+    /* Main visit of a node without a parent: its last visit, or the one its MOVE records show still open. */
+    for (int64_t k = 0; k < n_res; k++) {
+        int64_t c = own[res_pos[k]];
+        if (parent_of[c] < 0 && rv[res_pos[k]] > main_visit[c])
+            main_visit[c] = rv[res_pos[k]];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (!is_move[i])
+            continue;
+        int64_t mp = parent_of[own[i]];
+        if (mp >= 0 && parent_of[mp] < 0 && pv[i] > main_visit[mp])
+            main_visit[mp] = pv[i];
+    }
+    PHASE("tree-prep");
+    /* RESULTs by ply (their node's), trace order within a ply. */
+    int64_t pmin = 0, pmax = 0;
+    for (int64_t k = 0; k < n_res; k++) {
+        int64_t p = ply_of[own[res_pos[k]]];
+        if (k == 0 || p < pmin)
+            pmin = p;
+        if (k == 0 || p > pmax)
+            pmax = p;
+    }
+    int64_t n_lvl = n_res ? pmax - pmin + 1 : 0;
+    r_level = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+    posv = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+    best = malloc(sizeof(int64_t) * (size_t)(n_nodes + 1));
+    buf = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+    if (!r_level || !posv || !best || !buf)
+        goto nogil_done;
+    for (int64_t k = 0; k < n_res; k++) {
+        r_level[k] = ply_of[own[res_pos[k]]] - pmin;
+        posv[k] = k;
+    }
+    if (!csr_build(n_lvl, r_level, posv, n_res, &lvl_start, &lvl_items))
+        goto nogil_done;
+    memset(best, 0xff, sizeof(int64_t) * (size_t)(n_nodes + 1));
+    for (int64_t L = 0; L < n_lvl; L++) {
+        int64_t lo = lvl_start[L], hi = lvl_start[L + 1];
+        /* nodes without a parent: the last RESULT with the main visit's number */
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t k = lvl_items[j], c = own[res_pos[k]];
+            if (parent_of[c] < 0 && rv[res_pos[k]] == main_visit[c])
+                best[c] = k;
+        }
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t k = lvl_items[j], c = own[res_pos[k]];
+            if (parent_of[c] < 0 && best[c] == k)
+                r_main[k] = 1;
+        }
+        /* the others: among the visits belonging to the parent's main visit, the deepest, the last among
+         * equals (the parents' main visits read before this ply's are chosen) */
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t k = lvl_items[j], c = own[res_pos[k]], rp = parent_of[c];
+            buf[j - lo] = rp >= 0 ? main_visit[rp] : 0;
+        }
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t k = lvl_items[j], c = own[res_pos[k]];
+            int64_t mv = buf[j - lo];
+            if (parent_of[c] < 0 || !(mv > 0 && r_pv[k] == mv))
+                continue;
+            int64_t bk = best[c];
+            if (bk < 0) {
+                best[c] = k;
+                continue;
+            }
+            double d1 = depth[res_pos[k]], d0 = depth[res_pos[bk]];
+            if (d1 != d1)  /* NaN depths sort as -inf */
+                d1 = -HUGE_VAL;
+            if (d0 != d0)
+                d0 = -HUGE_VAL;
+            if (d1 >= d0)
+                best[c] = k;
+        }
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t k = lvl_items[j], c = own[res_pos[k]];
+            int64_t mv = buf[j - lo];
+            if (parent_of[c] < 0 || !(mv > 0 && r_pv[k] == mv))
+                continue;
+            if (best[c] == k) {
+                r_main[k] = 1;
+                main_visit[c] = rv[res_pos[k]];
+            }
+        }
+    }
+    PHASE("levels");
+    /* Bottom-up: RESULT records under each visit (a ply's values read before they are added up). */
+    for (int64_t L = n_lvl - 1; L >= 0; L--) {
+        int64_t lo = lvl_start[L], hi = lvl_start[L + 1];
+        for (int64_t j = lo; j < hi; j++)
+            buf[j - lo] = r_nodes[lvl_items[j]];
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t k = lvl_items[j];
+            if (r_parent[k] >= 0)
+                r_nodes[r_parent[k]] += buf[j - lo];
+        }
+    }
+
+    PHASE("nodes-up");
+    /* -------- spans: the next MOVE record of another move in the same visit, else the visit's RESULT */
+    span_end = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    t_end = malloc(sizeof(int64_t) * (size_t)(n_t + 1));
+    if (!span_end || !t_end)
+        goto nogil_done;
+    {
+        int64_t n_v = vt_n;
+        int64_t *mkey = malloc(sizeof(int64_t) * (size_t)(n + 1));
+        int64_t *mpos = malloc(sizeof(int64_t) * (size_t)(n + 1));
+        if (!mkey || !mpos) {
+            free(mkey);
+            free(mpos);
+            goto nogil_done;
+        }
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i++) {
+            span_end[i] = n;
+            if (is_move[i]) {
+                mkey[m] = rec_v[i];
+                mpos[m] = i;
+                m++;
+            }
+        }
+        int built = csr_build(n_v, mkey, mpos, m, &vcsr_start, &vcsr_items);
+        free(mkey);
+        free(mpos);
+        if (!built)
+            goto nogil_done;
+        for (int64_t v = 0; v < n_v; v++) {
+            int64_t lo = vcsr_start[v], hi = vcsr_start[v + 1];
+            if (lo == hi)
+                continue;
+            int64_t end = res_of_v[v] >= 0 ? res_of_v[v] : n;
+            for (int64_t j = hi - 1; j >= lo; j--) {
+                if (j + 1 < hi && own[vcsr_items[j]] != own[vcsr_items[j + 1]])
+                    end = vcsr_items[j + 1];
+                span_end[vcsr_items[j]] = end;
+            }
+        }
+        for (int64_t t = 0; t < n_t; t++)
+            t_end[t] = span_end[t_first[t]];
+    }
+    PHASE("spans");
+#define IN_SPAN(rec) ((rec) < t_end[try_of[(rec)]])
+    /* -------- subtree nodes: RESULT records under the visits each try entered */
+    for (int64_t k = 0; k < n_res; k++) {
+        int64_t e = r_entering[k];
+        if (e >= 0 && IN_SPAN(e))
+            t_subtree[try_of[e]] += r_nodes[k];
+    }
+    /* A visit whose parent visit never closed: its nodes go to every try on its chain of open decisions. */
+    {
+        int any_orphan = 0;
+        for (int64_t k = 0; k < n_res && !any_orphan; k++)
+            any_orphan = r_parent[k] < 0 && ply[res_pos[k]] >= 2;
+        if (any_orphan && n_mov) {
+            int64_t *mkey = malloc(sizeof(int64_t) * (size_t)(n + 1));
+            int64_t *mpos = malloc(sizeof(int64_t) * (size_t)(n + 1));
+            if (!mkey || !mpos) {
+                free(mkey);
+                free(mpos);
+                goto nogil_done;
+            }
+            int64_t m = 0;
+            for (int64_t i = 0; i < n; i++)
+                if (is_move[i]) {
+                    mkey[m] = own[i];
+                    mpos[m] = i;
+                    m++;
+                }
+            int built = csr_build(n_nodes, mkey, mpos, m, &mcsr_start, &mcsr_items);
+            free(mkey);
+            free(mpos);
+            if (!built)
+                goto nogil_done;
+            for (int64_t k = 0; k < n_res; k++) {
+                int64_t i = res_pos[k];
+                if (!(r_parent[k] < 0 && ply[i] >= 2))
+                    continue;
+                int64_t weight = r_nodes[k];
+                int64_t cur = r_entering[k] >= 0 ? r_entering[k] : i;
+                for (;;) {
+                    int64_t pc = par_node[cur];
+                    if (pc < 0)
+                        break;
+                    int64_t lo = mcsr_start[pc], hi = mcsr_start[pc + 1];
+                    int64_t q = lower_bound(mcsr_items, lo, hi, cur) - 1;
+                    if (q < lo)
+                        break;
+                    int64_t up = mcsr_items[q];
+                    if (IN_SPAN(up))
+                        t_subtree[try_of[up]] += weight;
+                    if (ply[up] < 2)
+                        break;
+                    cur = up;
+                }
+            }
+        }
+    }
+#undef IN_SPAN
+    PHASE("subtree");
+    /* -------- main-visit flags */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = par_node[i];
+        rec_in_main[i] = is_move[i] && p >= 0 && main_visit[p] > 0 && pv[i] == main_visit[p];
+    }
+    for (int64_t k = 0; k < n_res; k++) {
+        int64_t rp = parent_of[own[res_pos[k]]];
+        r_in_parent_main[k] = rp >= 0 && r_pv[k] == main_visit[rp] && main_visit[rp] > 0;
+    }
+    ok = 1;
+nogil_done:
+    Py_END_ALLOW_THREADS
+    if (!ok) {
+        PyErr_SetString(PyExc_MemoryError, err);
+        goto done;
+    }
+    result = PyLong_FromLongLong((long long)n_t);
+
+done:
+    for (int i = 0; i < N_BUF; i++)
+        if (b[i].obj)
+            PyBuffer_Release(&b[i]);
+    strtab_free(&st);
+    pairtab_free(&vt);
+    pairtab_free(&tt);
+    free(tmp_own); free(tmp_par); free(renum); free(stamp); free(nid); free(par_node); free(parent_of);
+    free(ply_of); free(rec_v); free(res_pos); free(res_of_v); free(first_res_of_v); free(last_move_of);
+    free(last_res_of); free(prev_res); free(first_move); free(last_dec); free(r_pv); free(main_visit);
+    free(lvl_start); free(lvl_items); free(r_level); free(best); free(buf); free(span_end); free(t_end);
+    free(rcsr_start); free(rcsr_items); free(mcsr_start); free(mcsr_items); free(vcsr_start); free(vcsr_items);
+    free(key); free(posv); free(vc_sub); free(vc_id); free(tc_sub); free(tc_id);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"derive", derive, METH_VARARGS, derive_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_ctries",
+    "Compiled move-try derivation (optional; see treediff.report.tries).",
+    -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__ctries(void)
+{
+    return PyModule_Create(&module);
+}
