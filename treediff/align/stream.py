@@ -203,29 +203,33 @@ def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.
     sides = [_Side(source, [m[i] for m in masks], columns, budget.batch_records)
              for i, source in enumerate((source_a, source_b))]
     directory: Path | None = None
-    turn = 0
-    while not (sides[0].exhausted and sides[1].exhausted):
-        side = sides[turn] if not sides[turn].exhausted else sides[1 - turn]
-        turn = 1 - turn
-        for p in side.pull():
-            if not sides[0].done[p] or not sides[1].done[p]:
-                continue
-            (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
-            budget.check_pair(labels[p], n_a, n_b, paths)
-            yield (p, _one(frames_a, columns, concat_keeping_categories),
-                   _one(frames_b, columns, concat_keeping_categories))
-        if sides[0].buffered() + sides[1].buffered() > budget.records // 2:
-            if directory is None:
-                directory = scratch() if scratch is not None else _scratch()
-            for s in sides:
-                s.spill(directory)
-    # Positions one side never recorded (every search without records) are still aligned (and fail there).
-    for p in range(len(masks)):
-        if p in sides[0].pending or p in sides[1].pending or not (sides[0].done[p] and sides[1].done[p]):
-            (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
-            budget.check_pair(labels[p], n_a, n_b, paths)
-            yield (p, _one(frames_a, columns, concat_keeping_categories),
-                   _one(frames_b, columns, concat_keeping_categories))
+    try:
+        turn = 0
+        while not (sides[0].exhausted and sides[1].exhausted):
+            side = sides[turn] if not sides[turn].exhausted else sides[1 - turn]
+            turn = 1 - turn
+            for p in side.pull():
+                if not sides[0].done[p] or not sides[1].done[p]:
+                    continue
+                (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
+                budget.check_pair(labels[p], n_a, n_b, paths)
+                yield (p, _one(frames_a, columns, concat_keeping_categories),
+                       _one(frames_b, columns, concat_keeping_categories))
+            if sides[0].buffered() + sides[1].buffered() > budget.records // 2:
+                if directory is None:
+                    directory = scratch() if scratch is not None else _scratch()
+                for s in sides:
+                    s.spill(directory)
+        # Positions one side never recorded (every search without records) are still aligned (and fail there).
+        for p in range(len(masks)):
+            if p in sides[0].pending or p in sides[1].pending or not (sides[0].done[p] and sides[1].done[p]):
+                (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
+                budget.check_pair(labels[p], n_a, n_b, paths)
+                yield (p, _one(frames_a, columns, concat_keeping_categories),
+                       _one(frames_b, columns, concat_keeping_categories))
+    finally:
+        if directory is not None:  # spilled frames not read back (an error, or the consumer stopped)
+            _remove(directory)
 
 
 def _one(frames: list, columns: Sequence[str], concat: Callable) -> pd.DataFrame:
@@ -242,3 +246,9 @@ def _scratch() -> Path:
     from treediff.parse.source import scratch_dir
 
     return scratch_dir("spill")
+
+
+def _remove(directory: Path) -> None:
+    from treediff.parse.source import remove_scratch
+
+    remove_scratch(directory)

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from treediff.cli.common import keep_complete_option
+from treediff.cli.sides import memory_limit_option
 
 from treediff.model.errors import InputError
 
@@ -103,9 +104,10 @@ def _with_source_lines(alignment, records_a, records_b):
               help="Write DIR/a.txt and DIR/b.txt, one line per aligned row (gaps are blank lines), for meld or diff -y.")
 @click.option("--engine-a", metavar="NAME", help="The engine to take from A when it holds several (e.g. a batch dataset).")
 @click.option("--engine-b", metavar="NAME", help="The engine to take from B when it holds several.")
+@memory_limit_option
 @keep_complete_option
 def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, context, top_n, visits, notation, width,
-         fmt, output, dialect, positions, meld_dir, engine_a, engine_b, keep_complete) -> None:
+         fmt, output, dialect, positions, meld_dir, engine_a, engine_b, keep_complete, memory_limit=None) -> None:
     """Show A's and B's search trees of one position side by side, aligned by move path.
 
     Rows are in depth-first tree order; a path only one side has leaves a gap
@@ -128,7 +130,7 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     import numpy as np
 
     from treediff.cli.common import format_from_output
-    from treediff.cli.sides import choose_pair, fen_of, open_side, read_side
+    from treediff.cli.sides import check_budget, choose_pair, fen_of, open_side, read_side
 
     fmt = format_from_output(fmt, output, default="", choices=FORMATS)
     if output is not None:
@@ -138,6 +140,7 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     source_a = open_side(a, "A", engine_a, keep_complete, dialect, positions)
     source_b = open_side(b, "B", engine_b, keep_complete, dialect, positions)
     source_a, source_b, _ = choose_pair(source_a, source_b, position, (a, b))
+    check_budget(source_a, source_b, memory_limit, (a, b))  # only the pair is read (row groups of its searches)
     records_a = read_side(source_a, a, "A")
     records_b = read_side(source_b, b, "B")
     from treediff.render.progress import step

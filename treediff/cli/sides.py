@@ -50,6 +50,19 @@ def choose_pair(source_a, source_b, position: str | None, paths: tuple[str, str]
     return picked[0], picked[1], name
 
 
+def check_budget(source_a, source_b, budget, paths: tuple[str, str]) -> None:
+    """Refuse (exit 2, naming the files and the position) a chosen pair larger than ``--memory-limit``, before
+    reading it: the searches table counts each search's records."""
+    if budget is None:
+        return
+    counts = []
+    for source in (source_a, source_b):
+        searches = source.searches
+        counts.append(int(searches["records"].fillna(0).sum()) if "records" in searches.columns else 0)
+    position = source_a.searches["position"].astype(str).iloc[0] if len(source_a.searches) else "?"
+    budget.check_pair(position, counts[0], counts[1], paths)
+
+
 def read_side(source, path: str, label: str):
     """The side's records (the aligner's ``LOAD_COLUMNS`` and ``line``) of the searches ``source`` holds."""
     from treediff.align import LOAD_COLUMNS

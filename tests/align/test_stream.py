@@ -1,0 +1,168 @@
+"""compare's streaming path (align/stream.py): same tables whatever --memory-limit, spills, clear limits, no
+scratch directory left behind.
+
+The logs are made by benchmarks/gen_logs.py (every search its own position); B lists its searches in the
+reverse order, so with a small budget every position of B waits for A and is spilled.  The node totals are
+counted from the log text itself (RESULT lines of each search's last iteration), not from treediff.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from treediff.align import stream
+from treediff.align.stream import MemoryBudget, parse_memory_limit
+from treediff.align.summaries import divergences
+from treediff.cli import main as cli
+from treediff.model.errors import InputError
+from treediff.parse.source import open_source
+
+ROOT = Path(__file__).resolve().parents[2]
+SEARCHES = 6
+
+
+def _gen_logs():
+    spec = importlib.util.spec_from_file_location("gen_logs", ROOT / "benchmarks" / "gen_logs.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _searches(dialect: str) -> list[list[str]]:
+    """SEARCHES searches of distinct positions (the same positions on every dialect), each a list of lines."""
+    gen = _gen_logs()
+    out = []
+    for n in range(SEARCHES):
+        fen = gen.distinct_fen(n, 1)
+        body = gen.search_lines(dialect, fen, 3, 1 + n + (dialect == "stockfish"), max_lines=2_000)
+        out.append([f"TREEDUMP engine={dialect} v=1 unit={gen.UNIT[dialect]} id=gen{n} fen={fen}", *body])
+    return out
+
+
+def _last_iteration_results(search: list[str]) -> int:
+    """RESULT lines after the search's last ITER line: its nodes at the deepest iteration."""
+    last = max(i for i, line in enumerate(search) if line.startswith("ITER "))
+    return sum(line.startswith("RESULT ") for line in search[last:])
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("stream")
+    a, b = _searches("typhoon"), _searches("stockfish")
+    path_a, path_b = base / "a.log", base / "b.log"
+    path_a.write_text("\n".join(line for s in a for line in s) + "\n")
+    path_b.write_text("\n".join(line for s in reversed(b) for line in s) + "\n")  # positions in reverse order
+    return path_a, path_b, sum(map(_last_iteration_results, a)), sum(map(_last_iteration_results, b))
+
+
+def test_memory_limit_sizes():
+    assert parse_memory_limit("2GB") == 2 * 1024**3
+    assert parse_memory_limit("512MB") == 512 * 1024**2
+    assert parse_memory_limit("1.5g") == 3 * 1024**3 // 2
+    assert parse_memory_limit("800") == 800
+    for bad in ("lots", "2 parsecs", "0", "-1GB", ""):
+        with pytest.raises(InputError, match="--memory-limit"):
+            parse_memory_limit(bad)
+
+
+def test_bad_memory_limit_is_a_usage_error(logs):
+    result = CliRunner().invoke(cli, ["compare", str(logs[0]), str(logs[1]), "--memory-limit", "lots"])
+    assert result.exit_code == 2
+    assert "--memory-limit" in result.output and "Traceback" not in result.output
+
+
+def test_same_tables_with_a_tiny_limit_and_spills(logs, monkeypatch):
+    path_a, path_b, nodes_a, nodes_b = logs
+    spills = []
+    real_spill = stream._Side.spill
+    monkeypatch.setattr(stream._Side, "spill", lambda self, d: (spills.append(d), real_spill(self, d))[1])
+    runner = CliRunner()
+    outputs = []
+    for limit in ("2GB", "1MB"):  # 1MB: ~1,700 records, batches of one search, B's positions all spilled
+        result = runner.invoke(cli, ["compare", str(path_a), str(path_b), "--memory-limit", limit,
+                                     "--format", "json"])
+        assert result.exit_code == 0, result.output
+        outputs.append(json.loads(result.stdout))
+    assert spills, "the small limit never spilled"
+    assert outputs[0] == outputs[1]
+    tables = {t["name"]: t for t in outputs[0]["tables"]}
+    total = tables["divergence_total"]["rows"][0]
+    assert total["positions"] == SEARCHES
+    assert (total["nodes_a"], total["nodes_b"]) == (nodes_a, nodes_b)
+    # The spill directory was removed with the run.
+    assert not any(Path(d).exists() for d in spills)
+
+
+def test_library_divergences_same_at_any_budget(logs):
+    path_a, path_b, nodes_a, nodes_b = logs
+    sa, sb = open_source(path_a), open_source(path_b)
+    big = divergences(sa, sb, n=5)
+    small = divergences(sa, sb, n=5, budget=MemoryBudget(parse_memory_limit("1MB")))
+    assert big.rows.equals(small.rows) and big.total.equals(small.total)
+    assert big.by_kind.equals(small.by_kind) and big.by_ply.equals(small.by_ply) and big.kinds.equals(small.kinds)
+    assert int(big.total["nodes_a"].iloc[0]) == nodes_a
+
+
+def test_a_position_pair_beyond_the_limit_is_an_error_naming_it(logs):
+    path_a, path_b, _, _ = logs
+    for command in (["compare"], ["diff", "--position", "gen0"]):
+        result = CliRunner().invoke(cli, [*command, str(path_a), str(path_b), "--memory-limit", "100KB"])
+        assert result.exit_code == 2, result.output
+        message = result.output.strip().splitlines()[-1]
+        assert str(path_a) in message and str(path_b) in message and "position gen" in message
+        assert "--memory-limit" in message and "Traceback" not in result.output
+
+
+def _scratch_dirs(tmpdir: Path) -> list[str]:
+    return [p.name for p in tmpdir.iterdir() if p.name.startswith("treediff-")]
+
+
+@pytest.mark.parametrize("failure", ["missing", "cut-short"])
+def test_scratch_directory_removed_after_an_error(logs, tmp_path, failure):
+    path_a, _, _, _ = logs
+    bad = tmp_path / "b.log.gz"
+    if failure == "cut-short":  # fails mid-parse: B's own scratch directory exists when the error comes
+        import gzip
+
+        data = gzip.compress(path_a.read_bytes())
+        bad.write_bytes(data[: len(data) // 2])
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    # A parses (its scratch directory exists), then B fails: exit 2, one line naming B, nothing left in TMPDIR.
+    run = subprocess.run([sys.executable, "-c", "from treediff.cli import main; main()", "compare", str(path_a),
+                          str(bad)], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr and str(bad) in run.stderr
+    assert _scratch_dirs(tmpdir) == []
+
+
+def test_scratch_directory_removed_after_sigterm(tmp_path):
+    gen = _gen_logs()
+    log = tmp_path / "big.log"
+    gen.generate("stockfish", 400_000, str(log))
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    proc = subprocess.Popen([sys.executable, "-c", "from treediff.cli import main; main()", "compare", str(log), str(log)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not _scratch_dirs(tmpdir) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _scratch_dirs(tmpdir), "compare never made its scratch directory"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert re.search("Traceback", err) is None
+    assert _scratch_dirs(tmpdir) == []
