@@ -516,21 +516,24 @@ def test_dataset_records_of_the_wrong_type(tmp_path):
         _nodes(open_source(ds))
 
 
-# -- UCI paths replayed on boards (--strict) --------------------------------------------------------------------
+# -- UCI paths validated against their positions -----------------------------------------------------------------
+
+_ILLEGAL_UCI = (_header("s") + "ITER d=2\n"
+                "MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL\n"          # line 3: legal
+                "MOVE path=e2e4/e2e4 ply=2 mn=1 d=1 nd=0 act=FULL\n"     # line 4: black has no piece on e2
+                "MOVE path=e2e5 ply=1 mn=2 d=2 nd=1 act=FULL\n"          # line 5: a pawn does not go three
+                "MOVE path=e1g1 ply=1 mn=3 d=2 nd=1 act=FULL\n"          # line 6: not castling here
+                "MOVE path=a7a8q ply=1 mn=4 d=2 nd=1 act=FULL\n"         # line 7: no white pawn on a7
+                "MOVE path=g1f3 ply=1 mn=5 d=2 nd=1 act=FULL\n"          # line 8: legal
+                "RESULT path=e2e4/e2e4 ply=2 d=0 score=0\n"              # line 9: below an illegal move
+                "RESULT path=e2e4 ply=1 d=1 score=0\nRESULT path=- ply=0 d=2 score=0\nEND nodes=3\n")
+
 
 def test_strict_flags_illegal_uci_moves_with_their_lines(tmp_path):
     from treediff.model.errors import InputError
     from treediff.parse.core import parse_logs
 
-    log = _write(tmp_path, _header("s") + "ITER d=2\n"
-                 "MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL\n"          # line 3: legal
-                 "MOVE path=e2e4/e2e4 ply=2 mn=1 d=1 nd=0 act=FULL\n"     # line 4: black has no piece on e2
-                 "MOVE path=e2e5 ply=1 mn=2 d=2 nd=1 act=FULL\n"          # line 5: a pawn does not go three
-                 "MOVE path=e1g1 ply=1 mn=3 d=2 nd=1 act=FULL\n"          # line 6: not castling here
-                 "MOVE path=a7a8q ply=1 mn=4 d=2 nd=1 act=FULL\n"         # line 7: no white pawn on a7
-                 "MOVE path=g1f3 ply=1 mn=5 d=2 nd=1 act=FULL\n"          # line 8: legal
-                 "RESULT path=e2e4/e2e4 ply=2 d=0 score=0\n"              # line 9: below an illegal move
-                 "RESULT path=e2e4 ply=1 d=1 score=0\nRESULT path=- ply=0 d=2 score=0\nEND nodes=3\n")
+    log = _write(tmp_path, _ILLEGAL_UCI)
     with pytest.raises(InputError) as err:
         parse_logs([log], strict=True)
     assert "5 lines with a move that does not resolve in its position (line 4, 5, 6, 7, 9)" in str(err.value)
@@ -538,6 +541,26 @@ def test_strict_flags_illegal_uci_moves_with_their_lines(tmp_path):
                       "ITER d=1\nMOVE path=e1g1 ply=1 mn=1 d=1 nd=0 act=FULL\nMOVE path=e1c1 ply=1 mn=2 d=1 nd=0 "
                       "act=FULL\nRESULT path=- ply=0 d=1 score=0\nEND nodes=1\n", name="c.log")
     assert parse_logs([castling], strict=True).warnings == []
+
+
+def test_illegal_uci_moves_warned_by_default_and_fatal_with_strict(cli, tmp_path):
+    """Without --strict the parse warns, naming the file and the lines, and exits 0; --strict exits 2."""
+    from treediff.parse.paths import compiled_checker_available
+
+    if not compiled_checker_available():
+        pytest.skip("without the compiled _cmoves, UCI paths are validated under --strict only")
+    log = _write(tmp_path, _ILLEGAL_UCI)
+    c = cli("parse", log, "-o", tmp_path / "o.parquet")
+    assert c.wait(60) == 0, c.output
+    assert "warning" in c.output and "t.log: 5 lines with a move that does not resolve in its position " \
+        "(line 4, 5, 6, 7, 9)" in c.output, c.output
+    import pyarrow.parquet as pq
+
+    problems = pq.read_table(tmp_path / "o.parquet", columns=["line", "problem"]).to_pydict()
+    assert [ln for ln, p in zip(problems["line"], problems["problem"]) if p == "unresolved-move"] == [4, 5, 6, 7, 9]
+    c = cli("parse", log, "--strict", "-o", tmp_path / "s.parquet")
+    assert c.wait(60) == 2 and "--strict" in c.output and "(line 4, 5, 6, 7, 9)" in c.output, c.output
+    assert "Traceback" not in c.output and not (tmp_path / "s.parquet").exists()
 
 
 def test_strict_accepts_the_fixture_traces():

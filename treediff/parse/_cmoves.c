@@ -26,9 +26,10 @@
  *
  * Why a stack and not a table of positions: trace lines come depth-first,
  * so consecutive paths share most of their moves.  The checker keeps the
- * previous path's moves and the board after each of them; a new path is
- * compared move by move with the previous one, and only the moves after the
- * shared prefix are tested and played (about one per line).  A shared prefix
+ * previous path (its bytes, its moves packed) and the board after each of its
+ * moves; a new path is compared byte by byte with the previous one, and only
+ * the moves after the shared prefix are read, tested and played (about one per
+ * line).  A shared prefix
  * that holds an illegal move makes the new path illegal without a test.  Any
  * order is correct; an order that jumps around only replays more moves.
  *
@@ -86,6 +87,7 @@ typedef struct {
     int8_t ep;     /* en-passant square, -1 none */
     int8_t castling;
     int8_t king[2]; /* each colour's king (the highest square, as python-chess's Board.king), -1 none */
+    int8_t check;   /* whether the side to move is in check: -1 not known yet (found when first needed) */
 } Board;
 
 /* A move token packed in an int32: from | to << 6 | promotion piece << 12; nulls and bad tokens apart. */
@@ -98,6 +100,8 @@ static int8_t KNIGHT_TO[64][9]; /* -1 terminated */
 static int8_t KING_TO[64][9];
 /* Rays in the 8 directions: 0..3 orthogonal (N, S, E, W), 4..7 diagonal (NE, NW, SE, SW). */
 static int8_t RAY[64][8][8];
+/* LINE[a][b]: the direction from a to b when they share a rank, file or diagonal, else -1. */
+static int8_t LINE[64][64];
 static const int DFILE[8] = {0, 0, 1, -1, 1, -1, 1, -1};
 static const int DRANK[8] = {1, -1, 0, 0, 1, 1, -1, -1};
 
@@ -119,9 +123,12 @@ static void init_tables(void)
                     KING_TO[sq][k++] = (int8_t)(tr * 8 + tf);
             }
         KING_TO[sq][k] = -1;
+        for (int to = 0; to < 64; to++)
+            LINE[sq][to] = -1;
         for (int d = 0; d < 8; d++) {
             int m = 0, tf = f + DFILE[d], tr = r + DRANK[d];
             while (tf >= 0 && tf < 8 && tr >= 0 && tr < 8) {
+                LINE[sq][tr * 8 + tf] = (int8_t)d;
                 RAY[sq][d][m++] = (int8_t)(tr * 8 + tf);
                 tf += DFILE[d];
                 tr += DRANK[d];
@@ -192,7 +199,7 @@ static inline int castle_bit(int sq)
 }
 
 /* Castling of the side to move, kingside or not: OK or CASTLING.  Plays it into `out` when OK. */
-static int castle(const Board *b, int kingside, Board *out)
+static int castle(Board *b, int kingside, Board *out)
 {
     int side = b->side, s = side == WHITE ? 1 : -1, base = side == WHITE ? 0 : 56;
     int king = base + 4, rook = base + (kingside ? 7 : 0);
@@ -218,6 +225,7 @@ static int castle(const Board *b, int kingside, Board *out)
     out->castling &= (int8_t)~(side == WHITE ? (CR_H1 | CR_A1) : (CR_H8 | CR_A8));
     out->ep = -1;
     out->side = (int8_t)by;
+    out->check = -1;
     find_kings(out);
     return OK;
 }
@@ -232,8 +240,30 @@ static int clear_between(const Board *b, int from, int to, int df, int dr)
     return 1;
 }
 
+/* Whether the side to move is in check in `b` (found once per board). */
+static inline int in_check(Board *b)
+{
+    if (b->check < 0)
+        b->check = (int8_t)(b->king[b->side] >= 0 && attacked(b, b->king[b->side], b->side ^ 1));
+    return b->check;
+}
+
+/* Whether the first piece from `king` in direction `d` is an enemy slider that moves that way. */
+static inline int slider_on_ray(const Board *b, int king, int d, int by)
+{
+    int s = by == WHITE ? 1 : -1;
+    int8_t slider = (int8_t)(s * (d < 4 ? ROOK : BISHOP));
+    const int8_t *ray = RAY[king][d];
+    for (int m = 0; m < 8 && ray[m] >= 0; m++) {
+        int8_t p = b->sq[ray[m]];
+        if (p)
+            return p == slider || p == s * QUEEN;
+    }
+    return 0;
+}
+
 /* Test the move `token` in `b`; when legal, the position after it goes to `out`.  Returns a reason code. */
-static int play(const Board *b, int32_t token, Board *out)
+static int play(Board *b, int32_t token, Board *out)
 {
     if (token & TOKEN_BAD)
         return BAD_TOKEN;
@@ -241,6 +271,7 @@ static int play(const Board *b, int32_t token, Board *out)
         *out = *b;
         out->ep = -1;
         out->side ^= 1;
+        out->check = -1;
         return OK;
     }
     int from = token & 63, to = (token >> 6) & 63, promo = (token >> 12) & 7;
@@ -335,11 +366,20 @@ static int play(const Board *b, int32_t token, Board *out)
     out->sq[from] = 0;
     out->sq[to] = (int8_t)(promo ? s * promo : piece);
     out->side = (int8_t)(side ^ 1);
+    out->check = -1;
     if (type == KING || target == KING || target == -KING || ep_capture)
         find_kings(out);
-    if (out->king[side] >= 0 && attacked(out, out->king[side], side ^ 1))
-        return IN_CHECK;
-    return OK;
+    int king = out->king[side];
+    if (king < 0)
+        return OK; /* no king: nothing can be left in check (python-chess) */
+    if (type == KING || ep_capture || king != b->king[side] || in_check(b))
+        return attacked(out, king, side ^ 1) ? IN_CHECK : OK;
+    /* Not in check before, and neither the king nor two pawns moved: only a slide through the emptied
+     * from-square can reach the king, so only that line is looked at (most moves are off it). */
+    int d = LINE[king][from];
+    if (d < 0 || LINE[king][to] == d)
+        return OK; /* not on a line with the king, or along that line (a pinned piece moving on its pin) */
+    return slider_on_ray(out, king, d, side ^ 1) ? IN_CHECK : OK;
 }
 
 /* One UCI token [t, t+len) packed (TOKEN_BAD if it is not a UCI move or 0000). */
@@ -368,12 +408,12 @@ static inline int32_t pack_token(const unsigned char *t, Py_ssize_t len)
 typedef struct {
     PyObject_HEAD
     Board *boards;   /* boards[k]: the position after the previous path's first k moves; boards[0] the root */
-    int32_t *prev;   /* the previous path's tokens */
-    int32_t *cur;    /* scratch for the path being read */
-    Py_ssize_t cap;  /* room in boards (cap + 1), prev and cur (cap) */
-    Py_ssize_t n_prev;
-    Py_ssize_t valid;     /* boards[0..valid] are known for prev */
-    Py_ssize_t bad_at;    /* index of prev's first illegal move, -1 if prev is legal */
+    int32_t *tok;    /* the previous path's moves, packed */
+    unsigned char *path; /* the previous path's bytes */
+    Py_ssize_t cap;  /* room in boards (cap + 1) and tok (cap) */
+    Py_ssize_t path_cap, path_len;
+    Py_ssize_t valid;     /* boards[0..valid] are known for the previous path */
+    Py_ssize_t bad_at;    /* index of the previous path's first illegal move, -1 if it is legal */
     int bad_reason;
     int busy;
 } Checker;
@@ -389,14 +429,10 @@ static int grow(Checker *c, Py_ssize_t need)
     if (!boards)
         return -1;
     c->boards = boards;
-    int32_t *prev = (int32_t *)realloc(c->prev, (size_t)cap * sizeof(int32_t));
-    if (!prev)
+    int32_t *tok = (int32_t *)realloc(c->tok, (size_t)cap * sizeof(int32_t));
+    if (!tok)
         return -1;
-    c->prev = prev;
-    int32_t *cur = (int32_t *)realloc(c->cur, (size_t)cap * sizeof(int32_t));
-    if (!cur)
-        return -1;
-    c->cur = cur;
+    c->tok = tok;
     c->cap = cap;
     return 0;
 }
@@ -404,31 +440,58 @@ static int grow(Checker *c, Py_ssize_t need)
 /* The reason code for the path [p, p+len) ("" and "-" are the root); -1 when out of memory. */
 static int check_path(Checker *c, const unsigned char *p, Py_ssize_t len)
 {
-    Py_ssize_t n = 0;
-    if (!(len == 0 || (len == 1 && p[0] == '-'))) {
-        Py_ssize_t from = 0;
-        for (Py_ssize_t i = 0; i <= len; i++) {
-            if (i == len || p[i] == '/') {
+    if (len == 1 && p[0] == '-')
+        len = 0;
+    /* The bytes shared with the previous path say which moves are shared: only the others are read. */
+    const unsigned char *q = c->path;
+    Py_ssize_t qlen = c->path_len, i = 0, limit = len < qlen ? len : qlen, slashes = 0, tok_start = 0;
+    while (i < limit && p[i] == q[i]) {
+        if (p[i] == '/') {
+            slashes++;
+            tok_start = i + 1;
+        }
+        i++;
+    }
+    Py_ssize_t common, n;
+    if (len == 0 || qlen == 0) {
+        common = 0;
+        tok_start = 0;
+    } else if ((i == len || p[i] == '/') && (i == qlen || q[i] == '/')) {
+        common = slashes + 1; /* the move ending at byte i is shared too */
+        tok_start = i + 1;
+    } else {
+        common = slashes;
+    }
+    n = common;
+    if (len > 0 && tok_start <= len) {
+        Py_ssize_t from = tok_start;
+        for (Py_ssize_t j = tok_start; j <= len; j++) {
+            if (j == len || p[j] == '/') {
                 if (n >= c->cap && grow(c, n + 1) < 0)
                     return -1;
-                c->cur[n++] = pack_token(p + from, i - from);
-                from = i + 1;
+                c->tok[n++] = pack_token(p + from, j - from);
+                from = j + 1;
             }
         }
     }
-    Py_ssize_t common = 0, limit = n < c->n_prev ? n : c->n_prev;
-    while (common < limit && c->cur[common] == c->prev[common])
-        common++;
-    int32_t *swap = c->prev;
-    c->prev = c->cur;
-    c->cur = swap;
-    c->n_prev = n;
+    if (len > c->path_cap) {
+        Py_ssize_t cap = c->path_cap;
+        while (cap < len)
+            cap *= 2;
+        unsigned char *path = (unsigned char *)realloc(c->path, (size_t)cap);
+        if (!path)
+            return -1;
+        c->path = path;
+        c->path_cap = cap;
+    }
+    memcpy(c->path + i, p + i, (size_t)(len - i));
+    c->path_len = len;
     if (c->bad_at >= 0 && common > c->bad_at)
         return c->bad_reason; /* the shared moves hold the illegal one: boards and bad_at stay */
     Py_ssize_t k = common < c->valid ? common : c->valid;
     c->bad_at = -1;
     for (; k < n; k++) {
-        int r = play(&c->boards[k], c->prev[k], &c->boards[k + 1]);
+        int r = play(&c->boards[k], c->tok[k], &c->boards[k + 1]);
         if (r != OK) {
             c->valid = k;
             c->bad_at = k;
@@ -443,8 +506,8 @@ static int check_path(Checker *c, const unsigned char *p, Py_ssize_t len)
 static void Checker_dealloc(Checker *c)
 {
     free(c->boards);
-    free(c->prev);
-    free(c->cur);
+    free(c->tok);
+    free(c->path);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -474,19 +537,21 @@ static int Checker_init(Checker *c, PyObject *args, PyObject *kwds)
     root.side = white ? WHITE : BLACK;
     root.castling = (int8_t)castling;
     root.ep = (int8_t)ep;
+    root.check = -1;
     find_kings(&root);
     if (!c->boards) {
         c->cap = 64;
+        c->path_cap = 256;
         c->boards = (Board *)malloc((size_t)(c->cap + 1) * sizeof(Board));
-        c->prev = (int32_t *)malloc((size_t)c->cap * sizeof(int32_t));
-        c->cur = (int32_t *)malloc((size_t)c->cap * sizeof(int32_t));
-        if (!c->boards || !c->prev || !c->cur) {
+        c->tok = (int32_t *)malloc((size_t)c->cap * sizeof(int32_t));
+        c->path = (unsigned char *)malloc((size_t)c->path_cap);
+        if (!c->boards || !c->tok || !c->path) {
             PyErr_NoMemory();
             return -1;
         }
     }
     c->boards[0] = root;
-    c->n_prev = 0;
+    c->path_len = 0;
     c->valid = 0;
     c->bad_at = -1;
     c->bad_reason = OK;
