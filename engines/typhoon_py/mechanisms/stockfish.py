@@ -351,11 +351,8 @@ class StockfishMechanisms(Mechanisms):
             return "SEE-QUIET"
         return None
 
-    def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
-               quiet: bool) -> int:
-        dp = node.dp
-        if dp < 2 or mn <= 1 + (node.pv and node.ply <= 1) or (node.pv and is_cap):
-            return 0
+    def _lmr(self, node: Node, move: chess.Move, mn: int, sc: int, quiet: bool) -> tuple[int, int]:
+        """LMR's ``r`` in plies before the history term, and the history term (plies taken off)."""
         r = self._reduction(node, mn)
         # Stockfish lowers r at PV nodes (1 + 15 / (3 + d), and 2 more at ttPv nodes) against a
         # statScore that is strongly negative there; this engine's history is 0 for most moves, so
@@ -369,9 +366,59 @@ class StockfishMechanisms(Mechanisms):
             r -= 1
         # the history of the move (its side: the node's side to move, the move now on the board)
         h = self.history[node.hbase + move.from_square * 64 + move.to_square] if quiet else 0
-        r -= _trunc_div(3 * h - CONT_HISTORY_STANDIN - 4433, 13628)
-        r = min(r, dp - 2)
+        return r, _trunc_div(3 * h - CONT_HISTORY_STANDIN - 4433, 13628)
+
+    def reduce(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+               quiet: bool) -> int:
+        dp = node.dp
+        if dp < 2 or mn <= 1 + (node.pv and node.ply <= 1) or (node.pv and is_cap):
+            return 0
+        r, hist_term = self._lmr(node, move, mn, sc, quiet)
+        r = min(r - hist_term, dp - 2)
         return r * ONE_PLY if r > 0 else 0
+
+    # ---------------------------------------------------------- why=
+    def reduce_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+                         quiet: bool, gives_check: bool) -> Optional[str]:
+        """Why LMR (d >= 2, m > 1, m > 2 at PV nodes of ply <= 1) left the move unreduced:
+        ``gives-check`` (the check extension took it), ``pv-node`` (a capture at a PV node),
+        ``good-history`` (its history took r from >= 1 ply to none)."""
+        dp = node.dp
+        if dp < 2 or mn <= 1 + (node.pv and node.ply <= 1):
+            return None
+        if self.extend(node, move, mn, gives_check) > 0:
+            return "gives-check"
+        if node.pv and is_cap:
+            return "pv-node"
+        if quiet:
+            r, hist_term = self._lmr(node, move, mn, sc, quiet)
+            if min(r, dp - 2) > 0 and hist_term > 0 and min(r - hist_term, dp - 2) <= 0:
+                return "good-history"
+        return None
+
+    def prune_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
+                        quiet: bool, gives_check: bool) -> Optional[str]:
+        """Why the shallow-depth pruning (not the root, m > 1, non-pawn material) left the move
+        alone: ``in-check`` (this search prunes nothing in check), ``gives-check`` (checks are
+        exempt from move-count pruning, the quiet rules and FP-CAP), ``promotion`` (a quiet
+        promotion: never pruned here), ``good-capture``/``capture`` (SEE >= 0 / < 0: a capture
+        once move-count pruning drops the quiets: it drops quiets only), ``pv-node`` (FP-CAP
+        skips PV nodes)."""
+        if node.root or mn <= 1 or not node.npm:
+            return None
+        if node.in_check:
+            return "in-check"
+        if gives_check:
+            return "gives-check"
+        if quiet:
+            return None
+        if not is_cap:
+            return "promotion"
+        if node.skip_quiets:
+            return "good-capture" if sc > 0 else "capture"
+        if node.pv:
+            return "pv-node"
+        return None
 
     def _count(self, event: str) -> None:
         silent = self.silent
