@@ -181,3 +181,18 @@ def test_the_traces_as_written_are_legal():
     assert _flagged_lines(result) == [] and not [w for w in result.warnings if "does not resolve" in w]
     for trace in traces:
         assert _expected_illegal(trace.read_text()) == []
+
+
+def test_version_says_who_checks_uci_moves():
+    import os
+    import subprocess
+    import sys
+
+    def version(**env: str) -> str:
+        return subprocess.run([sys.executable, "-c", "from treediff.cli import main; main()", "--version"],
+                              capture_output=True, text=True, timeout=60, check=True,
+                              env={**os.environ, **env}).stdout
+
+    out = version()
+    assert ("UCI moves checked by: compiled _cmoves, every parse" in out) == compiled_checker_available(), out
+    assert "UCI moves checked by: python-chess under --strict only" in version(**{MOVE_CHECK_ENV: "python"})

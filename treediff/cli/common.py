@@ -136,6 +136,23 @@ def tokenizer_in_use() -> str:
     return "compiled _ctok"
 
 
+def move_checker_in_use() -> str:
+    """Who validates UCI paths against their positions: the compiled ``_cmoves`` on every parse, or
+    python-chess under ``--strict`` only (docs/TREEDUMP_FORMAT.md).
+
+    Loads only the compiled module (no polars), as :func:`tokenizer_in_use`; the same answer as
+    :func:`treediff.parse.paths.compiled_checker_available` (tests/parse/test_uci_validation_parse.py).
+    """
+    if os.environ.get("TREEDIFF_MOVE_CHECK", "") == "python":
+        return "python-chess under --strict only (TREEDIFF_MOVE_CHECK=python)"
+    try:
+        importlib.import_module("treediff.parse._cmoves")
+    except ImportError:
+        return ("python-chess under --strict only: the compiled _cmoves was not built (no C compiler at "
+                "install?), so a parse without --strict does not check UCI moves")
+    return "compiled _cmoves, every parse"
+
+
 def command_summaries(package_dir: str | os.PathLike[str], modules: list[str]) -> dict[str, str] | None:
     """``{command name: help text}`` of every command the modules' ``COMMANDS`` lists, read from their
     source (``ast``) instead of importing them: ``treediff --help`` lists the commands without loading
