@@ -3,6 +3,12 @@
     python benchmarks/bench_parse.py              # 5M and 20M lines, stockfish + typhoon; SAN 1M
     python benchmarks/bench_parse.py --quick      # 1M lines
     python benchmarks/bench_parse.py --dialects crafty   # one dialect
+    python benchmarks/bench_parse.py --baseline-tree /tmp/wt-parse   # also parse with another checkout
+
+With ``--baseline-tree DIR`` (e.g. ``git worktree add DIR <commit>``, with the compiled
+``treediff/parse/_ctok*.so`` built or copied in), every log is also parsed by the treediff of DIR
+right after this tree's run, and the ratios (wall, CPU) between the two are printed: the figure to
+read for a change, since both parse the same file under the same load.
 
 Each parse runs in its own subprocess so its peak RSS (ru_maxrss) is its own.
 The baseline parses the first 5M lines of each log (``--baseline-lines``; it
@@ -32,7 +38,9 @@ from gen_logs import generate  # noqa: E402
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {here!r})
-kind, log, out = sys.argv[1:4]
+kind, log, out, tree = sys.argv[1:5]
+if tree:
+    sys.path.insert(0, tree)  # the other checkout's treediff comes first
 t = time.perf_counter()
 if kind == "treediff":
     from treediff.parse.core import parse_to_parquet
@@ -51,11 +59,14 @@ print(json.dumps({{"seconds": elapsed,
 """
 
 
-def run_child(kind: str, log: str, out: str) -> dict:
-    """One parse in a fresh interpreter: wall and CPU seconds, peak RSS (MB), load average at the start."""
+def run_child(kind: str, log: str, out: str, tree: str = "") -> dict:
+    """One parse in a fresh interpreter: wall and CPU seconds, peak RSS (MB), load average at the start.
+
+    ``tree``: a checkout whose treediff is imported instead of this one's ("" for this one)."""
     code = CHILD.format(here=str(HERE))
     load = os.getloadavg()[0]
-    proc = subprocess.run([sys.executable, "-c", code, kind, log, out], capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, "-c", code, kind, log, out, tree], capture_output=True, text=True,
+                          check=True)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["load"] = load
     return result
@@ -83,7 +94,7 @@ def settle(path: str) -> None:
             pass
 
 
-def bench(dialect: str, lines: int, workdir: str, baseline_lines: int) -> dict:
+def bench(dialect: str, lines: int, workdir: str, baseline_lines: int, baseline_tree: str = "") -> dict:
     log = os.path.join(workdir, f"{dialect}_{lines}.log")
     n = generate(dialect, lines, log)
     settle(log)
@@ -91,6 +102,12 @@ def bench(dialect: str, lines: int, workdir: str, baseline_lines: int) -> dict:
     result = {"dialect": dialect, "lines": n, "treediff_s": td["seconds"],
               "treediff_mlines_s": n / td["seconds"] / 1e6, "treediff_peak_mb": td["peak_rss_mb"],
               "treediff_cpu_us_per_line": td["cpu_seconds"] / n * 1e6, "load": td["load"]}
+    if baseline_tree:
+        other = run_child("treediff", log, os.path.join(workdir, "tree.parquet"), baseline_tree)
+        result.update({"tree_mlines_s": n / other["seconds"] / 1e6,
+                       "tree_cpu_us_per_line": other["cpu_seconds"] / n * 1e6, "tree_peak_mb": other["peak_rss_mb"],
+                       "tree_load": other["load"], "wall_ratio_vs_tree": td["seconds"] / other["seconds"],
+                       "cpu_ratio_vs_tree": td["cpu_seconds"] / other["cpu_seconds"]})
     if dialect != "crafty":
         if baseline_lines >= n:
             # The baseline parses the whole log: compare with the treediff run above, same input.
@@ -118,8 +135,15 @@ def main() -> None:
                     help="lines the baseline parses (default 5M: all of a 5M log, the first 5M of a 20M one; "
                          "it holds every record in memory, about 1.6 GB per million lines)")
     ap.add_argument("--dialects", default="stockfish,typhoon,crafty", help="comma-separated (default: all three)")
+    ap.add_argument("--baseline-tree", default="",
+                    help="another checkout (e.g. a git worktree of the previous commit, _ctok built in it): "
+                         "each log is parsed by it too and the ratios printed")
+    ap.add_argument("--sizes", default=None, help="comma-separated line counts for the UCI dialects "
+                                                   "(default 5M,20M; --quick: 1M)")
     args = ap.parse_args()
     sizes = [1_000_000] if args.quick else [5_000_000, 20_000_000]
+    if args.sizes:
+        sizes = [int(float(x)) for x in args.sizes.split(",")]
     print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}", flush=True)
     from treediff.parse.tokenizer import ctok_available  # the children see the same install and environment
 
@@ -132,10 +156,12 @@ def main() -> None:
         dialects = args.dialects.split(",")
         for dialect in [d for d in ("stockfish", "typhoon") if d in dialects]:
             for size in sizes:
-                results.append(bench(dialect, size, workdir, baseline_lines=args.baseline_lines))
+                results.append(bench(dialect, size, workdir, baseline_lines=args.baseline_lines,
+                                     baseline_tree=args.baseline_tree))
                 print(json.dumps(results[-1]), flush=True)
         if "crafty" in dialects:
-            results.append(bench("crafty", 1_000_000 if not args.quick else 300_000, workdir, 0))
+            results.append(bench("crafty", 1_000_000 if not args.quick else 300_000, workdir, 0,
+                                 baseline_tree=args.baseline_tree))
             print(json.dumps(results[-1]), flush=True)
     print("\nsummary")
     for r in results:
@@ -144,6 +170,10 @@ def main() -> None:
         if "speedup_same_slice" in r:
             line += (f"; baseline {r['baseline_mlines_s']:.3f} M lines/s; treediff {r['treediff_same_slice_mlines_s']:.2f}"
                      f" -> speed-up x{r['speedup_same_slice']:.1f} on the same {r['baseline_lines']:,} lines")
+        if "wall_ratio_vs_tree" in r:
+            line += (f"; {args.baseline_tree}: {r['tree_mlines_s']:.2f} M lines/s ({r['tree_cpu_us_per_line']:.2f}"
+                     f" CPU-us/line, peak {r['tree_peak_mb']:.0f} MB) -> this tree's wall x{r['wall_ratio_vs_tree']:.2f},"
+                     f" CPU x{r['cpu_ratio_vs_tree']:.2f} of it")
         print(line)
 
 
