@@ -234,6 +234,8 @@ class Searcher:
         self.trace_silent = config.trace_silent
         self.check_bonus = 0
         self.qs_margin = self.qs_limit = 0
+        #: The profile's ``QS_PRUNED``: quiescence with TT cutoffs and Stockfish's pruning.
+        self.qs_pruned = False
         self.iterations = 0
         self.shadow = config.shadow
         #: Per act: ``[tries, fail_highs]`` of the shadow searches; and their node count.
@@ -417,14 +419,13 @@ class Searcher:
         self.check_bonus = self.mech.CHECK_BONUS
         if self.mech.QS_PRUNED:
             self.qs_margin, self.qs_limit = self.mech.QS_FUTILITY_MARGIN, self.mech.QS_MOVE_LIMIT
-            self.qsearch = self._qsearch_pruned  # type: ignore[method-assign]
+            self.qs_pruned = True
         try:
             best, score, done_depth, aborted = self._deepen(depth, on_iteration)
         finally:
             # The mechanisms refer back to the searcher: dropping them lets reference
             # counting free the search's tables now instead of the cycle collector later.
             del self.mech
-            self.__dict__.pop("qsearch", None)
         pv = self.principal_variation(best, max(done_depth, 1))
         if out is not None:
             best_txt = f" best={self.prof.move_text(b, best)}" if best is not None else ""
@@ -956,16 +957,36 @@ class Searcher:
 
     # ------------------------------------------------------------------ quiescence
     def qsearch(self, alpha: int, beta: int, ply: int, qply: int) -> int:
-        """Quiescence: stand pat, then captures and promotions (evasions when in check)."""
+        """Quiescence: stand pat, then captures and promotions (evasions when in check, in its
+        first four plies).  One prologue for both variants: with a profile's ``QS_PRUNED``
+        (Stockfish's ``qsearch``) the node first probes the TTs for a cutoff (main or
+        quiescence entries), its moves are pruned (``_pruned_captures``) and an evasion or
+        move-loop result goes into the quiescence TT (a stand-pat return is not stored)."""
         self.qnodes += 1
         b = self.board
+        pruned = self.qs_pruned
+        if pruned:
+            key = b._transposition_key()
+            entry = self.tt.get(key) or self.qtt.get(key)
+            if entry is not None:
+                s = _tt_cutoff(entry, ply, alpha, beta)
+                if s is not None:
+                    return s
         if qply < 4 and b.is_check():
-            return self._evasions(alpha, beta, ply, qply)
+            s = self._evasions(alpha, beta, ply, qply)
+            if pruned:
+                self._qstore(key, ply, s, alpha, beta)
+            return s
         stand = self._eval()
         if stand >= beta or ply >= MAX_PLY:
             return stand
+        orig_alpha = alpha
         if stand > alpha:
             alpha = stand
+        if pruned:
+            best = self._pruned_captures(stand, alpha, beta, ply, qply)
+            self._qstore(key, ply, best, orig_alpha, beta)
+            return best
         best = stand
         for _, m, risky in self._tactical_moves(stand, alpha):
             if risky and self.see(m) < 0:
@@ -975,31 +996,14 @@ class Searcher:
                 break
         return best
 
-    def _qsearch_pruned(self, alpha: int, beta: int, ply: int, qply: int) -> int:
-        """Quiescence as Stockfish's ``qsearch`` prunes it (profiles with ``QS_PRUNED``):
-        TT cutoffs (main or quiescence entries), stand pat, then captures and promotions
-        where, outside check, a capture that gives no check is skipped after the first
-        ``QS_MOVE_LIMIT`` moves (the profile's constants) (move-count pruning), when stand pat + margin + victim
-        cannot reach alpha (futility), when it loses material (SEE < 0), or when it does not
-        win material (SEE < 1) while stand pat + margin is still below alpha."""
-        self.qnodes += 1
+    def _pruned_captures(self, stand: int, alpha: int, beta: int, ply: int, qply: int) -> int:
+        """The move loop of the pruned quiescence (profiles with ``QS_PRUNED``), after stand
+        pat (``alpha`` already raised to it): captures and promotions where, outside check, a
+        capture that gives no check is skipped after the first ``QS_MOVE_LIMIT`` moves (the
+        profile's constants) (move-count pruning), when stand pat + margin + victim cannot
+        reach alpha (futility), when it loses material (SEE < 0), or when it does not win
+        material (SEE < 1) while stand pat + margin is still below alpha."""
         b = self.board
-        key = b._transposition_key()
-        entry = self.tt.get(key) or self.qtt.get(key)
-        if entry is not None:
-            s = _tt_cutoff(entry, ply, alpha, beta)
-            if s is not None:
-                return s
-        orig_alpha = alpha
-        if qply < 4 and b.is_check():
-            s = self._evasions(alpha, beta, ply, qply)
-            self._qstore(key, ply, s, orig_alpha, beta)
-            return s
-        stand = self._eval()
-        if stand >= beta or ply >= MAX_PLY:
-            return stand
-        if stand > alpha:
-            alpha = stand
         best = stand
         base = stand + self.qs_margin
         limit = self.qs_limit
@@ -1019,7 +1023,6 @@ class Searcher:
             best, alpha = self._q_child(m, best, alpha, beta, ply, qply)
             if alpha >= beta:
                 break
-        self._qstore(key, ply, best, orig_alpha, beta)
         return best
 
     def _qstore(self, key, ply: int, best: int, orig_alpha: int, beta: int) -> None:

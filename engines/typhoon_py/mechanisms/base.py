@@ -109,7 +109,7 @@ class Mechanisms:
     NULL_MARGIN = 0
     #: Quiet moves giving a direct check get this on top of their history in move ordering.
     CHECK_BONUS = 0
-    #: Quiescence with TT cutoffs, futility, move-count and SEE pruning (``Searcher._qsearch_pruned``).
+    #: Quiescence with TT cutoffs, futility, move-count and SEE pruning (``Searcher.qsearch``).
     QS_PRUNED = False
     #: The pruned quiescence's futility margin over stand pat (cp) and its move-count limit.
     QS_FUTILITY_MARGIN = 0
