@@ -124,10 +124,52 @@ def test_keep_complete_keeps_the_searches_read_completely(tmp_path, kind, fracti
         assert searches["result_nodes"] == ends and searches["end_nodes"] == ends
         cut_warnings = [w for w in result.warnings if "truncated" in w]
         assert len(cut_warnings) == 1 and f"byte {size:,}" in cut_warnings[0]
-        assert f"dropped search {len(ends)} " in cut_warnings[0], cut_warnings
+        cut_at = [m.start() for m in re.finditer(rb"^TREEDUMP ", prefix, flags=re.M)][len(ends)]
+        cut_line = prefix.count(b"\n", 0, cut_at) + 1
+        assert f"dropped the search at line {cut_line} " in cut_warnings[0], cut_warnings
     on_disk = pq.read_table(tmp_path / "o.parquet", columns=["search", "tag"]).to_pydict()
     assert sorted(set(on_disk["search"])) == list(range(len(ends)))
     assert on_disk["tag"].count("RESULT") == sum(ends)
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
+def test_keep_complete_over_several_files_numbers_searches_without_a_gap(tmp_path, kind):
+    """A cut file's dropped search leaves no gap and no orphan records: the next file's searches are numbered
+    on from the kept ones (as reading the files as separate inputs does), in memory and on disk alike."""
+    import re
+
+    import pyarrow.parquet as pq
+
+    from treediff.parse.core import parse_logs, parse_to_parquet
+    from treediff.parse.source import open_sources
+
+    cut, _, prefix = _cut_file(tmp_path, kind, 0.5)
+    kept = len(re.findall(rb"^END nodes=", prefix, flags=re.M))
+    after = tmp_path / "after.log"
+    after.write_bytes(BATCH)
+    # Independently of treediff: the RESULT records of each search of the files, in log order.
+    def results_per_search(data: bytes) -> list[int]:
+        return [part.count(b"\nRESULT ") for part in re.split(rb"^TREEDUMP ", data, flags=re.M)[1:]]
+
+    expected = results_per_search(prefix)[:kept] + results_per_search(BATCH)
+    for result in (parse_logs([cut, after, cut], keep_complete=True),
+                   parse_to_parquet([cut, after, cut], tmp_path / "o.parquet", keep_complete=True)):
+        searches = result.searches.to_pydict()
+        assert searches["search"] == list(range(2 * kept + len(expected) - kept))
+        assert searches["result_nodes"] == expected + expected[:kept]
+        assert sum("numbered on without a gap" in w for w in result.warnings) == 2
+    memory = parse_logs([cut, after, cut], keep_complete=True).records.to_pydict()
+    on_disk = pq.read_table(tmp_path / "o.parquet", columns=["search", "tag", "line"]).to_pydict()
+    for records in (memory, on_disk):
+        counts = [0] * len(searches["search"])
+        for search, tag in zip(records["search"], records["tag"]):
+            counts[search] += tag == "RESULT"
+        assert counts == expected + expected[:kept]  # no records of a dropped search, none numbered off
+    assert memory["search"] == on_disk["search"] and memory["line"] == on_disk["line"]
+    # The same numbers as the files read as separate inputs (each parsed alone, then numbered offset + rank).
+    combined = open_sources([cut, after, cut], keep_complete=True).searches
+    assert list(combined["search"]) == searches["search"]
+    assert list(combined["result_nodes"]) == searches["result_nodes"]
 
 
 def test_truncated_log_on_the_command_line(cli, tmp_path):

@@ -141,7 +141,8 @@ class TreedumpParser:
         if cut is not None:
             self.dropped.add(cut.search)
         kept = len(self.searches) - searches_before - (cut is not None)
-        what = (f"dropped search {cut.search} ({cut.position}, line {cut.first_line}), which the cut ends"
+        what = (f"dropped the search at line {cut.first_line} ({cut.position}), which the cut ends; the "
+                "searches after it are numbered on without a gap"
                 if cut is not None else "the cut came after the last search's END")
         return f"{source}: {truncated}: kept the {kept} searches read completely; {what} (--keep-complete)"
 
@@ -244,6 +245,8 @@ class TreedumpParser:
     def finish(self) -> ParseResult:
         """Close the parse: per-search warnings, the searches table, and (without a sink) the records."""
         kept = [s for s in self.searches if s.search not in self.dropped]
+        for number, state in enumerate(kept):
+            state.search = number  # closed up over dropped searches, as the records (dense_searches)
         searches, warnings = searches_table(kept, self.options.all_contexts)
         self.warnings.extend(warnings)
         if self.options.strict:
@@ -252,7 +255,7 @@ class TreedumpParser:
                 raise InputError("--strict: " + "; ".join(serious))
         records = assemble.concat_records(self._tables)
         if self.dropped:
-            records = drop_searches(records, self.dropped)
+            records = dense_searches(drop_searches(records, self.dropped), self.dropped)
         return ParseResult(records=records, searches=searches, warnings=list(self.warnings))
 
 
@@ -270,17 +273,45 @@ def drop_searches(records: pa.Table, dropped: set[int]) -> pa.Table:
     return records.filter(keep)
 
 
+def dense_searches(table: pa.Table, dropped: set[int]) -> pa.Table:
+    """``table`` with its ``search`` numbers closed up over the ``dropped`` ones (``--keep-complete``).
+
+    Each search moves down by the number of dropped searches before it, so a parse of several
+    files numbers its searches 0..n-1 as ``docs/TREEDUMP_FORMAT.md`` says, and as reading the
+    same files as separate inputs does (``CombinedSource``: offset + rank).
+    """
+    if not dropped or table.num_rows == 0:
+        return table
+    import numpy as np
+
+    search = table.column("search").to_numpy()
+    shift = np.searchsorted(np.array(sorted(dropped), dtype=np.int64), search, side="left")
+    if not shift.any():
+        return table
+    at = table.schema.get_field_index("search")
+    field = table.schema.field(at)
+    return table.set_column(at, field, pa.array(search - shift, type=field.type))
+
+
 class _HoldOpenSearch:
     """A sink that holds back the rows of the newest search until a later search's rows (or :meth:`finish`)
     come, so a search found cut at the end of a truncated input can still be left out (``--keep-complete``).
 
-    Tables come in line order, so ``search`` never decreases; memory grows to one search's records.
+    ``dropped`` is the parser's set, filled when a truncated file ends, before any row of a later file
+    is built: the held rows of a dropped search are discarded, and later searches numbered on without
+    a gap (:func:`dense_searches`).  Tables come in line order, so ``search`` never decreases; memory
+    grows to one search's records.
     """
 
-    def __init__(self, sink: Callable[[pa.Table], None]):
-        self._sink = sink
+    def __init__(self, sink: Callable[[pa.Table], None]) -> None:
+        self._out = sink
+        #: The parser's :attr:`TreedumpParser.dropped` (given to it: it fills the set).
+        self.dropped: set[int] = set()
         self._held: list[pa.Table] = []
         self._held_search: int | None = None
+
+    def _sink(self, table: pa.Table) -> None:
+        self._out(dense_searches(table, set(self.dropped)))
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
@@ -304,14 +335,13 @@ class _HoldOpenSearch:
         self._held_search = last
 
     def _release(self) -> None:
-        for held in self._held:
-            self._sink(held)
+        if self._held_search not in self.dropped:  # (a dropped search's rows go nowhere)
+            for held in self._held:
+                self._sink(held)
         self._held.clear()
 
-    def finish(self, dropped: set[int]) -> None:
-        if self._held_search not in dropped:
-            self._release()
-        self._held.clear()
+    def finish(self) -> None:
+        self._release()
 
 
 def parse_logs(
@@ -374,6 +404,8 @@ def _parse_into(paths: Iterable[str | os.PathLike], out: str, parser_options: Pa
     with _BackgroundSink(sink, name="treediff-writer") as encode, \
             _BackgroundSink(encode.put, name="treediff-convert") as convert:
         parser = TreedumpParser(parser_options, deferred_sink=convert.put)
+        if held is not None:
+            parser.dropped = held.dropped  # filled by the parser, read by the held sink
         for path in paths:
             with open_log(path) as stream:
                 parser.parse_stream(stream, str(path), progress)
@@ -381,7 +413,7 @@ def _parse_into(paths: Iterable[str | os.PathLike], out: str, parser_options: Pa
         encode.drain()
         result = parser.finish()
         if held is not None:
-            held.finish(parser.dropped)
+            held.finish()
         # Written before the records file is renamed into place, so a reader never sees records alone.
         write_table_atomic(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)),
                            searches_path_for(out))
