@@ -243,6 +243,10 @@ class Searcher:
         self.shadow_nodes = 0
         #: True inside a shadow search: cutoffs update no history, killer or countermove.
         self.in_shadow = False
+        #: The shadow searches' TTs: their own entries over the main TTs, which they read but
+        #: never write; shared by all the shadow searches of this search, dropped with it.
+        self.shadow_tt = _Overlay(self.tt)
+        self.shadow_qtt = _Overlay(self.qtt)
         mg, eg, ph, mat = full_evaluation(board)
         self.mg, self.eg, self.ph, self.mat = mg, eg, ph, mat
         self.estack: list = []
@@ -866,37 +870,67 @@ class Searcher:
             self.decide(act, path, ply + 1, mn, node.depth, nd - red, red, node.alpha, node.beta, node.nt,
                         mk, why)
             if red and self.shadow:
-                self._shadow(node, m, act, path, True)
+                return self._search_then_shadow(node, m, act, path, mn, nd, red, first)
             if node.pv and first:
                 return self.child(node.alpha, node.beta, nd, ply, True, False, False)
             return mech.search_move(node, path, mn, nd, red)
         finally:
             self.unmake()
 
+    def _search_then_shadow(self, node: Node, m: chess.Move, act: str, path: str, mn: int, nd: int,
+                            red: int, first: bool) -> int:
+        """``--shadow``, a reduced move (on the board): the main search of it first, then its
+        shadow, so the shadow reads what the main search stored in the TT (a full-depth
+        re-search leaves the shadow's answer there: it costs one node).  The main search's lines
+        are held back and written after the SHADOW line, which stays right after the decision."""
+        out = self.out
+        held: list[str] = []
+        if out is not None:
+            self.out = held.append
+        done = False
+        try:
+            if node.pv and first:
+                s = self.child(node.alpha, node.beta, nd, node.ply, True, False, False)
+            else:
+                s = self.mech.search_move(node, path, mn, nd, red)
+            done = True
+        finally:
+            self.out = out
+            if not done and out is not None and held:
+                out("".join(held))  # a stop unwinds: the lines written so far, as without --shadow
+        self._shadow(node, m, act, path, True)
+        if out is not None and held:
+            out("".join(held))
+        return s
+
     def _shadow(self, node: Node, m: chess.Move, act: str, path: str, made: bool) -> None:
         """``--shadow``: search ``m`` (pruned, or reduced and already on the board when
         ``made``) at full depth -- the node's depth less one ply, no reduction, no extension
-        -- with the node's window at decision time, in a side search that cannot change the
-        main search: no trace lines, no TT writes (it reads the main TT through a private
+        -- with the zero window at the node's beta (``fh`` needs only score >= beta; beta is
+        the node's for its whole move loop), as the node would search a late move: a non-PV
+        child of the type the node's later children have.  A side search that cannot change
+        the main search: no trace lines, no TT writes (it reads the main TT through a private
         overlay), no history, killer or countermove updates, no node limit, and its nodes,
         acts and silent counts are taken back out of the main counters.  Writes
-        ``SHADOW path ply d score fh`` (``fh=1``: score >= the node's beta) and counts it."""
+        ``SHADOW path ply d score fh`` (``fh=1``: score >= the node's beta; the score is a
+        fail-soft bound: a lower bound of the full-depth score when fh=1, an upper bound
+        when fh=0) and counts it."""
         saved_out, saved_limit, saved_tt, saved_qtt = self.out, self.node_limit, self.tt, self.qtt
         nodes, qnodes = self.nodes, self.qnodes
         acts, silent = dict(self.acts), dict(self.silent)
         nd = node.depth - ONE_PLY
         self.out = None
         self.node_limit = None
-        self.tt = _Overlay(saved_tt)
-        self.qtt = _Overlay(saved_qtt)
+        self.tt = self.shadow_tt
+        self.qtt = self.shadow_qtt
         self.in_shadow = True
         self.shadow = False  # no shadows inside a shadow
         try:
             if not made:
                 self.make(m)
             try:
-                s = self.child(node.alpha, node.beta, nd, node.ply, node.pv,
-                               False if node.pv else not node.cut, False)
+                beta = node.beta
+                s = self.child(beta - 1, beta, nd, node.ply, False, True if node.pv else not node.cut, False)
             finally:
                 if not made:
                     self.unmake()
@@ -1085,7 +1119,9 @@ class Searcher:
 
 
 class _Overlay(dict):
-    """A shadow search's TT: its own entries over the main TT's, which it reads but never writes."""
+    """The shadow searches' TT: their own entries over the main TT's, which they read but never
+    write.  A probe answers the deeper of the two entries (the main one at equal depth): an
+    entry of an earlier shadow search must not hide what the main search has learnt since."""
 
     __slots__ = ("base",)
 
@@ -1094,8 +1130,11 @@ class _Overlay(dict):
         self.base = base
 
     def get(self, key, default=None):
+        b = self.base.get(key)
         v = dict.get(self, key)
-        return self.base.get(key, default) if v is None else v
+        if v is None:
+            return default if b is None else b
+        return v if b is None or v[0] > b[0] else b
 
 
 def _key(move: Optional[chess.Move]) -> int:

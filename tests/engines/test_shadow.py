@@ -83,8 +83,9 @@ def test_some_shadow_search_fails_high():
 
 
 def test_quiescence_shadows_score_as_a_fresh_quiescence_search():
-    """A shadow at a one-ply node is a quiescence search of the position after the move; typhoon's
-    quiescence reads no table, so a fresh searcher on that position must give the same score."""
+    """A shadow at a one-ply node is a quiescence search of the position after the move with the zero
+    window at the node's beta; typhoon's quiescence reads no table, so a fresh searcher on that position
+    must give the same score."""
     on, text = _run("typhoon", "profile", "kiwipete", 3, True)
     (search,) = read_trace(text)
     root = chess.Board(search.header["fen"])
@@ -97,8 +98,8 @@ def test_quiescence_shadows_score_as_a_fresh_quiescence_search():
         decision = lines[k - 1][1]
         board = resolve_path(root, g["path"], "typhoon", cache).copy()
         fresh = Searcher(board, SearchConfig(make_config("typhoon").profile))
-        a, b = int(decision["a"]), int(decision["b"])
-        s = -fresh.qsearch(-b, -a, int(g["ply"]), 0)
+        b = int(decision["b"])
+        s = -fresh.qsearch(-b, -b + 1, int(g["ply"]), 0)
         assert s == int(g["score"]), (g, decision)
         checked += 1
         if checked >= 200:
