@@ -2,24 +2,33 @@
 
 Runs each command line N times in a fresh interpreter (the console script's two lines, without the
 pyenv/venv shim) and prints the median wall time and the median peak RSS (``ru_maxrss`` of the
-child).  ``python -c pass`` is measured in the same run as the floor.  With ``--baseline DIR`` (a
-checkout of an older commit, e.g. ``git worktree add /tmp/base <hash>`` plus its compiled
-``treediff/parse/_ctok*.so``) every run of the current tree alternates with one of the baseline
-(``PYTHONPATH=DIR``), so both see the same machine load, and the ratio is printed.
+child).  The floors are measured in the same run: ``python -c pass``, and ``import polars, pyarrow``
+(what any command reading a table imports) and with pandas and numpy (what report and compare
+import today); every line's ``/floor`` column is its time over ``import polars, pyarrow``.  With
+``--baseline DIR`` (a checkout of an older commit plus its compiled ``treediff/parse/_c*.so``) or
+``--baseline-commit REV`` (made here: a ``git worktree`` of REV in a temporary directory, its C
+extensions compiled when a C compiler is found, removed at the end) every run of the current tree
+alternates with one of the baseline (``PYTHONPATH=DIR``), so both see the same machine load, and
+the ratio is printed.
 
 Targets: ``--help`` <= 0.25 s and <= 80 MB; a command on a small log <= 0.4 s.
 
-    python benchmarks/bench_startup.py [--runs 10] [--baseline /tmp/base]
+    python benchmarks/bench_startup.py [--runs 10] [--baseline /tmp/base | --baseline-commit HEAD~5]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_LOG = ROOT / "fixtures" / "traces" / "typhoon_start.log"
@@ -50,16 +59,58 @@ def run_once(argv: list[str], pythonpath: str | None) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
+@contextlib.contextmanager
+def baseline_worktree(rev: str) -> Iterator[str]:
+    """A ``git worktree`` of ``rev`` in a temporary directory, its C extensions compiled (when ``cc`` is
+    found; else the baseline runs its fallback tokenizer, which the report says), removed afterwards."""
+    tmp = tempfile.mkdtemp(prefix="treediff-base-")
+    tree = str(Path(tmp) / "tree")
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", tree, rev], check=True,
+                   capture_output=True)
+    try:
+        cc = shutil.which("cc") or shutil.which("gcc")
+        suffix = sysconfig.get_config_var("EXT_SUFFIX")
+        built = []
+        for source in sorted((Path(tree) / "treediff" / "parse").glob("_c*.c")):
+            if cc is None:
+                break
+            target = source.with_name(source.stem + suffix)
+            done = subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                                   str(source), "-o", str(target)], capture_output=True)
+            if done.returncode == 0:
+                built.append(source.stem)
+        print(f"baseline: {rev} in {tree} (compiled: {', '.join(built) or 'none, fallback tokenizer'})")
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tree], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--baseline", help="checkout of the commit to compare with (run with PYTHONPATH=DIR)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--baseline", help="checkout of the commit to compare with (run with PYTHONPATH=DIR)")
+    group.add_argument("--baseline-commit", metavar="REV", help="git revision to compare with (a temporary worktree)")
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        if args.baseline_commit:
+            args.baseline = stack.enter_context(baseline_worktree(args.baseline_commit))
+        measure(args.runs, args.baseline)
+
+
+FLOOR = "import polars, pyarrow"
+
+
+def measure(runs: int, baseline: str | None) -> None:
+    """Print the table of medians (see the module docstring)."""
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "o.parquet")
         cases = {
             "python -c pass": [py, "-c", "pass"],
+            FLOOR: [py, "-c", FLOOR],
+            "import ... pandas, numpy": [py, "-c", FLOOR + ", pandas, numpy"],
             "treediff --help": [py, "-c", ENTRY, "--help"],
             "treediff --version": [py, "-c", ENTRY, "--version"],
             "treediff report --help": [py, "-c", ENTRY, "report", "--help"],
@@ -68,12 +119,13 @@ def main() -> None:
             "treediff report small.log": [py, "-c", ENTRY, "report", str(SMALL_LOG)],
             "treediff compare small A B": [py, "-c", ENTRY, "compare", str(SMALL_LOG), str(SMALL_B)],
         }
-        sides = [("now", None)] + ([("base", args.baseline)] if args.baseline else [])
+        sides = [("now", None)] + ([("base", baseline)] if baseline else [])
         head = f"{'command':28}" + "".join(f" {s + ' s':>9} {s + ' MB':>9}" for s, _ in sides)
-        print(head + ("   ratio s" if args.baseline else "") + f"   (median of {args.runs} runs each)")
+        print(head + "   /floor" + ("   now/base" if baseline else "") + f"   (median of {runs} runs each)")
+        floor = None
         for name, argv in cases.items():
             results: dict[str, list[tuple[float, float]]] = {s: [] for s, _ in sides}
-            for _ in range(args.runs):
+            for _ in range(runs):
                 for side, path in sides:  # alternated: both sides see the same load
                     results[side].append(run_once(argv, path))
             line = f"{name:28}"
@@ -83,8 +135,11 @@ def main() -> None:
                 rss = statistics.median(r[1] for r in results[side])
                 medians[side] = wall
                 line += f" {wall:9.3f} {rss:9.1f}"
-            if args.baseline:
-                line += f"   {medians['now'] / medians['base']:7.2f}"
+            if name == FLOOR:
+                floor = medians["now"]
+            line += f"   {medians['now'] / floor:6.2f}" if floor else "         "
+            if baseline:
+                line += f"   {medians['now'] / medians['base']:8.2f}"
             print(line, flush=True)
 
 
