@@ -203,6 +203,18 @@ def test_non_utf8_chunk():
     assert frame.get_column("tag").to_list() == ["MOVE", None, "RESULT", None]
 
 
+@pytest.mark.parametrize("data", [b"", b"abc", b"\n", b"a\nb", b"a\nb\n", b"\n\n\r\n", b"MOVE\x00\n\xff\n"])
+def test_split_lines_compiled_and_numpy(monkeypatch, data: bytes):
+    """Line offsets by memchr (C) and by numpy: 0, then one past each newline, written by hand here."""
+    expected = [0] + [i + 1 for i, byte in enumerate(data) if byte == 10]
+    lines, consumed = split_lines(data)
+    assert lines.buffers()[1] is not None and consumed == expected[-1]
+    assert np.frombuffer(lines.buffers()[1], dtype=np.int64).tolist() == expected
+    monkeypatch.setattr(tokenizer, "_ctok", None)
+    fallback, consumed_fallback = split_lines(data)
+    assert fallback.equals(lines) and consumed_fallback == consumed
+
+
 def test_null_lines_fall_back():
     assert fast_fields_c(_from_lines([b"MOVE path=a\n", None])) is None
 

