@@ -184,3 +184,21 @@ def test_quick_source_reading_agrees_with_parsing_whole_modules(monkeypatch):
     monkeypatch.setattr(common, "_quick_summaries", lambda source: None)
     whole = common.command_summaries(cli._commands_pkg.__path__[0], cli._COMMAND_MODULES)
     assert quick == whole and len(quick) >= 8
+
+
+_SMALL_A = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "stockfish_start.log"
+_SMALL_B = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "crafty_start.log"
+
+
+@pytest.mark.parametrize("argv", [["report", str(_SMALL_A)], ["report", str(_SMALL_A), "--format", "json"],
+                                  ["report", str(_SMALL_A), "--table", "nodes,acts,scope", "--format", "csv"],
+                                  ["compare", str(_SMALL_A), str(_SMALL_B)]],
+                         ids=lambda a: " ".join(Path(x).name for x in a))
+def test_report_and_compare_import_no_charting_or_terminal_ui(argv):
+    """report and compare without --plot or a terminal import no matplotlib, rich, textual or scipy (charts,
+    the browser and rich tables cost ~0.3 s of imports; issue 17 item 4); they do need the data libraries."""
+    out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_HEAVY, *argv], capture_output=True, text=True,
+                         timeout=300, check=True)
+    heavy = set(out.stdout.split())
+    assert {"numpy", "pyarrow"} <= heavy  # the child did run the command
+    assert not heavy & {"matplotlib", "rich", "textual", "scipy"}, heavy
