@@ -177,21 +177,24 @@ static int64_t strtab_get(StrTab *t, const unsigned char *data, int64_t st, int6
 
 /* ------------------------------------------------------------------ (int64, int64) -> id */
 typedef struct {
-    int64_t *ka, *kb, *val;  /* val -1: empty */
+    int64_t a, b, val;  /* val -1: empty; one slot is one cache line's third, so a probe costs one miss */
+} PairSlot;
+
+typedef struct {
+    PairSlot *slot;
     uint64_t mask;
     int64_t n;
 } PairTab;
 
 static int pairtab_alloc(PairTab *t, uint64_t size)
 {
-    t->ka = big_alloc(sizeof(int64_t) * size, 0);
-    t->kb = big_alloc(sizeof(int64_t) * size, 0);
-    t->val = big_alloc(sizeof(int64_t) * size, 0);
+    t->slot = big_alloc(sizeof(PairSlot) * size, 0);
     t->mask = size - 1;
     t->n = 0;
-    if (!t->ka || !t->kb || !t->val)
+    if (!t->slot)
         return 0;
-    memset(t->val, 0xff, sizeof(int64_t) * size);
+    for (uint64_t i = 0; i < size; i++)
+        t->slot[i].val = -1;
     return 1;
 }
 
@@ -202,9 +205,7 @@ static int pairtab_init(PairTab *t, int64_t cap)
 
 static void pairtab_free(PairTab *t)
 {
-    free(t->ka);
-    free(t->kb);
-    free(t->val);
+    free(t->slot);
 }
 
 static inline uint64_t pair_hash(int64_t a, int64_t b)
@@ -213,46 +214,43 @@ static inline uint64_t pair_hash(int64_t a, int64_t b)
 }
 
 /* The value of (a, b); when absent: -1 if newval < 0, else (a, b) is inserted with value newval (and -2 when
- * memory runs out). */
+ * memory runs out).  The table grows (load at most 1/2). */
 static int64_t pairtab_get(PairTab *t, int64_t a, int64_t b, int64_t newval)
 {
     uint64_t i = pair_hash(a, b) & t->mask;
     for (;;) {
-        int64_t v = t->val[i];
-        if (v < 0)
+        PairSlot *sl = &t->slot[i];
+        if (sl->val < 0)
             break;
-        if (t->ka[i] == a && t->kb[i] == b)
-            return v;
+        if (sl->a == a && sl->b == b)
+            return sl->val;
         i = (i + 1) & t->mask;
     }
     if (newval < 0)
         return -1;
-    if ((uint64_t)(t->n + 1) * 2 > t->mask + 1) {  /* grow: load stays at most 1/2 */
+    if ((uint64_t)(t->n + 1) * 2 > t->mask + 1) {
         PairTab old = *t;
         if (!pairtab_alloc(t, (old.mask + 1) * 2)) {
-            pairtab_free(t);
             *t = old;
             return -2;
         }
         for (uint64_t j = 0; j <= old.mask; j++) {
-            if (old.val[j] < 0)
+            if (old.slot[j].val < 0)
                 continue;
-            uint64_t k = pair_hash(old.ka[j], old.kb[j]) & t->mask;
-            while (t->val[k] >= 0)
+            uint64_t k = pair_hash(old.slot[j].a, old.slot[j].b) & t->mask;
+            while (t->slot[k].val >= 0)
                 k = (k + 1) & t->mask;
-            t->ka[k] = old.ka[j];
-            t->kb[k] = old.kb[j];
-            t->val[k] = old.val[j];
+            t->slot[k] = old.slot[j];
         }
         t->n = old.n;
         pairtab_free(&old);
         i = pair_hash(a, b) & t->mask;
-        while (t->val[i] >= 0)
+        while (t->slot[i].val >= 0)
             i = (i + 1) & t->mask;
     }
-    t->ka[i] = a;
-    t->kb[i] = b;
-    t->val[i] = newval;
+    t->slot[i].a = a;
+    t->slot[i].b = b;
+    t->slot[i].val = newval;
     t->n++;
     return newval;
 }
@@ -361,7 +359,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
     int ok = 0;
     const char *err = "derive: out of memory";
     StrTab st;
-    PairTab vt, tt;
+    PairTab vt, tt, pt;
+    memset(&pt, 0, sizeof pt);
     memset(&st, 0, sizeof st);
     memset(&vt, 0, sizeof vt);
     memset(&tt, 0, sizeof tt);
@@ -372,7 +371,7 @@ static PyObject *derive(PyObject *self, PyObject *args)
             *lvl_items = NULL, *r_level = NULL, *best = NULL, *buf = NULL, *span_end = NULL, *t_end = NULL,
             *rcsr_start = NULL, *rcsr_items = NULL, *mcsr_start = NULL, *mcsr_items = NULL, *vcsr_start = NULL,
             *vcsr_items = NULL, *key = NULL, *posv = NULL, *vc_sub = NULL, *vc_id = NULL, *tc_sub = NULL,
-            *tc_id = NULL;
+            *tc_id = NULL, *s_bnd = NULL, *s_code = NULL;
     int64_t vt_n = 0;
     for (int i = 0; i < N_BUF; i++) {
         int flags = PyBUF_C_CONTIGUOUS | (i >= 13 ? PyBUF_WRITABLE : 0);
@@ -444,45 +443,87 @@ static PyObject *derive(PyObject *self, PyObject *args)
     tmp_par = malloc(sizeof(int64_t) * (size_t)(n + 1));
     if (!tmp_own || !tmp_par || !strtab_init(&st, 2 * n + 1, n / 2 + 1))
         goto nogil_done;
+    if (!pairtab_init(&pt, 1024))
+        goto nogil_done;
     {
-        /* The previous record's own and parent paths: in a depth-first trace most paths are one of them. */
-        int64_t c_st[2] = {0, 0}, c_ln[2] = {-1, -1}, c_code[2] = {-1, -1};
+        /* A walk down each path's prefixes (its text before each '/'), starting from the prefixes it shares
+         * with the previous record's path (in a depth-first trace, all but its last move or two): a new
+         * prefix is looked up as (its parent prefix's code, its last move) when that move is short, which
+         * needs no long string hashed or compared (pt holds only pairs whose string has its code in st),
+         * else as a whole string.  s_bnd[d], s_code[d]: end and code of the previous path's prefix at depth
+         * d (depth 0: ""; the top: the path itself). */
+        int64_t max_ln = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (off[i + 1] - off[i] > max_ln)
+                max_ln = off[i + 1] - off[i];
+        s_bnd = malloc(sizeof(int64_t) * (size_t)(max_ln + 3));
+        s_code = malloc(sizeof(int64_t) * (size_t)(max_ln + 3));
+        if (!s_bnd || !s_code)
+            goto nogil_done;
+        PHASE("path-init");
+        int64_t top = 0, p_st = 0, p_ln = 0;
+        s_bnd[0] = 0;
+        if ((s_code[0] = strtab_get(&st, data, 0, 0)) < 0)
+            goto nogil_done;
         for (int64_t i = 0; i < n; i++) {
             int64_t s0 = off[i], ln = off[i + 1] - off[i];
-            int64_t code = -1;
-            for (int c = 0; c < 2 && code < 0; c++)
-                if (c_ln[c] == ln && memcmp(data + c_st[c], data + s0, (size_t)ln) == 0)
-                    code = c_code[c];
+            const unsigned char *q = data + s0, *pp = data + p_st;
+            int64_t lim = ln < p_ln ? ln : p_ln, L = 0;
+            while (L + 8 <= lim) {
+                uint64_t x, y;
+                memcpy(&x, q + L, 8);
+                memcpy(&y, pp + L, 8);
+                if (x != y)
+                    break;
+                L += 8;
+            }
+            while (L < lim && q[L] == pp[L])
+                L++;
+            int64_t d = top;
+            while (d > 0 && !(s_bnd[d] <= L && (s_bnd[d] == ln || q[s_bnd[d]] == '/')))
+                d--;
+            int64_t bnd = s_bnd[d];
+            while (bnd < ln) {
+                int64_t slash = d > 0;  /* a prefix past depth 0 continues after its '/' */
+                int64_t start = d > 0 ? bnd + 1 : 0;
+                int64_t next = start;
+                while (next < ln && q[next] != '/')
+                    next++;
+                int64_t len = next - start, code;
+                if (len <= 7) {
+                    uint64_t packed = 0;
+                    memcpy(&packed, q + start, (size_t)len);
+                    packed |= ((uint64_t)len << 56) | ((uint64_t)slash << 63);
+                    code = pairtab_get(&pt, s_code[d], (int64_t)packed, -1);
+                    if (code < 0) {
 #ifdef CTRIES_TIMING
-            if (code < 0) n_look++;
+                        n_look++;
 #endif
-            if (code < 0 && (code = strtab_get(&st, data, s0, ln)) < 0)
-                goto nogil_done;
-            tmp_own[i] = code;
-            int64_t pcode = -1, keep = 0;
-            if (ply[i] >= 1) {
-                for (int64_t k = ln - 1; k >= 0; k--)
-                    if (data[s0 + k] == '/') {
-                        keep = k;
-                        break;
+                        if ((code = strtab_get(&st, data, s0, next)) < 0
+                                || pairtab_get(&pt, s_code[d], (int64_t)packed, code) == -2)
+                            goto nogil_done;
                     }
-                /* candidates: this record's own path is never its parent's; the previous ones often are */
-                for (int c = 0; c < 2 && pcode < 0; c++)
-                    if (c_ln[c] == keep && memcmp(data + c_st[c], data + s0, (size_t)keep) == 0)
-                        pcode = c_code[c];
+                } else {
 #ifdef CTRIES_TIMING
-                if (pcode < 0) n_plook++;
+                    n_plook++;
 #endif
-                if (pcode < 0 && (pcode = strtab_get(&st, data, s0, keep)) < 0)
-                    goto nogil_done;
+                    if ((code = strtab_get(&st, data, s0, next)) < 0)
+                        goto nogil_done;
+                }
+                d++;
+                s_bnd[d] = next;
+                s_code[d] = code;
+                bnd = next;
             }
-            tmp_par[i] = pcode;
-            c_st[0] = s0; c_ln[0] = ln; c_code[0] = code;
-            if (pcode >= 0) {
-                c_st[1] = s0; c_ln[1] = keep; c_code[1] = pcode;
-            }
+            top = d;
+            tmp_own[i] = s_code[top];
+            tmp_par[i] = ply[i] >= 1 ? s_code[top > 0 ? top - 1 : 0] : -1;
+            p_st = s0;
+            p_ln = ln;
         }
     }
+    pairtab_free(&pt);
+    memset(&pt, 0, sizeof pt);
 #ifdef CTRIES_TIMING
     fprintf(stderr, "own lookups %lld parent lookups %lld unique %lld\n", (long long)n_look, (long long)n_plook, (long long)st.n);
 #endif
@@ -941,12 +982,13 @@ done:
     strtab_free(&st);
     pairtab_free(&vt);
     pairtab_free(&tt);
+    pairtab_free(&pt);
     free(tmp_own); free(tmp_par); free(renum); free(stamp); free(nid); free(par_node); free(parent_of);
     free(ply_of); free(rec_v); free(res_pos); free(res_of_v); free(first_res_of_v); free(last_move_of);
     free(last_res_of); free(prev_res); free(first_move); free(last_dec); free(r_pv); free(main_visit);
     free(lvl_start); free(lvl_items); free(r_level); free(best); free(buf); free(span_end); free(t_end);
     free(rcsr_start); free(rcsr_items); free(mcsr_start); free(mcsr_items); free(vcsr_start); free(vcsr_items);
-    free(key); free(posv); free(vc_sub); free(vc_id); free(tc_sub); free(tc_id);
+    free(key); free(posv); free(vc_sub); free(vc_id); free(tc_sub); free(tc_id); free(s_bnd); free(s_code);
     return result;
 }
 

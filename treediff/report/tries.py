@@ -121,24 +121,25 @@ class Tries:
         return len(self.first)
 
 
-def _order(batch: Batch) -> np.ndarray:
-    """Positions of the batch's records in (search row, seq) order."""
+def _order(batch: Batch) -> tuple[np.ndarray, bool]:
+    """Positions of the batch's records in (search row, seq) order, and whether that is the batch's order."""
     seq = np.asarray(batch.records["seq"], dtype=np.int64)
     n = len(seq)
     if n < 2:
-        return np.arange(n, dtype=np.int64)
+        return np.arange(n, dtype=np.int64), True
     key = batch.srow * (int(seq.max()) + 1) + seq
     if np.all(key[1:] >= key[:-1]):
-        return np.arange(n, dtype=np.int64)
-    return np.argsort(key, kind="stable").astype(np.int64)
+        return np.arange(n, dtype=np.int64), True
+    order = np.argsort(key, kind="stable").astype(np.int64)
+    return order, _is_identity(order)
 
 
-def _paths(records: pd.DataFrame, order: np.ndarray) -> pa.Array:
+def _paths(records: pd.DataFrame, order: np.ndarray, identity: bool) -> pa.Array:
     """The records' paths in ``order`` as one Arrow large_string array without nulls (root ``""``)."""
     raw = records["path"]
     arr = pa.array(raw.astype("object").where(raw.notna(), "").to_numpy(dtype=object), type=pa.large_string()) \
         if raw.dtype == object else pa.array(raw, type=pa.large_string(), from_pandas=True)
-    if len(order) and not _is_identity(order):  # not already in trace order
+    if not identity:  # not already in trace order
         arr = pc.take(arr, pa.array(order))
     arr = pc.fill_null(arr, "")
     if isinstance(arr, pa.ChunkedArray):  # one array: dictionary-encoding many chunks unifies their dictionaries
@@ -150,11 +151,22 @@ def _is_identity(order: np.ndarray) -> bool:
     return bool(order[0] == 0 and np.all(np.diff(order) == 1)) if len(order) else True
 
 
-def _float(records: pd.DataFrame, column: str, order: np.ndarray) -> np.ndarray:
+def _float(records: pd.DataFrame, column: str, order: np.ndarray, identity: bool) -> np.ndarray:
     if column not in records:
         return np.full(len(order), np.nan)
     values = np.asarray(records[column].to_numpy(dtype=np.float64, na_value=np.nan))
-    return values if _is_identity(order) else values[order]
+    return values if identity else values[order]
+
+
+def _visit_numbers(records: pd.DataFrame, column: str, order: np.ndarray, identity: bool,
+                   mask: np.ndarray) -> np.ndarray:
+    """A visit-number column as int64 in ``order``, 1 where missing or < 1 on the ``mask`` records (0 where
+    missing elsewhere)."""
+    if column not in records:
+        return mask.astype(np.int64)
+    values = np.asarray(records[column].to_numpy(dtype=np.float64, na_value=0.0)).astype(np.int64)
+    values = values if identity else values[order]
+    return np.where(mask & (values < 1), 1, values)
 
 
 def compiled_available() -> bool:
@@ -185,8 +197,7 @@ class _Inputs:
 
 def _inputs(batch: Batch) -> _Inputs:
     records = batch.records
-    order = _order(batch)
-    identity = _is_identity(order)
+    order, identity = _order(batch)
     n = len(order)
 
     def take(values: np.ndarray) -> np.ndarray:
@@ -196,16 +207,15 @@ def _inputs(batch: Batch) -> _Inputs:
     srow, iters = take(batch.srow), take(batch.iters)
     k_codes, k_cats = batch.codes("kind")
     lower = (take(batch.equals("bound", "lower")) if "bound" in records else np.zeros(n, dtype=bool)) & is_result
-    pv = np.nan_to_num(_float(records, "parent_visit", order), nan=0).astype(np.int64)
-    rv = np.nan_to_num(_float(records, "visit", order), nan=0).astype(np.int64)
-    pv = np.where(is_move & (pv < 1), 1, pv)
-    rv = np.where(is_result & (rv < 1), 1, rv)
+    pv = _visit_numbers(records, "parent_visit", order, identity, is_move)
+    rv = _visit_numbers(records, "visit", order, identity, is_result)
     # Runs: one iteration of one search (a repeated ITER d starts a new run).
-    new_run = np.r_[True, (srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1])] if n else np.zeros(0, bool)
-    run = np.cumsum(new_run) - 1
+    run = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        np.cumsum((srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1]), out=run[1:])
     return _Inputs(order, identity, is_move, is_result, srow, iters, take(batch.plies).astype(np.int64),
-                   _float(records, "depth", order), np.asarray(take(k_codes), dtype=np.int64),
-                   np.asarray(k_cats, dtype=object), lower, pv, rv, run.astype(np.int64), _paths(records, order))
+                   _float(records, "depth", order, identity), np.asarray(take(k_codes), dtype=np.int64),
+                   np.asarray(k_cats, dtype=object), lower, pv, rv, run, _paths(records, order, identity))
 
 
 def derive(batch: Batch, full: bool = True, compiled: bool | None = None) -> Tries:
