@@ -5,7 +5,7 @@ pyenv/venv shim) and prints the median wall time and the median peak RSS (``ru_m
 child).  The floors are measured in the same run: ``python -c pass``, and ``import polars, pyarrow``
 (what any command reading a table imports) and with pandas and numpy (what report and compare
 import today); every line's ``/floor`` column is its time over ``import polars, pyarrow``.  With
-``--baseline DIR`` (a checkout of an older commit plus its compiled ``treediff/parse/_c*.so``) or
+``--baseline DIR`` (a checkout of an older commit plus its compiled ``treediff/*/_c*.so``) or
 ``--baseline-commit REV`` (made here: a ``git worktree`` of REV in a temporary directory, its C
 extensions compiled when a C compiler is found, removed at the end) every run of the current tree
 alternates with one of the baseline (``PYTHONPATH=DIR``), so both see the same machine load, and
@@ -71,7 +71,7 @@ def baseline_worktree(rev: str) -> Iterator[str]:
         cc = shutil.which("cc") or shutil.which("gcc")
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         built = []
-        for source in sorted((Path(tree) / "treediff" / "parse").glob("_c*.c")):
+        for source in sorted((Path(tree) / "treediff").glob("*/_c*.c")):  # _ctok, _cmoves, _ctries
             if cc is None:
                 break
             target = source.with_name(source.stem + suffix)
