@@ -324,3 +324,47 @@ def test_mutated_real_lines(seed: int, count: int):
     # The same bytes as one chunk, cut into lines the way the parser does.
     chunk, _ = split_lines(b"".join(lines) + b"\n")
     assert_same(chunk)
+
+
+# ---------------------------------------------------------------- whole parse, both tokenizers
+
+_ODD_INTEGERS_LOG = b"""MOVE path=e2e4 ply=1 d=x act=FULL
+TREEDUMP engine=stockfish v=1 unit=1 id=odd fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1
+ITER d=2
+MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL a=-30 b=+29 nt=PV
+MOVE path=e2e4/e7e5 ply=2 mn=007 d=1e3 act=FULL nt=PV
+MOVE path=e2e4/e7e5 ply=x mn=2 d=1 act=FULL nt=PV see=99999999999999999999
+RESULT path=e2e4/e7e5 ply=2 d=1 score=-9223372036854775809
+MOVE d=1 path=d2d4 ply=1 act=FULL
+MOVE path=d2d4 act=FULL ply=q
+RESULT path=e2e4 ply=3 d=1 score=12
+RESULT path=- ply=0 d=2 score=+12 bound=exact
+END nodes=7 best=e2e4 score=12
+"""
+
+
+def test_whole_parse_is_the_same_with_either_tokenizer(monkeypatch, tmp_path: Path):
+    """Records, searches and warnings of a log full of odd integers: the compiled path and the regex agree,
+    and the warnings are the ones counted by hand (line numbers from 1)."""
+    from treediff.parse.pipeline import parse_logs
+
+    log = tmp_path / "odd.log"
+    log.write_bytes(_ODD_INTEGERS_LOG)
+    compiled = parse_logs([log])
+    monkeypatch.setenv("TREEDIFF_TOKENIZER", "regex")
+    regex = parse_logs([log])
+    assert compiled.records.equals(regex.records) and compiled.searches.equals(regex.searches)
+    assert compiled.warnings == regex.warnings
+    text = "\n".join(compiled.warnings)
+    assert "1 line with a record before any TREEDUMP header (dropped) (line 1)" in text  # no number warning for it
+    assert "1 line with a non-numeric d= (line 5)" in text
+    assert "1 line with a non-numeric see= (line 6)" in text
+    assert "1 line with a non-numeric score= (line 7)" in text
+    # ply=x on the fast path (line 6) and ply=q on the slow path (keys out of order, line 9).
+    assert "2 lines with a non-numeric ply= (line 6, 9)" in text
+    records = compiled.records.to_pylist()
+    by_line = {r["line"]: r for r in records}
+    assert by_line[4]["beta"] == 29 and by_line[5]["mn"] == 7 and by_line[5]["depth"] is None
+    assert by_line[6]["problem"] == "bad-number:ply" and by_line[6]["see"] is None  # two bad keys: ply before see
+    assert by_line[7]["score"] is None and by_line[11]["score"] == 12
+    assert by_line[10]["problem"] == "bad-ply"
