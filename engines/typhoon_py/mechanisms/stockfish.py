@@ -23,8 +23,8 @@ Stockfish's sums are negative).
   to the window's middle), a fail high raises beta and searches the root one
   ply shallower per consecutive fail high; the window grows by a quarter
   (+2) after each failure.  Each re-search is a new root visit (RESULT).
-* **Razoring** (non-PV, d <= 7, eval < alpha - 348 - 258 d^2 V: quiescence
-  decides) and **reverse futility** (non-PV, d < 8, eval - 168 (d - improving)
+* **Razoring** (non-PV, d <= 7, eval < alpha - 348 - 258 d^2 V, no quiet
+  check available: quiescence decides) and **reverse futility** (non-PV, d < 8, eval - 168 (d - improving)
   V >= beta: return eval); both leave only the node's RESULT.
 * **NMP** at non-PV nodes with eval >= beta and eval >= beta - (15 d + 15
   improving - 201) V, with non-pawn material (the search checks that): R = 4 +
@@ -67,7 +67,7 @@ Stockfish's sums are negative).
   i)`` (delta: the node's window, rootDelta: the root's); +2 at cut nodes for
   a move other than the first killer, +1 when the TT move is a capture, -1
   after a singular extension of the TT move, ``- statScore / 13628`` with
-  ``statScore = H - 4433``; the move keeps >= 1 ply.  Stockfish's PV-node
+  ``statScore = H - 4433``; the move keeps >= 1 ply, a check 2 plies.  Stockfish's PV-node
   terms (-1 - 15/(3 + d), -2 at ttPv nodes) are left out (see ``reduce``).  A
   reduced move that beats alpha gets ``act=LMR-RESEARCH`` and a zero-window
   search at full depth.
@@ -131,8 +131,8 @@ NULL_EVAL_MARGIN = 201
 #: and punishes only at quiet cutoffs, 0 for 80-87% of the moves LMR reduces (measured at
 #: depth 6 on fixtures/positions20.epd).  Both sums here are ``3 h - CONT_HISTORY_STANDIN``:
 #: one ply of ``statScore`` (13628).  Without it every LMR and futility rule sees a history of
-#: 0 where Stockfish sees a negative one, and the depth-6 bench gives LMR 1.72 plies (band
-#: 1.8-2.6) and 19% skips (band 22-36%).
+#: 0 where Stockfish sees a negative one, and the depth-6 bench gives EBF 3.01 (band <= 3),
+#: LMR 1.72 plies (band 1.8-2.6) and 20% skips (band 22-36%).
 CONT_HISTORY_STANDIN = 13628
 #: ProbCut: the raised beta's margin (``Value``, minus ``PROBCUT_IMPROVING`` when improving) and the plies it saves.
 PROBCUT_MARGIN = 179
@@ -198,14 +198,12 @@ class StockfishMechanisms(Mechanisms):
 
     # ---------------------------------------------------------- before the move loop
     def node_cut(self, node: Node) -> Optional[int]:
-        """The static-evaluation history update (Stockfish's step 6), then razoring and reverse
-        futility (steps 7 and 8)."""
-        if node.in_check:
-            return None
-        if node.pv or node.root or node.excluded is not None:
+        """Razoring and reverse futility (Stockfish's steps 7 and 8)."""
+        if node.pv or node.in_check or node.root or node.excluded is not None:
             return None
         dp, ev = node.dp, node.ev
-        if dp <= 7 and ev < node.alpha - value_cp(348 + 258 * dp * dp):
+        if (dp <= 7 and ev < node.alpha - value_cp(348 + 258 * dp * dp)
+                and not self._quiet_check()):
             s = self.searcher.qsearch(node.alpha - 1, node.alpha, node.ply, 0)
             if s < node.alpha:
                 self._count("razor")
@@ -215,6 +213,18 @@ class StockfishMechanisms(Mechanisms):
             self._count("futility-cut")
             return ev
         return None
+
+    def _quiet_check(self) -> bool:
+        """The side to move has a quiet move that gives check.  Razoring hands the node to
+        quiescence, which in Stockfish searches quiet checks at its first ply and here does not:
+        the profile razors only nodes where that makes no difference (without this it razors the
+        node before a quiet mate, e.g. the smothered Nf7# after Qg8+ Rxg8 at depth 4)."""
+        b = self.board
+        occupied = b.occupied
+        for m in b.generate_legal_moves(to_mask=~occupied):
+            if not m.promotion and b.gives_check(m):
+                return True
+        return False
 
     def null_ok(self, node: Node) -> bool:
         return (node.excluded is None
@@ -357,7 +367,7 @@ class StockfishMechanisms(Mechanisms):
         # Stockfish lowers r at PV nodes (1 + 15 / (3 + d), and 2 more at ttPv nodes) against a
         # statScore that is strongly negative there; this engine's history is 0 for most moves, so
         # PV nodes keep the formula's r (with Stockfish's PV terms the depth-6 bench's tree is
-        # 1.9 times bigger: EBF 3.23, LMR 10% of decisions, 43% skips).
+        # 2.2 times bigger: EBF 3.25, LMR 10% of decisions, 43% skips).
         if node.cut and sc != ORDER_KILLER:
             r += 2
         if node.tt_capture:
@@ -374,15 +384,19 @@ class StockfishMechanisms(Mechanisms):
         if dp < 2 or mn <= 1 + (node.pv and node.ply <= 1) or (node.pv and is_cap):
             return 0
         r, hist_term = self._lmr(node, move, mn, sc, quiet)
-        r = min(r - hist_term, dp - 2)
+        # the move keeps >= 1 ply; a check keeps 2, so that the reply is searched by a node and
+        # not by quiescence, which in Stockfish searches quiet checks at its first ply and here
+        # does not (without this the profile misses the smothered Qg8+ Rxg8 Nf7# at depth 4)
+        r = min(r - hist_term, dp - 2 - self.board.is_check())
         return r * ONE_PLY if r > 0 else 0
 
     # ---------------------------------------------------------- why=
     def reduce_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
                          quiet: bool, gives_check: bool) -> Optional[str]:
         """Why LMR (d >= 2, m > 1, m > 2 at PV nodes of ply <= 1) left the move unreduced:
-        ``gives-check`` (the check extension took it), ``pv-node`` (a capture at a PV node),
-        ``good-history`` (its history took r from >= 1 ply to none)."""
+        ``gives-check`` (the check extension took it, or a check's 2 plies left no reduction),
+        ``pv-node`` (a capture at a PV node), ``good-history`` (its history took r from >= 1
+        ply to none)."""
         dp = node.dp
         if dp < 2 or mn <= 1 + (node.pv and node.ply <= 1):
             return None
@@ -390,10 +404,11 @@ class StockfishMechanisms(Mechanisms):
             return "gives-check"
         if node.pv and is_cap:
             return "pv-node"
-        if quiet:
-            r, hist_term = self._lmr(node, move, mn, sc, quiet)
-            if min(r, dp - 2) > 0 and hist_term > 0 and min(r - hist_term, dp - 2) <= 0:
-                return "good-history"
+        r, hist_term = self._lmr(node, move, mn, sc, quiet)
+        if gives_check and min(r - hist_term, dp - 2) > 0:
+            return "gives-check"  # a check keeps 2 plies: it took the reduction away
+        if quiet and min(r, dp - 2) > 0 and hist_term > 0 and min(r - hist_term, dp - 2) <= 0:
+            return "good-history"
         return None
 
     def prune_exemption(self, node: Node, move: chess.Move, mn: int, sc: int, is_cap: bool,
