@@ -20,7 +20,7 @@ Crafty 25.2 traces at depth 6; the user's typhoon from DEEPER_PRUNING.md).
 A row with a band says pass/fail; a row without one is for reference only
 (the emulations are not those engines: see docs/ENGINE.md).  ``--deep``
 adds the tactical position (``tactical-f6f7``, the user's position) at
-``--deep-depth`` plies (default: 11 for stockfish, as published, about 20 s;
+``--deep-depth`` plies (default: 11 for stockfish, as published, about 10 s;
 8 for typhoon and crafty, whose emulations' trees at depth 11 would take an
 hour or more in pure Python): Stockfish's reduction band there, and typhoon's
 NULLBAILOUT, which needs a reduced parent move and so appears only at depth
