@@ -465,6 +465,9 @@ def fresh_run(path: Path, tables: str, pythonpath: str | None) -> tuple[float, f
     pid = os.fork()
     if pid == 0:
         os.chdir(tempfile.gettempdir())  # `python -c` puts the working directory first on sys.path
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
         os.execve(argv[0], argv, env)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
