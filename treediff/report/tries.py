@@ -169,6 +169,12 @@ def _visit_numbers(records: pd.DataFrame, column: str, order: np.ndarray, identi
     return np.where(mask & (values < 1), 1, values)
 
 
+def strings_at(records: pd.DataFrame, column: str, index: np.ndarray) -> np.ndarray:
+    """``records[column].astype(object).to_numpy()[index]`` converting only the rows asked for (a string column
+    of a million records costs a Python object each when converted whole)."""
+    return np.asarray(records[column].iloc[np.asarray(index, dtype=np.int64)].astype(object).to_numpy(), dtype=object)
+
+
 def compiled_available() -> bool:
     """Whether :func:`derive` runs the compiled kernel by default (built, and ``TREEDIFF_NUMPY_TRIES`` not 1)."""
     return _ctries is not None and os.environ.get(NUMPY_ENV, "") != "1"

@@ -32,7 +32,7 @@ from treediff.report.expr import Expr, check_types, parse
 from treediff.report.grouping import key_frame, parse_by
 from treediff.report.table import Batch, Grouping, Section, concat
 from treediff.report.tries import (COLUMNS, OPTIONAL, SHADOW_TITLE, derive, pct, shadow_counts, shadow_frame,
-                                   try_columns, wilson)
+                                   strings_at, try_columns, wilson)
 from treediff.store.source import BATCH_RECORDS, Source
 
 #: Columns a rule may name, and their types.
@@ -114,7 +114,7 @@ class WhatifTable:
         rec = tc.first[miss]
         records = batch.records
         misses = batch.cell_frame(
-            cell[miss], search=records["search"].to_numpy()[rec], path=records["path"].astype(object).to_numpy()[rec],
+            cell[miss], search=records["search"].to_numpy()[rec], path=strings_at(records, "path", rec),
             kind=tc.labels("kind", miss), act=tc.labels("act", miss),
             depth=tc.numbers["depth"][miss], mn=tc.numbers["mn"][miss], subtree_nodes=tc.subtree[miss],
             line=records["line"].to_numpy()[rec] if "line" in records else np.full(len(rec), -1))

@@ -17,7 +17,7 @@ A try without the value is in a ``-`` bucket (None).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -72,12 +72,21 @@ def fh_counts(batch: Batch, t) -> pd.DataFrame | None:
         else:
             v = tc.numbers[name]
             cols[name] = np.floor(v) if name == "depth" else v
-    agg = (pl.DataFrame(cols).group_by(["cell", *_DIMS], maintain_order=True)
-           .agg(pl.len().alias("tries"), pl.col("fh").sum().alias("fail_highs")))
-    rows = agg.get_column("cell").to_numpy().astype(np.int64)
+    keys = ["cell", *_DIMS]
+    packed = _pack(cols, keys)
+    if packed is not None:  # one int64 key: one hash column to group on instead of nine
+        key, decode = packed
+        agg = (pl.DataFrame({"_key": key, "fh": cols["fh"]}).group_by("_key")
+               .agg(pl.len().alias("tries"), pl.col("fh").sum().alias("fail_highs")))
+        got = decode(agg.get_column("_key").to_numpy())
+    else:
+        agg = (pl.DataFrame(cols).group_by(keys, maintain_order=True)
+               .agg(pl.len().alias("tries"), pl.col("fh").sum().alias("fail_highs")))
+        got = {name: agg.get_column(name).to_numpy() for name in keys}
+    rows = got["cell"].astype(np.int64)
     values: dict[str, np.ndarray] = {}
     for name in _DIMS:
-        col = agg.get_column(name).to_numpy()
+        col = got[name]
         if name in _STR_DIMS:
             labels = np.concatenate([tc.cats[name], [None]])
             col = col.astype(np.int64)
@@ -86,6 +95,59 @@ def fh_counts(batch: Batch, t) -> pd.DataFrame | None:
             values[name] = col.astype(np.float64)
     return batch.cell_frame(rows, **values, tries=agg.get_column("tries").to_numpy().astype(np.int64),
                             fail_highs=agg.get_column("fail_highs").to_numpy().astype(np.int64))
+
+
+#: Packed keys stay below this (int64 without overflow).
+_KEY_LIMIT = 1 << 62
+
+
+def _pack(cols: dict[str, np.ndarray],
+          names: Sequence[str]) -> tuple[np.ndarray, Callable[[np.ndarray], dict[str, np.ndarray]]] | None:
+    """The columns ``names`` packed into one int64 key per row, and the function giving them back from keys
+    (integer columns as int64, float columns as float64 with NaN); None when a float column holds a value that
+    is not a whole number or the key would overflow (then the caller groups on the columns themselves)."""
+    parts: list[tuple[str, bool, int, int]] = []  # (name, is_float, low, width)
+    codes: list[np.ndarray] = []
+    total = 1
+    for name in names:
+        v = cols[name]
+        if v.dtype.kind == "f":
+            finite = ~np.isnan(v)
+            fv = v[finite]
+            if len(fv) and not np.array_equal(fv, np.floor(fv)):
+                return None
+            lo, hi = (int(fv.min()), int(fv.max())) if len(fv) else (0, 0)
+            width = hi - lo + 2
+            code = np.zeros(len(v), dtype=np.int64)
+            code[finite] = fv.astype(np.int64) - lo + 1  # 0: missing
+            parts.append((name, True, lo, width))
+        else:
+            iv = v.astype(np.int64)
+            lo, hi = (int(iv.min()), int(iv.max())) if len(iv) else (0, 0)
+            width = hi - lo + 1
+            code = iv - lo
+            parts.append((name, False, lo, width))
+        total *= width
+        if total >= _KEY_LIMIT:
+            return None
+        codes.append(code)
+    key = np.zeros(len(cols[names[0]]), dtype=np.int64)
+    for (_, _, _, width), code in zip(parts, codes):
+        key = key * width + code
+
+    def decode(k: np.ndarray) -> dict[str, np.ndarray]:
+        k = np.asarray(k, dtype=np.int64).copy()
+        out: dict[str, np.ndarray] = {}
+        for name, is_float, lo, width in reversed(parts):
+            code = k % width
+            k //= width
+            if is_float:
+                out[name] = np.where(code == 0, np.nan, (code - 1 + lo).astype(np.float64))
+            else:
+                out[name] = code + lo
+        return out
+
+    return key, decode
 
 
 def _labels(frame: pd.DataFrame, bucket: str) -> tuple[np.ndarray, np.ndarray]:

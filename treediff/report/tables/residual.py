@@ -36,7 +36,7 @@ import pandas as pd
 
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
-from treediff.report.tries import COLUMNS, OPTIONAL, derive, pct
+from treediff.report.tries import COLUMNS, OPTIONAL, derive, pct, strings_at
 
 TITLES = {
     "residual": "Residual depth of moves decided in 3+ iterations: stalled share, median growth per root ply",
@@ -99,7 +99,7 @@ def _residual(batch: Batch) -> ResidualPartial:
     last_rec = d[en]
     cell = batch.record_groups.record_group
     paths = batch.cell_frame(cell[last_rec], stalled=(last_res <= first_res), growth=growth,
-                             subtree=sub_sum.astype(np.int64), path=rec["path"].astype(object).to_numpy()[last_rec],
+                             subtree=sub_sum.astype(np.int64), path=strings_at(rec, "path", last_rec),
                              n_iter=count[keep], first=first_res, last=last_res,
                              line=rec["line"].to_numpy()[last_rec] if "line" in rec else np.full(len(last_rec), -1))
     # Residual depth per iteration of the kept moves.
@@ -140,7 +140,7 @@ def _root_best(batch: Batch, t) -> pd.DataFrame:
     first = np.r_[True, run[pick][1:] != run[pick][:-1]]
     best = pick[first]
     return pd.DataFrame({"srow": batch.srow[r[best]], "run": run[best], "iter": batch.iters[r[best]],
-                         "best": rec["path"].astype(object).to_numpy()[r[best]]})
+                         "best": strings_at(rec, "path", r[best])})
 
 
 def pv_frame(searches: pd.DataFrame, grouping: Grouping, pv: pd.DataFrame) -> pd.DataFrame:
