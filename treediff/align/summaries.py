@@ -58,12 +58,14 @@ def kind_confusion(alignment: Alignment, within: np.ndarray | None = None) -> pd
     rank = {k: i for i, k in enumerate(order)}
     labels_a = sorted(set(ka), key=lambda k: (rank.get(k, len(order)), k))
     labels_b = sorted(set(kb), key=lambda k: (rank.get(k, len(order)), k))
-    table = pd.crosstab(
-        pd.Categorical(ka, categories=labels_a), pd.Categorical(kb, categories=labels_b), dropna=False
-    )
-    table.index = pd.Index(list(table.index.astype(str)), name="A")
-    table.columns = pd.Index(list(table.columns.astype(str)), name="B")
-    return table.astype("int64")
+    # One bincount over (code in A) x (code in B): pandas' crosstab cost ~30 ms a position (compare runs one
+    # per shared position).
+    codes_a = pd.Categorical(ka, categories=labels_a).codes.astype(np.int64)
+    codes_b = pd.Categorical(kb, categories=labels_b).codes.astype(np.int64)
+    counts = np.bincount(codes_a * len(labels_b) + codes_b, minlength=len(labels_a) * len(labels_b))
+    return pd.DataFrame(counts.reshape(len(labels_a), len(labels_b)).astype("int64"),
+                        index=pd.Index([str(k) for k in labels_a], name="A"),
+                        columns=pd.Index([str(k) for k in labels_b], name="B"))
 
 
 @dataclass
