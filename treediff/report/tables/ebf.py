@@ -146,8 +146,10 @@ def main_visits(batch: Batch) -> np.ndarray | None:
         return None
     # Record order within each search (batches hold whole searches; the columnar readers keep it).
     seq = np.asarray(records["seq"], dtype=np.int64)
-    sort = np.lexsort((seq, batch.srow))
-    order: np.ndarray | None = None if bool(np.all(sort == np.arange(len(sort)))) else sort
+    # (srow, seq) packed in one int64 (searches x the seq range stays far below 2**63): order checked in one pass,
+    # no sort (the columnar readers keep record order, so a sort is rarely needed).
+    key = batch.srow * (int(seq.max()) - int(seq.min()) + 1) + (seq - int(seq.min()))
+    order: np.ndarray | None = None if bool(np.all(key[1:] >= key[:-1])) else np.argsort(key, kind="stable")
     move_codes, _ = batch.codes("move")
     arrays = [batch.srow * (1 << 16) + batch.iters, batch.plies, batch.is_result, batch.is_move,
               np.asarray(move_codes, dtype=np.int64), np.asarray(records["depth"], dtype=np.float64),
