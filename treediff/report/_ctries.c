@@ -87,6 +87,11 @@ static void *big_alloc(size_t bytes, int zero)
     return p;
 }
 
+static inline void *big_alloc0(size_t bytes)
+{
+    return big_alloc(bytes, 0);
+}
+
 static uint64_t pow2_at_least(uint64_t x)
 {
     uint64_t p = 16;
@@ -285,8 +290,8 @@ static inline int64_t cached_get(int64_t *c_sub, int64_t *c_id, PairTab *t, int6
 static int csr_build(int64_t groups, const int64_t *key, const int64_t *val, int64_t m, int64_t **start_out,
                      int64_t **items_out)
 {
-    int64_t *start = calloc((size_t)(groups + 1), sizeof(int64_t));
-    int64_t *items = malloc(sizeof(int64_t) * (size_t)(m + 1));
+    int64_t *start = big_alloc(((size_t)(groups + 1)) * sizeof(int64_t), 1);
+    int64_t *items = big_alloc0(sizeof(int64_t) * (size_t)(m + 1));
     int64_t *fill = NULL;
     if (!start || !items)
         goto fail;
@@ -295,7 +300,7 @@ static int csr_build(int64_t groups, const int64_t *key, const int64_t *val, int
             start[key[j] + 1]++;
     for (int64_t g = 0; g < groups; g++)
         start[g + 1] += start[g];
-    fill = malloc(sizeof(int64_t) * (size_t)(groups + 1));
+    fill = big_alloc0(sizeof(int64_t) * (size_t)(groups + 1));
     if (!fill)
         goto fail;
     memcpy(fill, start, sizeof(int64_t) * (size_t)(groups + 1));
@@ -436,11 +441,11 @@ static PyObject *derive(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
 #ifdef CTRIES_TIMING
     clock_t t0_ = clock();
-    int64_t n_look = 0, n_plook = 0;
+    int64_t n_look = 0, n_plook = 0, n_comp = 0;
 #endif
     /* -------- paths: own path and parent path (without its last move) of every record, one dictionary */
-    tmp_own = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    tmp_par = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    tmp_own = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    tmp_par = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
     if (!tmp_own || !tmp_par || !strtab_init(&st, 2 * n + 1, n / 2 + 1))
         goto nogil_done;
     if (!pairtab_init(&pt, 1024))
@@ -456,8 +461,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
         for (int64_t i = 0; i < n; i++)
             if (off[i + 1] - off[i] > max_ln)
                 max_ln = off[i + 1] - off[i];
-        s_bnd = malloc(sizeof(int64_t) * (size_t)(max_ln + 3));
-        s_code = malloc(sizeof(int64_t) * (size_t)(max_ln + 3));
+        s_bnd = big_alloc0(sizeof(int64_t) * (size_t)(max_ln + 3));
+        s_code = big_alloc0(sizeof(int64_t) * (size_t)(max_ln + 3));
         if (!s_bnd || !s_code)
             goto nogil_done;
         PHASE("path-init");
@@ -490,6 +495,9 @@ static PyObject *derive(PyObject *self, PyObject *args)
                 while (next < ln && q[next] != '/')
                     next++;
                 int64_t len = next - start, code;
+#ifdef CTRIES_TIMING
+                n_comp++;
+#endif
                 if (len <= 7) {
                     uint64_t packed = 0;
                     memcpy(&packed, q + start, (size_t)len);
@@ -522,15 +530,15 @@ static PyObject *derive(PyObject *self, PyObject *args)
             p_ln = ln;
         }
     }
+#ifdef CTRIES_TIMING
+    fprintf(stderr, "own lookups %lld parent lookups %lld unique %lld components %lld pt size %lld\n", (long long)n_look, (long long)n_plook, (long long)st.n, (long long)n_comp, (long long)(pt.mask + 1));
+#endif
     pairtab_free(&pt);
     memset(&pt, 0, sizeof pt);
-#ifdef CTRIES_TIMING
-    fprintf(stderr, "own lookups %lld parent lookups %lld unique %lld\n", (long long)n_look, (long long)n_plook, (long long)st.n);
-#endif
     PHASE("paths");
     /* Codes numbered like a dictionary encoding of the own paths followed by the parent paths. */
     int64_t n_paths = 0;
-    renum = malloc(sizeof(int64_t) * (size_t)(st.n + 1));
+    renum = big_alloc0(sizeof(int64_t) * (size_t)(st.n + 1));
     if (!renum)
         goto nogil_done;
     memset(renum, 0xff, sizeof(int64_t) * (size_t)(st.n + 1));
@@ -554,9 +562,9 @@ static PyObject *derive(PyObject *self, PyObject *args)
     PHASE("renumber");
     /* -------- nodes: (run, path); runs are contiguous, so a stamp per path code numbers them */
     int64_t n_nodes = 0;
-    stamp = malloc(sizeof(int64_t) * (size_t)(n_paths + 1));
-    nid = malloc(sizeof(int64_t) * (size_t)(n_paths + 1));
-    par_node = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    stamp = big_alloc0(sizeof(int64_t) * (size_t)(n_paths + 1));
+    nid = big_alloc0(sizeof(int64_t) * (size_t)(n_paths + 1));
+    par_node = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
     if (!stamp || !nid || !par_node)
         goto nogil_done;
     memset(stamp, 0xff, sizeof(int64_t) * (size_t)(n_paths + 1));
@@ -582,8 +590,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
     free(nid); nid = NULL;
     free(tmp_own); tmp_own = NULL;
     free(tmp_par); tmp_par = NULL;
-    parent_of = malloc(sizeof(int64_t) * (size_t)(n_nodes + 1));
-    ply_of = calloc((size_t)(n_nodes + 1), sizeof(int64_t));
+    parent_of = big_alloc0(sizeof(int64_t) * (size_t)(n_nodes + 1));
+    ply_of = big_alloc(((size_t)(n_nodes + 1)) * sizeof(int64_t), 1);
     if (!parent_of || !ply_of)
         goto nogil_done;
     memset(parent_of, 0xff, sizeof(int64_t) * (size_t)(n_nodes + 1));
@@ -599,15 +607,15 @@ static PyObject *derive(PyObject *self, PyObject *args)
 
     PHASE("nodes");
     /* -------- one scan: visits, tries, entering decisions, each RESULT's previous RESULT of its node */
-    rec_v = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    res_pos = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
-    prev_res = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
-    last_move_of = malloc(sizeof(int64_t) * (size_t)(n_nodes + 1));
-    last_res_of = malloc(sizeof(int64_t) * (size_t)(n_nodes + 1));
-    res_of_v = malloc(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
-    first_res_of_v = malloc(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
-    first_move = malloc(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
-    last_dec = malloc(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
+    rec_v = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    res_pos = big_alloc0(sizeof(int64_t) * (size_t)(n_res + 1));
+    prev_res = big_alloc0(sizeof(int64_t) * (size_t)(n_res + 1));
+    last_move_of = big_alloc0(sizeof(int64_t) * (size_t)(n_nodes + 1));
+    last_res_of = big_alloc0(sizeof(int64_t) * (size_t)(n_nodes + 1));
+    res_of_v = big_alloc0(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
+    first_res_of_v = big_alloc0(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
+    first_move = big_alloc0(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
+    last_dec = big_alloc0(sizeof(int64_t) * (size_t)(n_mov + n_res + 1));
     if (!rec_v || !res_pos || !prev_res || !last_move_of || !last_res_of || !res_of_v || !first_res_of_v
             || !first_move || !last_dec || !pairtab_init(&vt, 1024) || !pairtab_init(&tt, 1024))
         goto nogil_done;
@@ -717,8 +725,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
 
     PHASE("classes");
     /* -------- the visit tree (treediff.parse.visits.visit_tree) */
-    r_pv = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
-    main_visit = calloc((size_t)(n_nodes + 1), sizeof(int64_t));
+    r_pv = big_alloc0(sizeof(int64_t) * (size_t)(n_res + 1));
+    main_visit = big_alloc(((size_t)(n_nodes + 1)) * sizeof(int64_t), 1);
     if (!r_pv || !main_visit)
         goto nogil_done;
     int any_lost = 0;
@@ -731,7 +739,7 @@ static PyObject *derive(PyObject *self, PyObject *args)
     if (any_lost) {
         /* Without an entering decision: the parent's first visit to close after it (the one still open if
          * none does).  RESULT positions per node, ascending. */
-        key = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+        key = big_alloc0(sizeof(int64_t) * (size_t)(n_res + 1));
         if (!key)
             goto nogil_done;
         for (int64_t k = 0; k < n_res; k++)
@@ -781,10 +789,10 @@ static PyObject *derive(PyObject *self, PyObject *args)
             pmax = p;
     }
     int64_t n_lvl = n_res ? pmax - pmin + 1 : 0;
-    r_level = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
-    posv = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
-    best = malloc(sizeof(int64_t) * (size_t)(n_nodes + 1));
-    buf = malloc(sizeof(int64_t) * (size_t)(n_res + 1));
+    r_level = big_alloc0(sizeof(int64_t) * (size_t)(n_res + 1));
+    posv = big_alloc0(sizeof(int64_t) * (size_t)(n_res + 1));
+    best = big_alloc0(sizeof(int64_t) * (size_t)(n_nodes + 1));
+    buf = big_alloc0(sizeof(int64_t) * (size_t)(n_res + 1));
     if (!r_level || !posv || !best || !buf)
         goto nogil_done;
     for (int64_t k = 0; k < n_res; k++) {
@@ -857,14 +865,14 @@ static PyObject *derive(PyObject *self, PyObject *args)
 
     PHASE("nodes-up");
     /* -------- spans: the next MOVE record of another move in the same visit, else the visit's RESULT */
-    span_end = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    t_end = malloc(sizeof(int64_t) * (size_t)(n_t + 1));
+    span_end = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    t_end = big_alloc0(sizeof(int64_t) * (size_t)(n_t + 1));
     if (!span_end || !t_end)
         goto nogil_done;
     {
         int64_t n_v = vt_n;
-        int64_t *mkey = malloc(sizeof(int64_t) * (size_t)(n + 1));
-        int64_t *mpos = malloc(sizeof(int64_t) * (size_t)(n + 1));
+        int64_t *mkey = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+        int64_t *mpos = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
         if (!mkey || !mpos) {
             free(mkey);
             free(mpos);
@@ -912,8 +920,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
         for (int64_t k = 0; k < n_res && !any_orphan; k++)
             any_orphan = r_parent[k] < 0 && ply[res_pos[k]] >= 2;
         if (any_orphan && n_mov) {
-            int64_t *mkey = malloc(sizeof(int64_t) * (size_t)(n + 1));
-            int64_t *mpos = malloc(sizeof(int64_t) * (size_t)(n + 1));
+            int64_t *mkey = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+            int64_t *mpos = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
             if (!mkey || !mpos) {
                 free(mkey);
                 free(mpos);
