@@ -1,0 +1,132 @@
+"""Benchmark: compare, diff and report end to end on logs of 1M, 5M and 20M lines (100M with --huge).
+
+    python benchmarks/bench_e2e.py                       # 1M, 5M, 20M lines per side
+    python benchmarks/bench_e2e.py --sizes 1m,5m         # a quicker run
+    python benchmarks/bench_e2e.py --sizes 1m --baseline /tmp/wt-base   # same-run ratios to another tree
+
+Per size the two logs (typhoon and stockfish dialects, every search its own position:
+``gen_logs.py --distinct-positions``, made once in ``--data``) are read by, each in a fresh interpreter
+(``/usr/bin/time``: wall seconds, CPU seconds, peak RSS):
+
+* the reading limits: ``cat A B > /dev/null`` and ``wc -l A B`` (what any reader of the two files pays);
+* ``treediff compare A B --allow-different-positions`` (JSON to a file), ``treediff diff A B --position gen7``
+  and ``treediff report A --table all``;
+
+and every figure is printed with its ratio to ``cat``.  Then, per command, the growth from one size to the
+next per doubling of the input: time x2.0 is linear, memory x1.0 is flat (bounded).  ``--baseline DIR`` also runs each command from another checkout (e.g. a ``git worktree`` of the
+code before issue 17) in the same run, and prints new / old.  Targets (issue 17): compare and diff of
+20M + 20M lines <= 30 s and <= 2 GB; compare 1M + 1M <= 2 s; 100M + 100M completes under the default
+--memory-limit.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = {"1m": 1_000_000, "2m": 2_000_000, "5m": 5_000_000, "10m": 10_000_000, "20m": 20_000_000,
+         "100m": 100_000_000}
+DIALECTS = ("typhoon", "stockfish")
+TREEDIFF = "from treediff.cli import main; main()"
+
+
+def _lines(label: str) -> int:
+    if label in SIZES:
+        return SIZES[label]
+    match = re.fullmatch(r"(\d+)([km]?)", label.lower())
+    if not match:
+        raise SystemExit(f"--sizes: {label!r} is not a size (e.g. 1m, 500k, 20m)")
+    return int(match.group(1)) * {"": 1, "k": 1_000, "m": 1_000_000}[match.group(2)]
+
+
+def make_logs(label: str, data: Path) -> tuple[Path, Path]:
+    """The size's two logs in ``data`` (generated once, with nice: slow, every search's tree is walked)."""
+    paths = []
+    for dialect in DIALECTS:
+        path = data / f"e2e_{dialect}_{label}.log"
+        if not path.exists():
+            print(f"generating {path} ...", file=sys.stderr, flush=True)
+            subprocess.run(["nice", sys.executable, str(ROOT / "benchmarks" / "gen_logs.py"), "--dialect", dialect,
+                            "--lines", str(_lines(label)), "--distinct-positions", "-o", str(path) + ".part"],
+                           check=True)
+            os.replace(str(path) + ".part", path)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def timed(argv: list[str], cwd: Path | None = None, stdout: str | None = None) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of ``argv`` in a fresh process (GNU time's own counters)."""
+    out = subprocess.run(["/usr/bin/time", "-f", "TIME %e %U %S %M", *argv], cwd=cwd,
+                         stdout=open(stdout or os.devnull, "wb"), stderr=subprocess.PIPE, text=True)
+    match = re.search(r"TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)", out.stderr)
+    if out.returncode != 0 or match is None:
+        tail = out.stderr.strip().splitlines()[-3:]
+        raise SystemExit(f"{' '.join(argv[:6])} failed ({out.returncode}): {' | '.join(tail)}")
+    wall, user, system, kb = match.groups()
+    return float(wall), float(user) + float(system), int(kb) / 1024
+
+
+def commands(a: Path, b: Path, out: Path) -> dict[str, list[str]]:
+    py = [sys.executable, "-c", TREEDIFF]
+    return {
+        "compare": [*py, "compare", str(a), str(b), "--allow-different-positions", "-o", str(out / "compare.json")],
+        "diff": [*py, "diff", str(a), str(b), "--position", "gen7", "-o", str(out / "diff.txt")],
+        "report": [*py, "report", str(a), "--table", "all", "-o", str(out / "report.json")],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1m,5m,20m", help="comma-separated lines per side (1m, 5m, 20m, 500k)")
+    parser.add_argument("--huge", action="store_true", help="also 100m (generates 2 x ~7.5 GB of logs)")
+    parser.add_argument("--data", default=str(ROOT / "benchmarks" / "data"), help="where the logs are kept")
+    parser.add_argument("--only", default="compare,diff,report", help="which commands (comma-separated)")
+    parser.add_argument("--baseline", metavar="DIR", help="another checkout to run in the same run (ratios)")
+    args = parser.parse_args()
+    labels = [s.strip() for s in args.sizes.split(",") if s.strip()] + (["100m"] if args.huge else [])
+    data = Path(args.data)
+    data.mkdir(parents=True, exist_ok=True)
+    out = data / "e2e_out"
+    out.mkdir(exist_ok=True)
+    only = [c for c in args.only.split(",") if c]
+    results: dict[tuple[str, str, str], tuple[float, float, float]] = {}
+    print(f"{'size':>6} {'what':<18} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8} {'x cat':>7}")
+    for label in labels:
+        a, b = make_logs(label, data)
+        limits = {"cat": ["cat", str(a), str(b)], "wc -l": ["wc", "-l", str(a), str(b)]}
+        for name, argv in limits.items():
+            results[(label, name, "")] = timed(argv)
+        cat = results[(label, "cat", "")][0] or 1e-3
+        runs = [("", None)] + ([("base", Path(args.baseline))] if args.baseline else [])
+        for name, argv in commands(a, b, out).items():
+            if name not in only:
+                continue
+            for tag, cwd in runs:
+                results[(label, name, tag)] = timed(argv, cwd=cwd or ROOT)
+        for (size, name, tag), (wall, cpu, rss) in results.items():
+            if size == label:
+                what = f"{name}{' (base)' if tag else ''}"
+                print(f"{label:>6} {what:<18} {wall:8.2f} {cpu:8.2f} {rss:8.0f} {wall / cat:7.1f}", flush=True)
+        if args.baseline:
+            for name in only:
+                new, old = results[(label, name, "")], results[(label, name, "base")]
+                print(f"{label:>6} {name + ' new/base':<18} {new[0] / old[0]:8.2f} {new[1] / old[1]:8.2f} "
+                      f"{new[2] / old[2]:8.2f}")
+    if len(labels) > 1:
+        print("\ngrowth per doubling of the input (time x2.0 = linear; memory x1.0 = flat)")
+        for name in ["cat", *only]:
+            for small, big in zip(labels, labels[1:]):
+                doublings = math.log2(_lines(big) / _lines(small))
+                (w0, c0, r0), (w1, c1, r1) = results[(small, name, "")], results[(big, name, "")]
+                per = lambda x0, x1: (x1 / x0) ** (1 / doublings) if x0 > 0 and x1 > 0 else float("nan")  # noqa: E731
+                print(f"  {name:<8} {small}->{big}: wall x{per(w0, w1):.2f}, CPU x{per(c0, c1):.2f}, "
+                      f"RSS x{per(r0, r1):.2f} per doubling")
+
+
+if __name__ == "__main__":
+    main()
