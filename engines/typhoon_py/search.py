@@ -908,21 +908,45 @@ class Searcher:
         ``made``) at full depth -- the node's depth less one ply, no reduction, no extension
         -- with the zero window at the node's beta (``fh`` needs only score >= beta; beta is
         the node's for its whole move loop), as the node would search a late move: a non-PV
-        child of the type the node's later children have.  A side search that cannot change
-        the main search: no trace lines, no TT writes (it reads the main TT through a private
-        overlay), no history, killer or countermove updates, no node limit, and its nodes,
-        acts and silent counts are taken back out of the main counters.  Writes
+        child of the type the node's later children have (``_side_search``).  Writes
         ``SHADOW path ply d score fh`` (``fh=1``: score >= the node's beta; the score is a
         fail-soft bound: a lower bound of the full-depth score when fh=1, an upper bound
-        when fh=0) and counts it."""
+        when fh=0) and counts it.
+
+        A beta above ``MATE - (ply + 1)`` (a mate on the next ply, the best any move can
+        score) cannot be reached: fh=0 with that bound as the score, without a search (the
+        mate-distance bound a search would return at once; a PV node of a full-window root
+        keeps beta = INF, so this spares the deepest shadows of typhoon's and crafty's)."""
+        nd = node.depth - ONE_PLY
+        beta = node.beta
+        reach = MATE - node.ply - 1
+        s = reach if beta > reach else self._side_search(node, m, nd, made)
+        fh = s >= beta
+        c = self.shadow_counts.get(act)
+        if c is None:
+            c = self.shadow_counts[act] = [0, 0]
+        c[0] += 1
+        c[1] += fh
+        out = self.out
+        if out is not None:
+            out(f"SHADOW path={path} ply={node.ply + 1} d={(nd if nd > 0 else 0) // self.div}"
+                f" score={s} fh={int(fh)}{self.ctx_sfx}\n")
+
+    def _side_search(self, node: Node, m: chess.Move, nd: int, made: bool) -> int:
+        """The shadow search of ``m`` at ``nd`` ticks, zero window at the node's beta, in a side
+        search that cannot change the main search: no trace lines, no TT writes (it reads the
+        main TTs through the shadow overlays), no history, killer or countermove updates, no
+        node limit, its acts and silent events into scratch counters, and its nodes taken back
+        out of the main counters (into ``shadow_nodes``)."""
         saved_out, saved_limit, saved_tt, saved_qtt = self.out, self.node_limit, self.tt, self.qtt
         nodes, qnodes = self.nodes, self.qnodes
-        acts, silent = dict(self.acts), dict(self.silent)
-        nd = node.depth - ONE_PLY
+        acts, silent, mech = self.acts, self.silent, self.mech
         self.out = None
         self.node_limit = None
         self.tt = self.shadow_tt
         self.qtt = self.shadow_qtt
+        self.acts = {}
+        self.silent = mech.silent = {}
         self.in_shadow = True
         self.shadow = False  # no shadows inside a shadow
         try:
@@ -930,30 +954,18 @@ class Searcher:
                 self.make(m)
             try:
                 beta = node.beta
-                s = self.child(beta - 1, beta, nd, node.ply, False, True if node.pv else not node.cut, False)
+                return self.child(beta - 1, beta, nd, node.ply, False, True if node.pv else not node.cut, False)
             finally:
                 if not made:
                     self.unmake()
         finally:
             self.out, self.node_limit, self.tt, self.qtt = saved_out, saved_limit, saved_tt, saved_qtt
+            self.acts = acts
+            self.silent = mech.silent = silent
             self.in_shadow = False
             self.shadow = True
             self.shadow_nodes += self.nodes - nodes + self.qnodes - qnodes
             self.nodes, self.qnodes = nodes, qnodes
-            self.acts.clear()
-            self.acts.update(acts)
-            self.silent.clear()
-            self.silent.update(silent)
-        fh = s >= node.beta
-        c = self.shadow_counts.get(act)
-        if c is None:
-            c = self.shadow_counts[act] = [0, 0]
-        c[0] += 1
-        c[1] += fh
-        if saved_out is not None:
-            saved_out(f"SHADOW path={path} ply={node.ply + 1} d={(nd if nd > 0 else 0) // self.div}"
-                      f" score={s} fh={int(fh)}"
-                      f"{self.ctx_sfx}\n")
 
     def _cutoff(self, node: Node, m: chess.Move, quiet: bool, quiets_tried: list) -> None:
         """``m`` failed high.  A quiet move becomes a killer, gets a history bonus (the
