@@ -213,7 +213,8 @@ class Mechanisms:
         if red and s > alpha:
             if self.RESEARCH_ACT is not None:
                 self.decide(self.RESEARCH_ACT, path, ply + 1, mn, node.depth, nd, 0, alpha, beta, node.nt)
-            s = child(alpha, alpha + 1, nd, ply, False, not child_cut, False)
+            # The same child searched again: the same expected type (it was labelled the opposite).
+            s = child(alpha, alpha + 1, nd, ply, False, child_cut, False)
         if pv and alpha < s < beta:
             s = child(alpha, beta, nd, ply, True, False, False)
         return s
