@@ -217,3 +217,60 @@ def test_random_games_agree_with_python_chess(fen, seed, plies):
     # The whole game again, from a fresh checker, as one batch of paths through the buffer interface.
     prefixes = pl.Series(["-"] + ["/".join(path[:i]) for i in range(1, len(path) + 1)])
     assert not check_paths_compiled(compiled_checker(root), prefixes).any()
+
+
+def test_coordinate_spellings_are_read_as_their_normalization_reads_them():
+    """Coordinate dialects' paths go to the checker as written: promotions in any case, every null spelling."""
+    from treediff.model.notation import NULL_SPELLINGS
+
+    checker = compiled_checker(chess.Board("4k3/P7/8/8/8/8/8/4K3 w - - 0 1"))
+    for spelling in sorted(NULL_SPELLINGS) + ["(NULL)", "NULL", "z0"]:
+        assert checker.check_one(f"a7a8Q/{spelling}/a8a1") == 0, spelling
+        assert checker.check_one(f"{spelling}/e8d8") == 0, spelling
+    assert checker.check_one("A7A8q") == 0 and checker.check_one("a7a8K") != 0 and checker.check_one("nul") != 0
+    assert checker.check_one("a7a8Q/(null)/a8b6") != 0 and checker.check_one("(nulll)") != 0
+
+
+ODD_FENS = [
+    "r3k2r/8/8/8/8/8/8/R3K2R w Kq - 0 1",
+    "r3k2r/8/8/8/8/8/8/1R2K1R1 w KQkq - 0 1",      # rights to rooks not on their corners
+    "r3k2r/8/8/8/8/8/8/R4K1R w KQkq - 0 1",        # the king is not on e1
+    "4k3/8/8/8/8/8/8/4K3 b - e3 0 1",              # an en-passant square nothing can take on
+    "4k3/8/8/8/8/8/8/4K3 w HAha - 0 1",            # Shredder letters: python-chess reads them
+    "4k3/8/8/8/8/8/8/4K3 w - -",                   # no move counters
+    "4k3/8/8/8/8/8/8/4K3",                         # the placement only
+    "4k3/8/8/8/8/8/8/4K3 w KQkq - 0",
+    "4k3/8/8/8/8/8/8/4K2 w - - 0 1",               # a rank of 7 squares: refused
+    "4k3/8/8/8/8/8/8/4K3p w - - 0 1",              # a rank of 9
+    "4k3/8/8/8/8/8/8 w - - 0 1",                   # 7 ranks
+    "4k3/8/8/8/8/8/8/4K3 x - - 0 1",
+    "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1",
+]
+
+
+@pytest.mark.parametrize("fen", FENS + ODD_FENS)
+def test_the_fen_reader_gives_what_python_chess_reads(fen):
+    from treediff.parse.paths import board_checker_args, fen_checker_args
+
+    try:
+        expected = board_checker_args(chess.Board(fen))
+    except ValueError:
+        expected = None
+    assert fen_checker_args(fen) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(fen=st.sampled_from(FENS), seed=st.integers(0, 2**32 - 1), plies=st.integers(0, 40))
+def test_the_fen_reader_on_random_positions(fen, seed, plies):
+    from treediff.parse.paths import board_checker_args, fen_checker_args
+
+    rng = random.Random(seed)
+    board = chess.Board(fen)
+    for _ in range(plies):
+        legal = list(board.legal_moves)
+        if not legal:
+            break
+        board.push(rng.choice(legal))
+    # board.fen() writes an en-passant square only when a capture is legal; the raw one is tried too.
+    for text in {board.fen(), board.fen(en_passant="fen")}:
+        assert fen_checker_args(text) == board_checker_args(chess.Board(text)), text

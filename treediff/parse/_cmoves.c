@@ -21,8 +21,9 @@
  *     empty, the king's start, crossing and arrival squares not attacked;
  *   - the mover's own king not attacked afterwards (pins, discovered checks,
  *     en-passant captures that uncover a rank, evasions); no king: no check;
- *   - the null move 0000 is always accepted (as the parser resolves it: the
- *     side to move passes and the en-passant square is forfeited).
+ *   - the null move (0000, or any other spelling of it) is always accepted (as
+ *     the parser resolves it: the side to move passes and the en-passant square
+ *     is forfeited).
  *
  * Why a stack and not a table of positions: trace lines come depth-first,
  * so consecutive paths share most of their moves.  The checker keeps the
@@ -34,8 +35,8 @@
  * order is correct; an order that jumps around only replays more moves.
  *
  * The paths come as an Arrow string-view array (16-byte views, values of
- * more than 12 bytes in the data buffers), read without a copy; the scan runs
- * without the GIL.  Only the CPython API and the buffer protocol are used.
+ * more than 12 bytes in the data buffers), read without a copy.  Only the
+ * CPython API and the buffer protocol are used.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -88,6 +89,7 @@ typedef struct {
     int8_t castling;
     int8_t king[2]; /* each colour's king (the highest square, as python-chess's Board.king), -1 none */
     int8_t check;   /* whether the side to move is in check: -1 not known yet (found when first needed) */
+    int8_t kings[2]; /* how many kings each colour has (1 but in odd positions) */
 } Board;
 
 /* A move token packed in an int32: from | to << 6 | promotion piece << 12; nulls and bad tokens apart. */
@@ -180,10 +182,14 @@ static int attacked(const Board *b, int sq, int by)
 static void find_kings(Board *b)
 {
     b->king[WHITE] = b->king[BLACK] = -1;
+    b->kings[WHITE] = b->kings[BLACK] = 0;
     for (int sq = 63; sq >= 0; sq--) {
         int8_t p = b->sq[sq];
-        if ((p == KING || p == -KING) && b->king[colour_of(p)] < 0)
-            b->king[colour_of(p)] = (int8_t)sq;
+        if (p == KING || p == -KING) {
+            if (b->king[colour_of(p)] < 0)
+                b->king[colour_of(p)] = (int8_t)sq;
+            b->kings[colour_of(p)]++;
+        }
     }
 }
 
@@ -226,7 +232,10 @@ static int castle(Board *b, int kingside, Board *out)
     out->ep = -1;
     out->side = (int8_t)by;
     out->check = -1;
-    find_kings(out);
+    if (out->kings[side] == 1)
+        out->king[side] = (int8_t)(base + (kingside ? 6 : 2));
+    else
+        find_kings(out);
     return OK;
 }
 
@@ -367,7 +376,9 @@ static int play(Board *b, int32_t token, Board *out)
     out->sq[to] = (int8_t)(promo ? s * promo : piece);
     out->side = (int8_t)(side ^ 1);
     out->check = -1;
-    if (type == KING || target == KING || target == -KING || ep_capture)
+    if (type == KING && out->kings[side] == 1 && target != -s * KING)
+        out->king[side] = (int8_t)to; /* the one king moved: no need to look for it */
+    else if (type == KING || target == KING || target == -KING || ep_capture)
         find_kings(out);
     int king = out->king[side];
     if (king < 0)
@@ -382,25 +393,43 @@ static int play(Board *b, int32_t token, Board *out)
     return slider_on_ray(out, king, d, side ^ 1) ? IN_CHECK : OK;
 }
 
-/* One UCI token [t, t+len) packed (TOKEN_BAD if it is not a UCI move or 0000). */
+/* Every spelling of the null move (treediff.model.notation.NULL_SPELLINGS), lower-cased: coordinate
+ * dialects' paths are read as their normalization reads them (lower-cased, nulls to 0000), so the
+ * parser need not rewrite them first.  The parser only hands over paths that normalize to UCI. */
+static const char *const NULLS[] = {"0000", "(null)", "null", "--", "@@@@", "z0"};
+
+static inline unsigned char lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }
+
+/* One move token [t, t+len) packed (TOKEN_BAD if it is neither a UCI move nor a null spelling). */
 static inline int32_t pack_token(const unsigned char *t, Py_ssize_t len)
 {
-    if (len == 4 && memcmp(t, "0000", 4) == 0)
-        return TOKEN_NULL;
-    if ((len != 4 && len != 5) || t[0] < 'a' || t[0] > 'h' || t[1] < '1' || t[1] > '8' || t[2] < 'a' || t[2] > 'h'
-            || t[3] < '1' || t[3] > '8')
-        return TOKEN_BAD;
-    int32_t from = (t[1] - '1') * 8 + (t[0] - 'a'), to = (t[3] - '1') * 8 + (t[2] - 'a'), promo = 0;
-    if (len == 5) {
-        switch (t[4]) {
-        case 'n': promo = KNIGHT; break;
-        case 'b': promo = BISHOP; break;
-        case 'r': promo = ROOK; break;
-        case 'q': promo = QUEEN; break;
-        default: return TOKEN_BAD;
+    if ((len == 4 || len == 5) && t[0] >= 'a' && t[0] <= 'h') { /* the usual case: lower-case squares */
+        if (t[1] < '1' || t[1] > '8' || t[2] < 'a' || t[2] > 'h' || t[3] < '1' || t[3] > '8')
+            return TOKEN_BAD;
+        int32_t from = (t[1] - '1') * 8 + (t[0] - 'a'), to = (t[3] - '1') * 8 + (t[2] - 'a'), promo = 0;
+        if (len == 5) {
+            switch (t[4]) {
+            case 'n': case 'N': promo = KNIGHT; break;
+            case 'b': case 'B': promo = BISHOP; break;
+            case 'r': case 'R': promo = ROOK; break;
+            case 'q': case 'Q': promo = QUEEN; break;
+            default: return TOKEN_BAD;
+            }
         }
+        return from | to << 6 | promo << 12;
     }
-    return from | to << 6 | promo << 12;
+    /* Anything else: lower-cased, it is a null spelling or a move with capital squares, or nothing. */
+    unsigned char low[6];
+    if (len < 2 || len > 6)
+        return TOKEN_BAD;
+    for (Py_ssize_t i = 0; i < len; i++)
+        low[i] = lower(t[i]);
+    for (size_t k = 0; k < sizeof NULLS / sizeof NULLS[0]; k++)
+        if (strlen(NULLS[k]) == (size_t)len && memcmp(low, NULLS[k], (size_t)len) == 0)
+            return TOKEN_NULL;
+    if ((len == 4 || len == 5) && low[0] >= 'a' && low[0] <= 'h')
+        return pack_token(low, len);
+    return TOKEN_BAD;
 }
 
 /* --------------------------------------------------------------- Checker */
@@ -409,6 +438,8 @@ typedef struct {
     PyObject_HEAD
     Board *boards;   /* boards[k]: the position after the previous path's first k moves; boards[0] the root */
     int32_t *tok;    /* the previous path's moves, packed */
+    int32_t *ends;   /* where each of them ends in the previous path's bytes (its '/' or the end) */
+    Py_ssize_t n_tok;
     unsigned char *path; /* the previous path's bytes */
     Py_ssize_t cap;  /* room in boards (cap + 1) and tok (cap) */
     Py_ssize_t path_cap, path_len;
@@ -433,8 +464,31 @@ static int grow(Checker *c, Py_ssize_t need)
     if (!tok)
         return -1;
     c->tok = tok;
+    int32_t *ends = (int32_t *)realloc(c->ends, (size_t)cap * sizeof(int32_t));
+    if (!ends)
+        return -1;
+    c->ends = ends;
     c->cap = cap;
     return 0;
+}
+
+/* Length of the common prefix of a and b (limit bytes at most), eight bytes at a time where it can. */
+static inline Py_ssize_t common_prefix(const unsigned char *a, const unsigned char *b, Py_ssize_t limit)
+{
+    Py_ssize_t i = 0;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (i + 8 <= limit) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return i + (__builtin_ctzll(x ^ y) >> 3); /* the first differing byte */
+        i += 8;
+    }
+#endif
+    while (i < limit && a[i] == b[i])
+        i++;
+    return i;
 }
 
 /* The reason code for the path [p, p+len) ("" and "-" are the root); -1 when out of memory. */
@@ -442,38 +496,32 @@ static int check_path(Checker *c, const unsigned char *p, Py_ssize_t len)
 {
     if (len == 1 && p[0] == '-')
         len = 0;
-    /* The bytes shared with the previous path say which moves are shared: only the others are read. */
-    const unsigned char *q = c->path;
-    Py_ssize_t qlen = c->path_len, i = 0, limit = len < qlen ? len : qlen, slashes = 0, tok_start = 0;
-    while (i < limit && p[i] == q[i]) {
-        if (p[i] == '/') {
-            slashes++;
-            tok_start = i + 1;
-        }
-        i++;
+    if (len > INT32_MAX)
+        return BAD_TOKEN;
+    /* The bytes shared with the previous path say which moves are shared: a previous move is shared
+     * when its '/' is, or when both paths end (or go on with a '/') right after it.  Only the others
+     * are read. */
+    Py_ssize_t qlen = c->path_len, common = 0;
+    Py_ssize_t i = common_prefix(p, c->path, len < qlen ? len : qlen);
+    if (len > 0 && qlen > 0) {
+        int boundary = i == len || p[i] == '/';
+        while (common < c->n_tok && (c->ends[common] < i || (c->ends[common] == i && boundary)))
+            common++;
     }
-    Py_ssize_t common, n;
-    if (len == 0 || qlen == 0) {
-        common = 0;
-        tok_start = 0;
-    } else if ((i == len || p[i] == '/') && (i == qlen || q[i] == '/')) {
-        common = slashes + 1; /* the move ending at byte i is shared too */
-        tok_start = i + 1;
-    } else {
-        common = slashes;
-    }
-    n = common;
+    Py_ssize_t n = common, tok_start = common ? c->ends[common - 1] + 1 : 0;
     if (len > 0 && tok_start <= len) {
         Py_ssize_t from = tok_start;
         for (Py_ssize_t j = tok_start; j <= len; j++) {
             if (j == len || p[j] == '/') {
                 if (n >= c->cap && grow(c, n + 1) < 0)
                     return -1;
-                c->tok[n++] = pack_token(p + from, j - from);
+                c->tok[n] = pack_token(p + from, j - from);
+                c->ends[n++] = (int32_t)j;
                 from = j + 1;
             }
         }
     }
+    c->n_tok = n;
     if (len > c->path_cap) {
         Py_ssize_t cap = c->path_cap;
         while (cap < len)
@@ -507,6 +555,7 @@ static void Checker_dealloc(Checker *c)
 {
     free(c->boards);
     free(c->tok);
+    free(c->ends);
     free(c->path);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
@@ -544,14 +593,16 @@ static int Checker_init(Checker *c, PyObject *args, PyObject *kwds)
         c->path_cap = 256;
         c->boards = (Board *)malloc((size_t)(c->cap + 1) * sizeof(Board));
         c->tok = (int32_t *)malloc((size_t)c->cap * sizeof(int32_t));
+        c->ends = (int32_t *)malloc((size_t)c->cap * sizeof(int32_t));
         c->path = (unsigned char *)malloc((size_t)c->path_cap);
-        if (!c->boards || !c->tok || !c->path) {
+        if (!c->boards || !c->tok || !c->ends || !c->path) {
             PyErr_NoMemory();
             return -1;
         }
     }
     c->boards[0] = root;
     c->path_len = 0;
+    c->n_tok = 0;
     c->valid = 0;
     c->bad_at = -1;
     c->bad_reason = OK;
@@ -624,8 +675,9 @@ static PyObject *Checker_check(Checker *c, PyObject *args)
     }
     const unsigned char *sk = skip.obj ? (const unsigned char *)skip.buf : NULL;
     unsigned char *o = (unsigned char *)out.buf;
+    /* The GIL is kept: a call is one search's share of a chunk (about a millisecond), and taking the
+     * GIL back from the converting threads would cost the parser's thread more than it frees. */
     c->busy = 1;
-    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         if (sk && sk[i]) {
             o[i] = 0;
@@ -648,7 +700,6 @@ static PyObject *Checker_check(Checker *c, PyObject *args)
         }
         o[i] = (unsigned char)r;
     }
-    Py_END_ALLOW_THREADS
     c->busy = 0;
     if (failed) {
         PyErr_NoMemory();

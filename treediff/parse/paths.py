@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -83,25 +84,77 @@ def compiled_checker_available() -> bool:
     return _cmoves is not None and hasattr(pa, "string_view") and os.environ.get(MOVE_CHECK_ENV, "") != "python"
 
 
-def _castling_bits(board: chess.Board) -> int:
+CheckerArgs = tuple[bytes, bool, int, int]
+
+_PIECE_CODES = {"P": 1, "N": 2, "B": 3, "R": 4, "Q": 5, "K": 6, "p": -1, "n": -2, "b": -3, "r": -4, "q": -5, "k": -6}
+#: The FENs :func:`fen_checker_args` reads itself; python-chess reads any other.
+_PLAIN_FEN = re.compile(r"([1-8pnbrqkPNBRQK]{1,8}(?:/[1-8pnbrqkPNBRQK]{1,8}){7}) ([wb]) (-|(?=[KQkq])K?Q?k?q?) "
+                        r"(-|[a-h][36])(?: \d+ \d+)?\Z")
+
+
+def board_checker_args(board: chess.Board) -> CheckerArgs:
+    """:class:`treediff.parse._cmoves.Checker`'s arguments for a python-chess board (a standard board)."""
+    squares = bytearray(64)
+    for square, piece in board.piece_map().items():
+        squares[square] = (piece.piece_type if piece.color else -piece.piece_type) & 0xFF
     rights = board.clean_castling_rights()
-    return ((1 if rights & chess.BB_H1 else 0) | (2 if rights & chess.BB_A1 else 0)
-            | (4 if rights & chess.BB_H8 else 0) | (8 if rights & chess.BB_A8 else 0))
+    castling = ((1 if rights & chess.BB_H1 else 0) | (2 if rights & chess.BB_A1 else 0)
+                | (4 if rights & chess.BB_H8 else 0) | (8 if rights & chess.BB_A8 else 0))
+    ep = -1 if board.ep_square is None else board.ep_square
+    return bytes(squares), board.turn == chess.WHITE, castling, ep
+
+
+@functools.lru_cache(maxsize=1024)
+def fen_checker_args(fen: str) -> CheckerArgs | None:
+    """:func:`board_checker_args` of ``chess.Board(fen)`` (None where python-chess refuses the FEN).
+
+    A plain FEN (``KQkq``-style castling) is read here, a few µs instead of python-chess's
+    ~0.25 ms a search (tests/parse/test_uci_validation_oracle.py compares the two); others go to python-chess.
+    """
+    m = _PLAIN_FEN.match(fen)
+    if m is None:
+        try:
+            return board_checker_args(chess.Board(fen))
+        except ValueError:
+            return None
+    squares = bytearray(64)
+    for rank, row in enumerate(reversed(m.group(1).split("/"))):
+        file = 0
+        for ch in row:
+            if ch.isdigit():
+                file += int(ch)
+            else:
+                if file < 8:
+                    squares[rank * 8 + file] = _PIECE_CODES[ch] & 0xFF
+                file += 1
+        if file != 8:
+            try:  # a rank that is not 8 squares: python-chess says what it makes of it
+                return board_checker_args(chess.Board(fen))
+            except ValueError:
+                return None
+    flags = m.group(3)
+    # A right counts when its rook stands on the corner and the king on e1/e8 (clean_castling_rights).
+    white_king, black_king = squares[4] == _PIECE_CODES["K"], squares[60] == _PIECE_CODES["k"] & 0xFF
+    white_rook, black_rook = _PIECE_CODES["R"], _PIECE_CODES["r"] & 0xFF
+    castling = ((1 if "K" in flags and white_king and squares[7] == white_rook else 0)
+                | (2 if "Q" in flags and white_king and squares[0] == white_rook else 0)
+                | (4 if "k" in flags and black_king and squares[63] == black_rook else 0)
+                | (8 if "q" in flags and black_king and squares[56] == black_rook else 0))
+    ep = -1 if m.group(4) == "-" else chess.parse_square(m.group(4))
+    return bytes(squares), m.group(2) == "w", castling, ep
 
 
 def compiled_checker(board: chess.Board) -> Any:
     """A :class:`treediff.parse._cmoves.Checker` at ``board`` (a standard board; its move stack is not used)."""
     assert _cmoves is not None
-    squares = bytearray(64)
-    for square, piece in board.piece_map().items():
-        squares[square] = (piece.piece_type if piece.color else -piece.piece_type) & 0xFF
-    ep = -1 if board.ep_square is None else board.ep_square
-    return _cmoves.Checker(bytes(squares), board.turn == chess.WHITE, _castling_bits(board), ep)
+    return _cmoves.Checker(*board_checker_args(board))
 
 
 def check_paths_compiled(checker: Any, paths: pl.Series, skip: np.ndarray | None = None) -> np.ndarray:
     """The compiled checker's reason code (uint8, 0 legal; :data:`ILLEGAL_REASONS`) of each of one search's
     UCI ``paths`` (``""`` or ``-`` the root), in order; rows where ``skip`` is true (and nulls) get 0.
+    Coordinate moves are read as the coordinate dialects' normalization reads them: in any case, and
+    every spelling of :data:`~treediff.model.notation.NULL_SPELLINGS` a null move.
 
     The paths are handed over as Arrow string views, without a copy.
     """
@@ -185,8 +238,9 @@ class PathNormalizer:
             _patched_paths, coord_index=coord_index, coord_paths=coord_paths, hard_index=hard_index, parts=parts,
         )
         if self._check_uci and len(hard) < rows.height:
-            # The UCI and coordinate paths, each as UCI; the SAN ones are resolved on boards already.
-            uci = raw.scatter(coord_index, coord_paths) if len(coord_index) else raw
+            # The UCI and coordinate paths; the SAN ones are resolved on boards already.  The compiled
+            # checker reads coordinates as written (any case, every null spelling), python-chess their UCI.
+            uci = raw if self._compiled or not len(coord_index) else raw.scatter(coord_index, coord_paths)
             skip = None
             if len(hard):
                 skip = np.zeros(rows.height, dtype=bool)
@@ -213,17 +267,17 @@ class PathNormalizer:
         for lo, hi in zip(starts, stops):
             search = int(searches[lo])
             state = by_id[search]
-            board = state.resolver.board
-            if board is None:
-                continue
             part_skip = None if skip is None else skip[lo:hi]
             if self._compiled:
                 checker = checkers.get(search, self._checkers.get(search))
                 if checker is None:
-                    checker = compiled_checker(board)
+                    args = fen_checker_args(state.fen) if state.fen else None
+                    if args is None:
+                        continue
+                    checker = _cmoves.Checker(*args)
                 checkers[search] = checker
                 bad[lo:hi] = check_paths_compiled(checker, uci.slice(lo, hi - lo), part_skip) != 0
-            else:
+            elif state.resolver.board is not None:
                 bad[lo:hi] = _illegal_by_python_chess(state, uci.slice(lo, hi - lo), part_skip)
         self._checkers = checkers  # a search's lines are consecutive: the others are over
         if not bad.any():
