@@ -16,11 +16,24 @@ end to end, best of ``--repeat`` runs: ``treediff report PATH --table all -o
 FILE`` through the click command (reading the Parquet file, computing, rendering
 and writing the tables), and the straightforward version (reading, computing).
 The script checks that they agree on the numbers before it prints the ratio.
+
+The analytics commands (issue 13: ``report --table cutoffs|fh|residual|depths`` and ``whatif --rule
+'mn >= 6 and depth <= 4'``) are each run end to end in a process of their own (start-up and reading the
+Parquet file included), timed in wall and CPU seconds (``resource.getrusage``: the figure a loaded machine
+distorts least), with the compiled move-try derivation (``treediff/report/_ctries.c``) and, in the same
+run, with the numpy one (``TREEDIFF_NUMPY_TRIES=1``), whose outputs must be byte-identical; and against
+the straightforward baseline, the record-by-record statement of the definitions in
+``tests/support/analytics_reference.py`` (one search at a time; depths: a pandas groupby), whose figures
+must agree (``--no-reference`` skips it: minutes at 5M records).
+
+    python benchmarks/bench_report.py --no-all --repeat 1                   # the analytics part only
+    python benchmarks/bench_report.py --no-all --no-reference --repeat 1    # without the slow baseline
 """
 from __future__ import annotations
 
 import argparse
 import random
+import resource
 import sys
 import time
 from pathlib import Path
@@ -354,43 +367,50 @@ RULE = 'mn >= 6 and depth <= 4'
 ANALYTICS = ("cutoffs", "fh", "residual", "depths", "whatif")
 
 
-def run_analytics_cli(path: Path, name: str, out: Path) -> None:
-    """One analytics table through its command, end to end (reading the Parquet file included)."""
-    from click.testing import CliRunner
-
-    from treediff.cli import main as cli_main
+def run_analytics_cli(path: Path, name: str, out: Path, numpy: bool = False) -> None:
+    """One analytics command end to end in its own process (start-up and reading the Parquet file included);
+    ``numpy``: with the numpy derivation (TREEDIFF_NUMPY_TRIES=1)."""
+    import os
+    import subprocess
 
     args = (["whatif", str(path), "--rule", RULE] if name == "whatif"
             else ["report", str(path), "--table", name])
-    result = CliRunner().invoke(cli_main, [*args, "-o", str(out)])
-    if result.exit_code != 0:
-        raise RuntimeError(f"treediff {' '.join(args)} failed: {result.output}")
+    env = dict(os.environ)
+    env.pop("TREEDIFF_NUMPY_TRIES", None)
+    if numpy:
+        env["TREEDIFF_NUMPY_TRIES"] = "1"
+    done = subprocess.run([sys.executable, "-c", "from treediff.cli import main; main()", *args, "-o", str(out)],
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"treediff {' '.join(args)} failed: {done.stdout}{done.stderr}")
 
 
-def straightforward_analytics(path: Path) -> tuple[dict[str, float], dict]:
+def straightforward_analytics(path: Path) -> tuple[dict[str, tuple[float, float]], dict]:
     """tests/support/analytics_reference.py (record-by-record Python, one search at a time: searches are
-    independent) and a pandas groupby for depths: seconds per table (the shared record reading and derivation
-    counted in each, as each table does it on its own) and the summed figures."""
+    independent) and a pandas groupby for depths: (wall, CPU) seconds per table (the shared record reading and
+    derivation counted in each, as each table does it on its own) and the summed figures."""
     sys.path.insert(0, str(ROOT / "tests"))
     from support import analytics_reference as ref
 
-    t0 = time.perf_counter()
+    w0, c0 = time.perf_counter(), _cpu()
     rec = pd.read_parquet(path)
-    read = time.perf_counter() - t0
-    times = {name: read for name in ANALYTICS}
+    read = (time.perf_counter() - w0, _cpu() - c0)
+    times = {name: list(read) for name in ANALYTICS}
     totals: dict = {"cutoffs": {}, "fh": {}, "whatif": {}, "residual": {"paths": 0, "stalled": 0, "growth": []}}
-    derive_time = 0.0
+    derive_time = [0.0, 0.0]
     for _, part in rec.groupby("search", sort=True):
-        t0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), _cpu()
         r = ref.derive(ref.rows_of(part))
-        derive_time += time.perf_counter() - t0
+        derive_time[0] += time.perf_counter() - w0
+        derive_time[1] += _cpu() - c0
         for name, fn in (("cutoffs", lambda: ref.cutoffs(r)), ("fh", lambda: ref.fh_by_kind(r)),
                          ("whatif", lambda: ref.whatif(r, lambda row: row["mn"] is not None and row["mn"] >= 6
                                                        and row["depth"] <= 4)),
                          ("residual", lambda: ref.residual(r))):
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), _cpu()
             got = fn()
-            times[name] += time.perf_counter() - t0
+            times[name][0] += time.perf_counter() - w0
+            times[name][1] += _cpu() - c0
             acc = totals[name]
             for k, v in got.items():
                 if k == "growth":
@@ -401,13 +421,15 @@ def straightforward_analytics(path: Path) -> tuple[dict[str, float], dict]:
                 elif k not in ("mean_mn", "median_growth"):
                     acc[k] = acc.get(k, 0) + v
     for name in ("cutoffs", "fh", "whatif", "residual"):
-        times[name] += derive_time
-    t0 = time.perf_counter()
+        times[name][0] += derive_time[0]
+        times[name][1] += derive_time[1]
+    w0, c0 = time.perf_counter(), _cpu()
     moves = rec[(rec["tag"].astype(str) == "MOVE") & rec["new_depth"].notna()]
     step = (moves["depth"] - moves["new_depth"]).rename("step")
     totals["depths"] = step.groupby(moves["act"].astype(str)).agg(["size", "mean", "median"])
-    times["depths"] += time.perf_counter() - t0
-    return times, totals
+    times["depths"][0] += time.perf_counter() - w0
+    times["depths"][1] += _cpu() - c0
+    return {k: (v[0], v[1]) for k, v in times.items()}, totals
 
 
 def check_analytics(path: Path, totals: dict) -> None:
@@ -436,6 +458,14 @@ def check_analytics(path: Path, totals: dict) -> None:
     assert {k: int(v) for k, v in d.items()} == {k: int(v) for k, v in totals["depths"]["size"].items()}
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and of its finished child processes so far: the figure
+    that a loaded machine distorts least."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+
+
 def best_of(fn, repeat: int):
     times, result = [], None
     for _ in range(repeat):
@@ -445,65 +475,48 @@ def best_of(fn, repeat: int):
     return min(times), result
 
 
-# ------------------------------------------------------------------ fresh-interpreter wall and peak RSS (issue 17)
-
-BASIC = "nodes,acts,lmr,ebf,skips,scope"
-
-
-def fresh_run(path: Path, tables: str, pythonpath: str | None) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of ``treediff report PATH --table TABLES -o FILE`` in a new interpreter."""
-    import os
-    import tempfile
-
-    env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
-    entry = "import sys; from treediff.cli import main; sys.argv[0] = 'treediff'; sys.exit(main())"
-    out = Path(tempfile.gettempdir()) / f"bench_report_fresh_{os.getpid()}.txt"
-    argv = [sys.executable, "-c", entry, "report", str(path), "--table", tables, "-o", str(out)]
-    start = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        os.chdir(tempfile.gettempdir())  # `python -c` puts the working directory first on sys.path
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        os.execve(argv[0], argv, env)
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - start
-    out.unlink(missing_ok=True)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv)}: exit status {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_maxrss / 1024  # KiB on Linux; this script stays far below the child's peak
+def measure(fn, repeat: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``fn()``, each the least over ``repeat`` runs."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        w0, c0 = time.perf_counter(), _cpu()
+        fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(_cpu() - c0)
+    return min(walls), min(cpus)
 
 
-def fresh(path: Path, repeat: int, baseline_rev: str | None) -> None:
-    """``--table all`` and the six basic tables, each in a fresh interpreter (wall, peak RSS), alternating
-    run by run with a worktree of ``baseline_rev`` when given (same load for both): target <= 5 s and
-    <= 1.5 GB at 20M records."""
-    import contextlib
-    import statistics
+def analytics(path: Path, repeat: int, reference: bool) -> None:
+    """The analytics commands end to end (each in its own process), compiled derivation (treediff.report._ctries, when built) against
+    the numpy derivation (TREEDIFF_NUMPY_TRIES=1) in the same run, their outputs compared byte for byte; and,
+    with ``reference``, against the straightforward record-by-record reference (tests/support/
+    analytics_reference.py), the figures checked to agree."""
+    from treediff.report import tries
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_startup import baseline_worktree
-
-    with contextlib.ExitStack() as stack:
-        base = stack.enter_context(baseline_worktree(baseline_rev)) if baseline_rev else None
-        sides = [("now", None)] + ([("base", base)] if base else [])
-        for tables in ("all", BASIC):
-            runs: dict[str, list[tuple[float, float]]] = {s: [] for s, _ in sides}
-            for _ in range(repeat):
-                for side, pythonpath in sides:
-                    runs[side].append(fresh_run(path, tables, pythonpath))
-            line = f"--table {tables:32}"
-            for side, _ in sides:
-                wall = statistics.median(w for w, _ in runs[side])
-                rss = max(m for _, m in runs[side])
-                line += f"  {side} {wall:7.2f} s {rss:7.0f} MB"
-            if base:
-                ratio = statistics.median(w for w, _ in runs["now"]) / statistics.median(w for w, _ in runs["base"])
-                line += f"  now/base {ratio:5.2f}"
-            print(line + f"   (median of {repeat}; target <= 5 s, <= 1536 MB)", flush=True)
+    print(f"compiled derivation: {'built' if tries._ctries is not None else 'NOT built (both runs are numpy)'}")
+    ours: dict[str, tuple[float, float]] = {}
+    numpy: dict[str, tuple[float, float]] = {}
+    for name in ANALYTICS:
+        out, out_np = DATA / f"bench_{name}.txt", DATA / f"bench_{name}_numpy.txt"
+        ours[name] = measure(lambda: run_analytics_cli(path, name, out), repeat)
+        numpy[name] = measure(lambda: run_analytics_cli(path, name, out_np, numpy=True), repeat)
+        if out.read_bytes() != out_np.read_bytes():
+            raise AssertionError(f"{name}: the compiled and numpy derivations give different outputs")
+    print("compiled and numpy derivations give byte-identical outputs for all five commands")
+    base = None
+    if reference:
+        base, totals = straightforward_analytics(path)
+        check_analytics(path, totals)
+        print("the analytics tables agree with the straightforward reference (cutoff classes, fh by kind, "
+              "whatif, residual paths and stalled, depths counts)")
+    print(f"seconds (wall / CPU; best of {repeat}); target <= 5 s per command")
+    for name in ANALYTICS:
+        (w, c), (wn, cn) = ours[name], numpy[name]
+        line = f"{name:9s}: treediff {w:6.2f} / {c:6.2f}   numpy derivation {wn:6.2f} / {cn:6.2f} ({cn / c:4.1f}x CPU)"
+        if base is not None:
+            wb, cb = base[name]
+            line += f"   straightforward {wb:7.2f} / {cb:7.2f} ({cb / c:5.1f}x CPU)"
+        print(line)
 
 
 def main(argv=None) -> int:
@@ -511,10 +524,12 @@ def main(argv=None) -> int:
     ap.add_argument("--records", type=int, default=5_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--analytics", action=argparse.BooleanOptionalAction, default=True,
-                    help="Also time cutoffs, fh, residual, depths and whatif against the straightforward reference.")
-    ap.add_argument("--fresh", action="store_true",
-                    help="Only time --table all and the six basic tables in fresh interpreters (wall, peak RSS).")
-    ap.add_argument("--baseline-commit", metavar="REV", help="With --fresh: alternate with a worktree of REV.")
+                    help="Also time cutoffs, fh, residual, depths and whatif against the numpy derivation and the "
+                         "straightforward reference.")
+    ap.add_argument("--reference", action=argparse.BooleanOptionalAction, default=True,
+                    help="Run the record-by-record reference as the analytics baseline (slow: minutes at 5M).")
+    ap.add_argument("--all", action=argparse.BooleanOptionalAction, default=True,
+                    help="Time report --table all against the straightforward pandas version.")
     args = ap.parse_args(argv)
     # v2: RESULT bounds and the visit columns (the analytics tables read them)
     path = DATA / f"bench_report_{args.records}_v2.parquet"
@@ -524,32 +539,24 @@ def main(argv=None) -> int:
         print(f"generated {path} in {time.perf_counter() - t0:.1f} s")
     n = pq.ParquetFile(path).metadata.num_rows
     print(f"input: {n:,} records, {path.stat().st_size / 1e6:.1f} MB")
-    if args.fresh:
-        fresh(path, args.repeat, args.baseline_commit)
-        return 0
-    out = DATA / "bench_report_output.txt"
-    t_ours, _ = best_of(lambda: run_cli(path, out), args.repeat)
-    t_base, base = best_of(lambda: straightforward(path), args.repeat)
-    check_agreement(treediff_frames(path), base)
-    print("both implementations agree on acts, lmr, ebf, per-ply nodes and scope")
-    print(f"treediff report --table all : {t_ours:6.2f} s  (best of {args.repeat})")
-    print(f"straightforward pandas      : {t_base:6.2f} s  (best of {args.repeat})")
-    print(f"speed-up                    : {t_base / t_ours:6.2f}x   target: <= 5 s and >= 1x")
+    status = 0
+    if args.all:
+        out = DATA / "bench_report_output.txt"
+        t_ours, _ = best_of(lambda: run_cli(path, out), args.repeat)
+        t_base, base = best_of(lambda: straightforward(path), args.repeat)
+        check_agreement(treediff_frames(path), base)
+        print("both implementations agree on acts, lmr, ebf, per-ply nodes and scope")
+        print(f"treediff report --table all : {t_ours:6.2f} s  (best of {args.repeat})")
+        print(f"straightforward pandas      : {t_base:6.2f} s  (best of {args.repeat})")
+        print(f"speed-up                    : {t_base / t_ours:6.2f}x   target: <= 5 s and >= 1x")
+        status = 0 if t_ours <= t_base else 1
     if args.analytics:
-        times = {}
-        for name in ANALYTICS:
-            times[name], _ = best_of(lambda: run_analytics_cli(path, name, DATA / f"bench_{name}.txt"), args.repeat)
-        base_times, totals = straightforward_analytics(path)
-        check_analytics(path, totals)
-        print("the analytics tables agree with the straightforward reference (cutoff classes, fh by kind, "
-              "whatif, residual paths and stalled, depths counts)")
-        for name in ANALYTICS:
-            print(f"{name:9s}: treediff {times[name]:6.2f} s (best of {args.repeat}), straightforward "
-                  f"{base_times[name]:7.2f} s, speed-up {base_times[name] / times[name]:6.1f}x   target: <= 5 s")
-    parts = breakdown(path)
-    print("one run, seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
-          + "  (tables computed separately here, so shared work is counted in each)")
-    return 0 if t_ours <= t_base else 1
+        analytics(path, args.repeat, args.reference)
+    if args.all:
+        parts = breakdown(path)
+        print("one run, seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
+              + "  (tables computed separately here, so shared work is counted in each)")
+    return status
 
 
 if __name__ == "__main__":

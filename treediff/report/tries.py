@@ -164,8 +164,12 @@ def _visit_numbers(records: pd.DataFrame, column: str, order: np.ndarray, identi
     missing elsewhere)."""
     if column not in records:
         return mask.astype(np.int64)
-    values = np.asarray(records[column].to_numpy(dtype=np.float64, na_value=0.0)).astype(np.int64)
+    raw = records[column]
+    raw = raw.to_numpy() if raw.dtype == np.float64 else raw.to_numpy(dtype=np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):  # a missing value (NaN) casts to some integer: < 1 where it matters
+        values = np.asarray(raw).astype(np.int64)
     values = values if identity else values[order]
+    values[np.isnan(raw if identity else raw[order]) & ~mask] = 0
     return np.where(mask & (values < 1), 1, values)
 
 

@@ -97,8 +97,9 @@ def fh_counts(batch: Batch, t) -> pd.DataFrame | None:
                             fail_highs=agg.get_column("fail_highs").to_numpy().astype(np.int64))
 
 
-#: Packed keys stay below this (int64 without overflow).
+#: Packed keys stay below this (int64 without overflow); float values packed lie within ±_VALUE_LIMIT.
 _KEY_LIMIT = 1 << 62
+_VALUE_LIMIT = float(1 << 40)
 
 
 def _pack(cols: dict[str, np.ndarray],
@@ -113,13 +114,20 @@ def _pack(cols: dict[str, np.ndarray],
         v = cols[name]
         if v.dtype.kind == "f":
             finite = ~np.isnan(v)
-            fv = v[finite]
-            if len(fv) and not np.array_equal(fv, np.floor(fv)):
+            if not finite.any():  # a column the input lacks: one code
+                code = np.zeros(len(v), dtype=np.int64)
+                parts.append((name, True, 0, 1))
+                codes.append(code)
+                continue
+            lo_f, hi_f = float(np.nanmin(v)), float(np.nanmax(v))
+            if not (-_VALUE_LIMIT < lo_f <= hi_f < _VALUE_LIMIT):
                 return None
-            lo, hi = (int(fv.min()), int(fv.max())) if len(fv) else (0, 0)
+            lo, hi = int(np.floor(lo_f)), int(hi_f)
+            shifted = np.where(finite, v - (lo - 1), 0.0)  # 0: missing; whole numbers stay whole
+            code = shifted.astype(np.int64)
+            if not np.array_equal(code, shifted):  # a value that is not a whole number
+                return None
             width = hi - lo + 2
-            code = np.zeros(len(v), dtype=np.int64)
-            code[finite] = fv.astype(np.int64) - lo + 1  # 0: missing
             parts.append((name, True, lo, width))
         else:
             iv = v.astype(np.int64)
@@ -159,7 +167,9 @@ def _labels(frame: pd.DataFrame, bucket: str) -> tuple[np.ndarray, np.ndarray]:
         return lab, order.astype(np.float64)
     v = frame[bucket].to_numpy(dtype=np.float64)
     if bucket in ("depth", "ply"):
-        lab = np.asarray([None if np.isnan(x) else int(x) for x in v.tolist()], dtype=object)
+        missing = np.isnan(v)
+        lab = np.where(missing, 0, v).astype(np.int64).astype(object)  # Python ints, as int(x) would give
+        lab[missing] = None
         return lab, np.where(np.isnan(v), np.inf, v)
     if bucket == "mn":
         lab = mn_band(v)
