@@ -174,6 +174,9 @@ def test_info_on_a_log_or_parquet_file_imports_no_pandas(tmp_path):
     assert CliRunner().invoke(main, ["parse", str(log), "-o", str(tmp_path / "t.parquet")]).exit_code == 0
     from_parquet = CliRunner().invoke(main, ["info", str(tmp_path / "t.parquet")])
     assert from_parquet.stdout == from_log.stdout
+    out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_HEAVY, "info", str(tmp_path / "t.parquet")],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert "pandas" not in out.stdout.split()  # pq.read_table would import it through pyarrow.dataset
 
 
 def test_quick_source_reading_agrees_with_parsing_whole_modules(monkeypatch):

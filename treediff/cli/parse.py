@@ -134,7 +134,8 @@ def _searches_rows(path: str, engine: str) -> list[dict]:
             if not spath.exists():
                 raise InputError(f"{path}: its searches table {spath.name} is missing "
                                  "(write both with `treediff parse`)")
-            return pq.read_table(spath).to_pylist()
+            # ParquetFile.read, not pq.read_table: the latter goes through pyarrow.dataset, which imports pandas.
+            return pq.ParquetFile(spath).read().to_pylist()
         from treediff.parse.core import parse_logs
 
         return parse_logs([path], engine=engine).searches.to_pylist()
