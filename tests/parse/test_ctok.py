@@ -73,6 +73,7 @@ def assert_same(lines: pa.LargeBinaryArray) -> pl.DataFrame:
 def test_keys_match_the_python_order():
     assert _ctok.row_keys() == ROW_KEYS
     assert sorted((*STRING_FIELDS, *INT_FIELDS)) == sorted(FAST_FIELDS)
+    assert set(INT_BITS) == tokenizer.INT_KEYS  # every integer key has its bit in _bad_int
     # The C code's int slots are the int keys in canonical order.
     assert INT_FIELDS == tuple(k for k in ROW_KEYS if k in INT_FIELDS)
 

@@ -288,8 +288,9 @@ def _fix_bad_ints(frame: pl.DataFrame, rows: np.ndarray, lines: pa.LargeBinaryAr
                   text: pl.Series | None) -> pl.DataFrame:
     """Where the C code found an integer key whose value is not ``[+-]?[0-9]+`` within int64, the regex
     path's reading of those few lines (polars' cast decides what is an integer, as on the regex path)."""
-    if text is None:
-        text = decode_lines(lines.take(pa.array(rows)))[0]
+    if text is None:  # (indices from buffers: pa.array() imports pandas)
+        take = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows.astype(np.int64))])
+        text = decode_lines(lines.take(take))[0]
     else:
         text = text.gather(rows)
     fixed = typed_fields(fast_fields(text))
