@@ -39,8 +39,11 @@ DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 #: Bytes of peak memory one record of a position pair costs while it is buffered, aligned and attributed
 #: (measured, docs/SCALING.md: the aligner's working set over 2M + 2M records, plus the buffered frames).
 BYTES_PER_RECORD = 600
-#: Of the budget, the share a batch read may take (per side); the rest is for buffering and aligning.
-_BATCH_SHARE = 8
+#: Of the budget, the share a batch read may take (per side): two batches of each side are in memory at once
+#: (the next one is prefetched) and a report table's partials of a batch cost about as much again as the
+#: batch; the rest is for buffering and aligning.  Measured: 1/8 (447k records at 2 GB) peaked at 2.4 GB
+#: on two 5M-line logs.
+_BATCH_SHARE = 16
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
 
@@ -81,7 +84,8 @@ class MemoryBudget:
 
     @property
     def batch_records(self) -> int:
-        """The ``target`` of a batch read per side (whole searches, so a batch can be larger)."""
+        """The ``target`` of a batch read per side (whole searches, so a batch can be larger): compare's
+        tables and its divergences read in batches of this many records."""
         return max(1, self.records // _BATCH_SHARE)
 
     def check_pair(self, label: str, n_a: int, n_b: int, paths: Sequence[str]) -> None:

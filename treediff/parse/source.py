@@ -18,7 +18,7 @@ from typing import Iterable
 from treediff.model.errors import InputError
 from treediff.store.dataset import is_parquet_file
 from treediff.store.files import display_path
-from treediff.store.source import CombinedSource, DatasetSource, Source, parquet_source
+from treediff.store.source import BATCH_RECORDS, CombinedSource, DatasetSource, Source, parquet_source
 
 __all__ = ["Source", "open_source", "open_sources"]
 
@@ -70,7 +70,76 @@ def _spilled_log(path: str | os.PathLike, **parse_options) -> Source:
     source.warnings = list(result.warnings)
     # The read closure is shared by every select() of the source: the files live as long as it does.
     weakref.finalize(source._read, remove_scratch, scratch)
-    return source
+    return SearchChunks(source)
+
+
+class SearchChunks(Source):
+    """A source read in batches of consecutive searches, each batch one ``select`` of the inner source.
+
+    The parser writes a row group per chunk of lines, so nearly every row-group boundary falls inside a
+    search and a Parquet pair's own batches cannot cut there (one batch: the whole file).  Selecting about
+    ``target`` records' worth of consecutive searches instead reads just the row groups holding them (a
+    boundary group twice), so memory is bounded by the batch whatever the log's size; the next batch is
+    read on a thread (Parquet decoding releases the GIL).  Searches rows are taken in searches-table order,
+    which is the log's order; sizes come from its ``records`` column.
+    """
+
+    def __init__(self, inner: Source):
+        self._inner = inner
+        self.warnings = inner.warnings
+
+    @property
+    def searches(self):
+        return self._inner.searches
+
+    def chunks(self, target: int) -> list:
+        """Boolean masks over the searches rows, consecutive searches of about ``target`` records each."""
+        import numpy as np
+
+        searches = self._inner.searches
+        n = len(searches)
+        sizes = (searches["records"].fillna(0).to_numpy(dtype=np.int64) if "records" in searches.columns
+                 else np.ones(n, dtype=np.int64))
+        out, start, total = [], 0, 0
+        for row in range(n):
+            if row > start and total + int(sizes[row]) > target:
+                out.append((start, row))
+                start, total = row, 0
+            total += int(sizes[row])
+        if n:
+            out.append((start, n))
+        masks = []
+        for lo, hi in out:
+            keep = np.zeros(n, dtype=bool)
+            keep[lo:hi] = True
+            masks.append(keep)
+        return masks
+
+    def batches(self, columns=None, target: int = BATCH_RECORDS):
+        from concurrent.futures import ThreadPoolExecutor
+
+        masks = self.chunks(target)
+        if len(masks) <= 1:
+            yield from self._inner.batches(columns, target)
+            return
+
+        def read(keep):
+            return list(self._inner.select(keep).batches(columns, target))
+
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(read, masks[0])
+            for keep in masks[1:]:
+                current = pending.result()
+                pending = pool.submit(read, keep)
+                yield from current
+                del current
+            yield from pending.result()
+
+    def select(self, keep) -> Source:
+        return SearchChunks(self._inner.select(keep))
+
+    def with_searches(self, searches) -> Source:
+        return SearchChunks(self._inner.with_searches(searches))
 
 
 #: Scratch directories not yet removed (removed at exit whatever happened).
