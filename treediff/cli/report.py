@@ -207,7 +207,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     with step("comparing"):
         result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions, depth,
                                  more=list(zip(others, names[2:])),
-                                 target=min(_batch_target(in_memory), memory_limit.batch_records),
+                                 target=_batch_target(True) if in_memory else memory_limit.batch_records,
                                  lmr_by_phase=bool(plot_dir))
     notes = result.notes()
     if rest and top > 0:
