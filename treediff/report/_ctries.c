@@ -333,30 +333,43 @@ static inline int64_t lower_bound(const int64_t *items, int64_t lo, int64_t hi, 
 
 /* ------------------------------------------------------------------ derive */
 PyDoc_STRVAR(derive_doc,
-"derive(data, offsets, run, is_move, is_result, kind, kind_class, kind_alone, lower, pv, rv, depth, ply, full,\n"
-"       rec_pcode, rec_node, rec_try, rec_in_main, t_first, t_last, t_fh, t_subtree,\n"
+"derive(data, offsets, srow, iters, is_move, is_result, kind, kind_class, kind_alone, lower, pv, rv, depth, ply,\n"
+"       full, rec_pcode, rec_node, rec_try, rec_in_main, rec_run, t_first, t_last, t_fh, t_subtree,\n"
 "       r_class, r_decision, r_first, r_entering, r_main, r_parent, r_nodes, r_in_parent_main) -> n_tries\n\n"
 "Inputs per record, trace order: data, offsets (int64, n+1): the paths as an Arrow large_string array's\n"
-"buffers (no nulls); run (int64, non-decreasing); is_move, is_result, lower (uint8); kind (int64 code, -1\n"
-"missing); pv, rv (int64: parent_visit of MOVE records, visit of RESULT records, each >= 1); depth\n"
+"buffers (no nulls); srow, iters (int64: search row and iteration, records of a search together);\n"
+"is_move, is_result, lower (uint8); kind (int64 code, -1 missing); pv, rv (float64, NaN missing, or empty\n"
+"when the column is missing: the parent_visit and visit columns, taken as 1 where missing or < 1); depth\n"
 "(float64, NaN unknown); ply (int64).  Per kind code + 1: kind_class (int64: the cutoff class of a decision\n"
 "kind, -1 for other kinds), kind_alone (uint8: NODE_CUT, a try of its own).  full: 0 or 1.\n"
 "Outputs (written): per record (int64, n) rec_pcode, rec_node, rec_try (-1: not a MOVE), rec_in_main\n"
-"(uint8); per try (room for every MOVE record) t_first, t_last, t_fh (uint8), t_subtree; per RESULT (trace\n"
-"order) r_class, r_decision, r_first, r_entering, r_main (uint8), r_parent (index of the parent visit's\n"
-"RESULT, -1), r_nodes, r_in_parent_main (uint8).  Returns the number of tries.");
+"(uint8), rec_run (the run: one iteration of one search, numbered in trace order); per try (room for every\n"
+"MOVE record) t_first, t_last, t_fh (uint8), t_subtree; per RESULT (trace order) r_class, r_decision,\n"
+"r_first, r_entering, r_main (uint8), r_parent (index of the parent visit's RESULT, -1), r_nodes,\n"
+"r_in_parent_main (uint8).  Returns the number of tries.");
 
-#define N_BUF 29
+#define N_BUF 31
+#define N_IN 14
+
+/* A visit number as numpy's float64 -> int64 cast gives it, at least 1 (missing: 1). */
+static inline int64_t visit_number(const double *col, int64_t n_col, int64_t i)
+{
+    if (n_col == 0)
+        return 1;
+    double x = col[i];
+    int64_t v = (x != x) ? 0 : (x > -9.2e18 && x < 9.2e18) ? (int64_t)x : INT64_MIN;
+    return v < 1 ? 1 : v;
+}
 
 static PyObject *derive(PyObject *self, PyObject *args)
 {
     PyObject *objs[N_BUF];
     int full = 0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOpOOOOOOOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOpOOOOOOOOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3],
                           &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11],
-                          &objs[12], &full, &objs[13], &objs[14], &objs[15], &objs[16], &objs[17], &objs[18],
+                          &objs[12], &objs[13], &full, &objs[14], &objs[15], &objs[16], &objs[17], &objs[18],
                           &objs[19], &objs[20], &objs[21], &objs[22], &objs[23], &objs[24], &objs[25], &objs[26],
-                          &objs[27], &objs[28]))
+                          &objs[27], &objs[28], &objs[29], &objs[30]))
         return NULL;
     Py_buffer b[N_BUF];
     memset(b, 0, sizeof b);
@@ -376,38 +389,42 @@ static PyObject *derive(PyObject *self, PyObject *args)
             *lvl_items = NULL, *r_level = NULL, *best = NULL, *buf = NULL, *span_end = NULL, *t_end = NULL,
             *rcsr_start = NULL, *rcsr_items = NULL, *mcsr_start = NULL, *mcsr_items = NULL, *vcsr_start = NULL,
             *vcsr_items = NULL, *key = NULL, *posv = NULL, *vc_sub = NULL, *vc_id = NULL, *tc_sub = NULL,
-            *tc_id = NULL, *s_bnd = NULL, *s_code = NULL;
+            *tc_id = NULL, *s_bnd = NULL, *s_code = NULL, *pv = NULL, *rv = NULL;
     int64_t vt_n = 0;
     for (int i = 0; i < N_BUF; i++) {
-        int flags = PyBUF_C_CONTIGUOUS | (i >= 13 ? PyBUF_WRITABLE : 0);
+        int flags = PyBUF_C_CONTIGUOUS | (i >= N_IN ? PyBUF_WRITABLE : 0);
         if (PyObject_GetBuffer(objs[i], &b[i], flags) < 0)
             goto done;
     }
-    const int64_t n = (int64_t)b[3].len;
-    const int64_t n_kinds1 = (int64_t)(b[6].len / 8);
-    if (b[1].len != (n + 1) * 8 || b[2].len != n * 8 || b[4].len != n || b[5].len != n * 8 || b[7].len != n_kinds1
-            || b[8].len != n || b[9].len != n * 8 || b[10].len != n * 8 || b[11].len != n * 8 || b[12].len != n * 8
-            || b[13].len != n * 8 || b[14].len != n * 8 || b[15].len != n * 8 || b[16].len != n) {
+    const int64_t n = (int64_t)b[4].len;
+    const int64_t n_kinds1 = (int64_t)(b[7].len / 8);
+    const int64_t n_pv = (int64_t)(b[10].len / 8), n_rv = (int64_t)(b[11].len / 8);
+    if (b[1].len != (n + 1) * 8 || b[2].len != n * 8 || b[3].len != n * 8 || b[5].len != n || b[6].len != n * 8
+            || b[8].len != n_kinds1 || b[9].len != n || (n_pv != 0 && n_pv != n) || (n_rv != 0 && n_rv != n)
+            || b[12].len != n * 8 || b[13].len != n * 8 || b[14].len != n * 8 || b[15].len != n * 8
+            || b[16].len != n * 8 || b[17].len != n || b[18].len != n * 8) {
         PyErr_SetString(PyExc_ValueError, "derive: buffers of inconsistent sizes");
         goto done;
     }
     const unsigned char *data = (const unsigned char *)b[0].buf;
     const int64_t *off = (const int64_t *)b[1].buf;
-    const int64_t *run = (const int64_t *)b[2].buf;
-    const uint8_t *is_move = (const uint8_t *)b[3].buf;
-    const uint8_t *is_result = (const uint8_t *)b[4].buf;
-    const int64_t *kind = (const int64_t *)b[5].buf;
-    const int64_t *kind_class = (const int64_t *)b[6].buf;
-    const uint8_t *kind_alone = (const uint8_t *)b[7].buf;
-    const uint8_t *lower = (const uint8_t *)b[8].buf;
-    const int64_t *pv = (const int64_t *)b[9].buf;
-    const int64_t *rv = (const int64_t *)b[10].buf;
-    const double *depth = (const double *)b[11].buf;
-    const int64_t *ply = (const int64_t *)b[12].buf;
-    int64_t *rec_pcode = (int64_t *)b[13].buf;
-    int64_t *own = (int64_t *)b[14].buf;  /* rec_node: each record's own node */
-    int64_t *try_of = (int64_t *)b[15].buf;
-    uint8_t *rec_in_main = (uint8_t *)b[16].buf;
+    const int64_t *srow = (const int64_t *)b[2].buf;
+    const int64_t *iters = (const int64_t *)b[3].buf;
+    const uint8_t *is_move = (const uint8_t *)b[4].buf;
+    const uint8_t *is_result = (const uint8_t *)b[5].buf;
+    const int64_t *kind = (const int64_t *)b[6].buf;
+    const int64_t *kind_class = (const int64_t *)b[7].buf;
+    const uint8_t *kind_alone = (const uint8_t *)b[8].buf;
+    const uint8_t *lower = (const uint8_t *)b[9].buf;
+    const double *pv_col = (const double *)b[10].buf;
+    const double *rv_col = (const double *)b[11].buf;
+    const double *depth = (const double *)b[12].buf;
+    const int64_t *ply = (const int64_t *)b[13].buf;
+    int64_t *rec_pcode = (int64_t *)b[14].buf;
+    int64_t *own = (int64_t *)b[15].buf;  /* rec_node: each record's own node */
+    int64_t *try_of = (int64_t *)b[16].buf;
+    uint8_t *rec_in_main = (uint8_t *)b[17].buf;
+    int64_t *run = (int64_t *)b[18].buf;
     int64_t n_mov = 0, n_res = 0;
     for (int64_t i = 0; i < n; i++) {
         n_mov += is_move[i] != 0;
@@ -420,22 +437,31 @@ static PyObject *derive(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "derive: kind code out of range");
             goto done;
         }
-        if (i && run[i] < run[i - 1]) {
-            PyErr_SetString(PyExc_ValueError, "derive: runs out of order");
-            goto done;
-        }
+        /* runs: one iteration of one search (a repeated ITER d starts a new run) */
+        run[i] = i == 0 ? 0 : run[i - 1] + (srow[i] != srow[i - 1] || iters[i] != iters[i - 1]);
     }
-    if (b[17].len != n_mov * 8 || b[18].len != n_mov * 8 || b[19].len != n_mov || b[20].len != n_mov * 8
-            || b[21].len != n_res * 8 || b[22].len != n_res * 8 || b[23].len != n_res * 8 || b[24].len != n_res * 8
-            || b[25].len != n_res || b[26].len != n_res * 8 || b[27].len != n_res * 8 || b[28].len != n_res) {
+    if (b[19].len != n_mov * 8 || b[20].len != n_mov * 8 || b[21].len != n_mov || b[22].len != n_mov * 8
+            || b[23].len != n_res * 8 || b[24].len != n_res * 8 || b[25].len != n_res * 8 || b[26].len != n_res * 8
+            || b[27].len != n_res || b[28].len != n_res * 8 || b[29].len != n_res * 8 || b[30].len != n_res) {
         PyErr_SetString(PyExc_ValueError, "derive: output buffers of inconsistent sizes");
         goto done;
     }
-    int64_t *t_first = (int64_t *)b[17].buf, *t_last = (int64_t *)b[18].buf, *t_subtree = (int64_t *)b[20].buf;
-    uint8_t *t_fh = (uint8_t *)b[19].buf;
-    int64_t *r_class = (int64_t *)b[21].buf, *r_decision = (int64_t *)b[22].buf, *r_first = (int64_t *)b[23].buf,
-            *r_entering = (int64_t *)b[24].buf, *r_parent = (int64_t *)b[26].buf, *r_nodes = (int64_t *)b[27].buf;
-    uint8_t *r_main = (uint8_t *)b[25].buf, *r_in_parent_main = (uint8_t *)b[28].buf;
+    /* visit numbers: parent_visit on MOVE records, visit on RESULT records (numpy's: 1 where < 1 or missing) */
+    pv = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    rv = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    if (!pv || !rv) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        pv[i] = is_move[i] ? visit_number(pv_col, n_pv, i) : 0;
+        rv[i] = is_result[i] ? visit_number(rv_col, n_rv, i) : 0;
+    }
+    int64_t *t_first = (int64_t *)b[19].buf, *t_last = (int64_t *)b[20].buf, *t_subtree = (int64_t *)b[22].buf;
+    uint8_t *t_fh = (uint8_t *)b[21].buf;
+    int64_t *r_class = (int64_t *)b[23].buf, *r_decision = (int64_t *)b[24].buf, *r_first = (int64_t *)b[25].buf,
+            *r_entering = (int64_t *)b[26].buf, *r_parent = (int64_t *)b[28].buf, *r_nodes = (int64_t *)b[29].buf;
+    uint8_t *r_main = (uint8_t *)b[27].buf, *r_in_parent_main = (uint8_t *)b[30].buf;
     int64_t n_t = 0;
 
     Py_BEGIN_ALLOW_THREADS
@@ -996,7 +1022,7 @@ done:
     free(last_res_of); free(prev_res); free(first_move); free(last_dec); free(r_pv); free(main_visit);
     free(lvl_start); free(lvl_items); free(r_level); free(best); free(buf); free(span_end); free(t_end);
     free(rcsr_start); free(rcsr_items); free(mcsr_start); free(mcsr_items); free(vcsr_start); free(vcsr_items);
-    free(key); free(posv); free(vc_sub); free(vc_id); free(tc_sub); free(tc_id); free(s_bnd); free(s_code);
+    free(key); free(posv); free(pv); free(rv); free(vc_sub); free(vc_id); free(tc_sub); free(tc_id); free(s_bnd); free(s_code);
     return result;
 }
 

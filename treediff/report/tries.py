@@ -168,9 +168,11 @@ def _visit_numbers(records: pd.DataFrame, column: str, order: np.ndarray, identi
     raw = raw.to_numpy() if raw.dtype == np.float64 else raw.to_numpy(dtype=np.float64, na_value=np.nan)
     with np.errstate(invalid="ignore"):  # a missing value (NaN) casts to some integer: < 1 where it matters
         values = np.asarray(raw).astype(np.int64)
-    values = values if identity else values[order]
-    values[np.isnan(raw if identity else raw[order]) & ~mask] = 0
-    return np.where(mask & (values < 1), 1, values)
+    if not identity:
+        values, raw = values[order], raw[order]
+    np.copyto(values, 0, where=np.isnan(raw))  # in place: no new arrays of a million records
+    np.copyto(values, 1, where=mask & (values < 1))
+    return values
 
 
 def strings_at(records: pd.DataFrame, column: str, index: np.ndarray) -> np.ndarray:
@@ -205,7 +207,9 @@ class _Inputs:
     paths: pa.Array
 
 
-def _inputs(batch: Batch) -> _Inputs:
+def _inputs(batch: Batch, compiled: bool = False) -> _Inputs:
+    """The derivation's inputs; ``compiled``: the visit columns as they are (float64, NaN where missing, empty
+    when the column is), ``run`` left for the kernel to number (numpy does both here)."""
     records = batch.records
     order, identity = _order(batch)
     n = len(order)
@@ -217,12 +221,17 @@ def _inputs(batch: Batch) -> _Inputs:
     srow, iters = take(batch.srow), take(batch.iters)
     k_codes, k_cats = batch.codes("kind")
     lower = (take(batch.equals("bound", "lower")) if "bound" in records else np.zeros(n, dtype=bool)) & is_result
-    pv = _visit_numbers(records, "parent_visit", order, identity, is_move)
-    rv = _visit_numbers(records, "visit", order, identity, is_result)
-    # Runs: one iteration of one search (a repeated ITER d starts a new run).
-    run = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        np.cumsum((srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1]), out=run[1:])
+    if compiled:
+        pv, rv = (_float(records, c, order, identity) if c in records else np.zeros(0)
+                  for c in ("parent_visit", "visit"))
+        run = np.zeros(0, dtype=np.int64)
+    else:
+        pv = _visit_numbers(records, "parent_visit", order, identity, is_move)
+        rv = _visit_numbers(records, "visit", order, identity, is_result)
+        # Runs: one iteration of one search (a repeated ITER d starts a new run).
+        run = np.zeros(n, dtype=np.int64)
+        if n > 1:
+            np.cumsum((srow[1:] != srow[:-1]) | (iters[1:] != iters[:-1]), out=run[1:])
     return _Inputs(order, identity, is_move, is_result, srow, iters, take(batch.plies).astype(np.int64),
                    _float(records, "depth", order, identity), np.asarray(take(k_codes), dtype=np.int64),
                    np.asarray(k_cats, dtype=object), lower, pv, rv, run, _paths(records, order, identity))
@@ -245,7 +254,7 @@ def derive(batch: Batch, full: bool = True, compiled: bool | None = None) -> Tri
     use = compiled_available() if compiled is None else compiled
     if use and _ctries is None:
         raise RuntimeError("treediff.report._ctries is not built (reinstall with a C compiler)")
-    inp = _inputs(batch)
+    inp = _inputs(batch, compiled=use)
     if not len(inp.order):
         empty = np.zeros(0, dtype=np.int64)
         none = np.zeros(0, bool)
@@ -278,17 +287,18 @@ def _derive_compiled(batch: Batch, inp: _Inputs, full: bool) -> Tries:
     def u8(m: int) -> np.ndarray:
         return np.empty(m, dtype=np.uint8)
 
-    rec_pcode, rec_node, rec_try, rec_in_main = i64(n), i64(n), i64(n), u8(n)
+    rec_pcode, rec_node, rec_try, rec_in_main, rec_run = i64(n), i64(n), i64(n), u8(n), i64(n)
     t_first, t_last, t_fh, t_subtree = i64(n_mov), i64(n_mov), u8(n_mov), i64(n_mov)
     r_class, r_decision, r_first, r_entering = i64(n_res), i64(n_res), i64(n_res), i64(n_res)
     r_main, r_parent, r_nodes, r_in_parent_main = u8(n_res), i64(n_res), i64(n_res), u8(n_res)
     n_t = _ctries.derive(
-        data if data is not None else pa.py_buffer(b""), np.ascontiguousarray(off), inp.run,
-        inp.is_move.view(np.uint8), inp.is_result.view(np.uint8), np.ascontiguousarray(inp.kind), kind_class,
-        kind_alone, np.ascontiguousarray(inp.lower).view(np.uint8), np.ascontiguousarray(inp.pv),
-        np.ascontiguousarray(inp.rv), np.ascontiguousarray(inp.depth, dtype=np.float64),
-        np.ascontiguousarray(inp.ply), bool(full),
-        rec_pcode, rec_node, rec_try, rec_in_main, t_first, t_last, t_fh, t_subtree,
+        data if data is not None else pa.py_buffer(b""), np.ascontiguousarray(off),
+        np.ascontiguousarray(inp.srow, dtype=np.int64), np.ascontiguousarray(inp.iters, dtype=np.int64),
+        np.ascontiguousarray(inp.is_move).view(np.uint8), np.ascontiguousarray(inp.is_result).view(np.uint8),
+        np.ascontiguousarray(inp.kind), kind_class, kind_alone, np.ascontiguousarray(inp.lower).view(np.uint8),
+        np.ascontiguousarray(inp.pv, dtype=np.float64), np.ascontiguousarray(inp.rv, dtype=np.float64),
+        np.ascontiguousarray(inp.depth, dtype=np.float64), np.ascontiguousarray(inp.ply), bool(full),
+        rec_pcode, rec_node, rec_try, rec_in_main, rec_run, t_first, t_last, t_fh, t_subtree,
         r_class, r_decision, r_first, r_entering, r_main, r_parent, r_nodes, r_in_parent_main)
     t_first, t_last = t_first[:n_t], t_last[:n_t]
     res = np.flatnonzero(inp.is_result)
@@ -308,7 +318,7 @@ def _derive_compiled(batch: Batch, inp: _Inputs, full: bool) -> Tries:
         v_decision=_back(r_decision, inp), v_first=back(r_first), v_main=r_main.astype(bool),
         v_entering=_back(r_entering, inp),
         v_parent=_back(np.where(r_parent >= 0, res[np.maximum(r_parent, 0)], -1), inp),
-        v_nodes=r_nodes, rec_path=unsort(rec_pcode), rec_run=unsort(inp.run),
+        v_nodes=r_nodes, rec_path=unsort(rec_pcode), rec_run=unsort(rec_run),
         rec_in_main=unsort(rec_in_main.astype(bool)), v_in_parent_main=r_in_parent_main.astype(bool),
         shadow=back(sh), shadow_decision=_back(sh_dec, inp))
 
