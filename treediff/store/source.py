@@ -263,7 +263,8 @@ def row_group_spans(parquet: pq.ParquetFile) -> list[tuple[int, int, int]] | Non
 
 def plan_row_groups(spans: Sequence[tuple[int, int, int]], target: int,
                     wanted: np.ndarray | None = None) -> list[list[int]] | None:
-    """Consecutive row groups read together, about ``target`` rows a read, never splitting a search.
+    """Row groups read together, at most ``target`` rows a read unless one search needs more, never
+    splitting a search.
 
     A cut between row groups i and i + 1 is safe when every search of i is below every search of i + 1
     (``max_i < min_{i+1}``): a search then lies in one read whatever the order inside a row group.  None
@@ -273,21 +274,28 @@ def plan_row_groups(spans: Sequence[tuple[int, int, int]], target: int,
     for (_, _, hi), (_, lo, _) in zip(spans, spans[1:]):
         if lo < hi:
             return None
-    reads: list[list[int]] = []
-    current: list[int] = []
-    rows = 0
-    for group, (n, lo, hi) in enumerate(spans):
-        if current and rows + n > target and spans[current[-1]][2] < lo:
-            reads.append(current)
-            current, rows = [], 0
+    # Segments: runs of row groups between safe cuts (a search never crosses one), packed whole into reads,
+    # so a read is at most ``target`` rows or one segment (the segment's searches), as a dataset's batch.
+    segments: list[list[int]] = []
+    for group, (_, lo, _) in enumerate(spans):
         if wanted is not None:
             first = int(np.searchsorted(wanted, lo))
-            if first == len(wanted) or wanted[first] > hi:
+            if first == len(wanted) or wanted[first] > spans[group][2]:
                 continue
-        current.append(group)
-        rows += n
-    if current:
-        reads.append(current)
+        if segments and segments[-1][-1] == group - 1 and spans[group - 1][2] >= lo:
+            segments[-1].append(group)
+        else:
+            segments.append([group])
+    reads: list[list[int]] = []
+    rows = 0
+    for segment in segments:
+        size = sum(spans[g][0] for g in segment)
+        if reads and rows + size <= target:
+            reads[-1].extend(segment)
+            rows += size
+        else:
+            reads.append(list(segment))
+            rows = size
     return reads
 
 
