@@ -80,8 +80,9 @@ class WhatifTable:
         if not t.n:
             return None
         shadow = shadow_counts(batch, t)
-        tc = try_columns(batch, t, tuple(RULE_COLUMNS))
         named = self.expr.names() | {"kind"}  # only the columns the rule names are built
+        # ... and those the silent misses show
+        tc = try_columns(batch, t, tuple(c for c in RULE_COLUMNS if c in named | {"act", "depth", "mn"}))
         pf = pl.DataFrame([tc.strings(c) if RULE_COLUMNS[c] is str else
                            pl.Series(c, tc.numbers[c], nan_to_null=True) for c in RULE_COLUMNS if c in named])
         try:
