@@ -103,11 +103,17 @@ def main() -> None:
             results[(label, name, "")] = timed(argv)
         cat = results[(label, "cat", "")][0] or 1e-3
         runs = [("", None)] + ([("base", Path(args.baseline))] if args.baseline else [])
-        for name, argv in commands(a, b, out).items():
-            if name not in only:
-                continue
-            for tag, cwd in runs:
-                results[(label, name, tag)] = timed(argv, cwd=cwd or ROOT)
+        same: dict[str, bool] = {}
+        for tag, cwd in runs:
+            where = out / (tag or "new")
+            where.mkdir(exist_ok=True)
+            for name, argv in commands(a, b, where).items():
+                if name in only:
+                    results[(label, name, tag)] = timed(argv, cwd=cwd or ROOT)
+        if args.baseline:  # the outputs of both checkouts, byte for byte
+            for name in only:
+                files = [sorted((out / d).glob(f"{name}.*")) for d in ("new", "base")]
+                same[name] = all(f.read_bytes() == g.read_bytes() for f, g in zip(*files)) and len(files[0]) > 0
         for (size, name, tag), (wall, cpu, rss) in results.items():
             if size == label:
                 what = f"{name}{' (base)' if tag else ''}"
@@ -116,7 +122,7 @@ def main() -> None:
             for name in only:
                 new, old = results[(label, name, "")], results[(label, name, "base")]
                 print(f"{label:>6} {name + ' new/base':<18} {new[0] / old[0]:8.2f} {new[1] / old[1]:8.2f} "
-                      f"{new[2] / old[2]:8.2f}")
+                      f"{new[2] / old[2]:8.2f}  output {'identical' if same[name] else 'DIFFERS'}")
     if len(labels) > 1:
         print("\ngrowth per doubling of the input (time x2.0 = linear; memory x1.0 = flat)")
         for name in ["cat", *only]:
