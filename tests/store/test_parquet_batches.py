@@ -18,7 +18,7 @@ from treediff.cli import main
 from treediff.model.schema import searches_path_for
 from treediff.parse.source import open_source
 from treediff.report.core import TABLES, build_report
-from treediff.store.source import parquet_source, plan_row_groups
+from treediff.store.source import last_safe_cut, parquet_source, plan_row_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = [ROOT / "fixtures" / "traces" / name for name in ("stockfish_batch3.log", "crafty_batch3.log")]
@@ -51,6 +51,15 @@ def test_row_groups_without_a_wanted_search_are_skipped():
 
 def test_ranges_that_go_back_mean_one_read():
     assert plan_row_groups([(10, 0, 2), (10, 1, 3)], target=5) is None
+
+
+def test_cut_inside_a_row_group_where_no_search_spans():
+    assert last_safe_cut(np.array([0, 0, 1, 1, 2])) == 4
+    assert last_safe_cut(np.array([1, 0, 2, 2])) == 2   # any order within the rows: search 0 and 1 before 2
+    assert last_safe_cut(np.array([0, 1, 0, 2])) == 3
+    assert last_safe_cut(np.array([0, 0, 0])) == 0      # one search: nothing to cut, it is carried on
+    assert last_safe_cut(np.array([2, 1])) == 0         # going back: no cut
+    assert last_safe_cut(np.array([5])) == 0
 
 
 # ------------------------------------------------------------------ on a real parse, rewritten in small row groups
@@ -118,3 +127,37 @@ def test_a_selected_search_reads_only_its_row_groups(small_groups):
     assert set(batches[0]["search"].astype(np.int64).tolist()) == {search}
     expected = pq.read_table(small_groups, columns=["search"]).to_pandas()
     assert len(batches[0]) == int((expected["search"] == search).sum())
+
+
+@pytest.fixture(scope="module")
+def straddling_groups(small_groups, tmp_path_factory) -> Path:
+    """The same records in row groups of 500 rows that end mid-search, as the parser's do."""
+    out = tmp_path_factory.mktemp("pq2") / "straddle.parquet"
+    pq.write_table(pq.read_table(small_groups), out, row_group_size=500)
+    Path(searches_path_for(str(out))).write_bytes(Path(searches_path_for(str(small_groups))).read_bytes())
+    spans = [(g.num_rows, g.column(1).statistics.min, g.column(1).statistics.max)
+             for g in (pq.ParquetFile(out).metadata.row_group(i) for i in range(pq.ParquetFile(out).metadata.num_row_groups))]
+    assert pq.ParquetFile(out).schema_arrow.names[1] == "search"
+    assert all(hi == lo for (_, _, hi), (_, lo, _) in zip(spans, spans[1:]))  # no cut between row groups
+    return out
+
+
+def test_row_groups_ending_mid_search_still_give_bounded_batches(straddling_groups):
+    source = parquet_source(straddling_groups)
+    batches = list(source.batches(["tag"], target=1000))
+    assert len(batches) > 1
+    seen: set[int] = set()
+    for batch in batches:
+        ids = set(batch["search"].astype(np.int64).tolist())
+        assert not ids & seen
+        seen |= ids
+        biggest = int(batch["search"].value_counts().max())
+        assert len(batch) < 1000 + 500 + biggest  # the target, the row group read last, the search carried on
+    whole = pq.read_table(straddling_groups, columns=["search", "tag"]).to_pandas()
+    assert sum(len(b) for b in batches) == len(whole)
+    joined = pd.concat(batches, ignore_index=True)
+    assert joined["tag"].astype(str).tolist() == whole["tag"].astype(str).tolist()
+    one = build_report(source, TABLES, "engine", target=2**62)
+    many = build_report(source, TABLES, "engine", target=1000)
+    for name in one.names:
+        pd.testing.assert_frame_equal(many[name], one[name], check_exact=True, obj=name)

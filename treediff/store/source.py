@@ -299,9 +299,23 @@ def plan_row_groups(spans: Sequence[tuple[int, int, int]], target: int,
     return reads
 
 
+def last_safe_cut(search: np.ndarray) -> int:
+    """The largest p (0 < p < n) with every search of ``search[:p]`` below every search of ``search[p:]``;
+    0 when there is none.  Later row groups hold only searches >= this one's largest (the plan checked
+    the footer's ranges), so records before p are whole searches whatever the order within the rows."""
+    n = len(search)
+    if n < 2:
+        return 0
+    before = np.maximum.accumulate(search[:-1])
+    after = np.minimum.accumulate(search[::-1])[::-1][1:]
+    safe = np.flatnonzero(before < after)
+    return int(safe[-1]) + 1 if len(safe) else 0
+
+
 class ParquetSource(ArrowSource):
-    """A ``treediff parse`` Parquet pair: records read a few row groups a batch (whole searches), only the
-    columns asked for, the next batch read on a thread while the current one is counted.
+    """A ``treediff parse`` Parquet pair: records read row group by row group into batches of about
+    ``target`` records (whole searches: cut where no search spans), only the columns asked for, the next
+    row group read on a thread while the current batch is counted.
 
     ``read_records(columns, row_groups)`` reads those row groups (None: all); ``spans`` are the row
     groups' sizes and search ranges (:func:`row_group_spans`; None: read the file as one batch).
@@ -319,22 +333,32 @@ class ParquetSource(ArrowSource):
         wanted = _wanted(columns)
         ids = None if self._kept.ids is None else np.sort(np.asarray(self._kept.ids, dtype=np.int64))
         plan = None if self._spans is None else plan_row_groups(self._spans, target, ids)
-        if plan is None or len(plan) <= 1:
+        if plan is None or sum(len(read) for read in plan) <= 1:
             groups = None if plan is None else (plan[0] if plan else [])
             yield self._kept.arrow(self._read_groups(wanted, groups)).to_pandas()
             return
-
-        def load(groups: list[int]) -> pd.DataFrame:
-            return self._kept.arrow(self._read_groups(wanted, groups)).to_pandas()
-
-        with ThreadPoolExecutor(1) as pool:  # Parquet decoding and to_pandas release the GIL
-            pending = pool.submit(load, plan[0])
-            for nxt in plan[1:]:
-                current = pending.result()
-                pending = pool.submit(load, nxt)
-                yield current
-                del current
-            yield pending.result()
+        # Row group by row group, the next read on a thread (Parquet decoding releases the GIL); a batch is
+        # cut inside a row group at the last point no search spans (the parser's row groups end mid-search,
+        # so cuts between row groups alone would rarely exist), the rest carried into the next batch.
+        groups = [g for read in plan for g in read]
+        carry: pa.Table | None = None
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(self._read_groups, wanted, [groups[0]])
+            for i in range(len(groups)):
+                table = pending.result()
+                if i + 1 < len(groups):
+                    pending = pool.submit(self._read_groups, wanted, [groups[i + 1]])
+                if carry is not None:
+                    table = pa.concat_tables([carry, table])
+                    carry = None
+                cut = last_safe_cut(table.column("search").to_numpy()) if table.num_rows >= target else 0
+                if cut == 0:
+                    carry = table
+                    continue
+                yield self._kept.arrow(table.slice(0, cut)).to_pandas()
+                carry = table.slice(cut)
+        if carry is not None and carry.num_rows:
+            yield self._kept.arrow(carry).to_pandas()
 
     def select(self, keep: np.ndarray) -> Source:
         rows = _rows(keep, len(self._searches))
