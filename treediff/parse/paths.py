@@ -195,11 +195,6 @@ class PathNormalizer:
         self._pending: collections.deque = collections.deque()
         self._paths = 0  # paths resolved against a board so far
 
-    @property
-    def validates_uci(self) -> bool:
-        """Whether UCI paths are checked against their positions in this parse."""
-        return self._check_uci
-
     def normalize(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> UciPaths:
         """Paths to UCI.  Only the paths that are not UCI already get work here.
 
@@ -207,7 +202,7 @@ class PathNormalizer:
         whose move does not resolve) from its rows, run by whoever builds the
         chunk's table: on the conversion thread when there is one.  SAN paths
         sent to the worker are futures it waits for.  UCI paths (as written or
-        from coordinates) are validated here when :attr:`validates_uci`.
+        from coordinates) are validated here: always with the compiled checker, else under ``--strict``.
         """
         self.account_unresolved(wait=False)
         raw = rows.get_column("path")
