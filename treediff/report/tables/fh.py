@@ -114,23 +114,25 @@ def _pack(cols: dict[str, np.ndarray],
         v = cols[name]
         if v.dtype.kind == "f":
             finite = ~np.isnan(v)
-            if not finite.any():  # a column the input lacks: one code
-                code = np.zeros(len(v), dtype=np.int64)
+            # min and max over the values present, without a NaN-free copy
+            lo_f = float(np.min(v, where=finite, initial=np.inf))
+            hi_f = float(np.max(v, where=finite, initial=-np.inf))
+            if lo_f == np.inf:  # a column the input lacks: one code
                 parts.append((name, True, 0, 1))
-                codes.append(code)
+                codes.append(np.zeros(len(v), dtype=np.int64))
                 continue
-            lo_f, hi_f = float(np.nanmin(v)), float(np.nanmax(v))
             if not (-_VALUE_LIMIT < lo_f <= hi_f < _VALUE_LIMIT):
                 return None
             lo, hi = int(np.floor(lo_f)), int(hi_f)
-            shifted = np.where(finite, v - (lo - 1), 0.0)  # 0: missing; whole numbers stay whole
+            shifted = v - (lo - 1)
+            np.copyto(shifted, 0.0, where=~finite)  # 0: missing; whole numbers stay whole
             code = shifted.astype(np.int64)
             if not np.array_equal(code, shifted):  # a value that is not a whole number
                 return None
             width = hi - lo + 2
             parts.append((name, True, lo, width))
         else:
-            iv = v.astype(np.int64)
+            iv = np.asarray(v, dtype=np.int64)
             lo, hi = (int(iv.min()), int(iv.max())) if len(iv) else (0, 0)
             width = hi - lo + 1
             code = iv - lo
@@ -141,7 +143,8 @@ def _pack(cols: dict[str, np.ndarray],
         codes.append(code)
     key = np.zeros(len(cols[names[0]]), dtype=np.int64)
     for (_, _, _, width), code in zip(parts, codes):
-        key = key * width + code
+        key *= width
+        key += code
 
     def decode(k: np.ndarray) -> dict[str, np.ndarray]:
         k = np.asarray(k, dtype=np.int64).copy()
