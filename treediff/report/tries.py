@@ -611,7 +611,8 @@ def shadow_counts(batch: Batch, t: Tries) -> pd.DataFrame:
     ok = t.shadow_decision >= 0
     dec = t.shadow_decision[ok]
     sh = t.shadow[ok]
-    fh = (np.asarray(batch.records["fh"].fillna(False), dtype=bool)[sh] if "fh" in batch.records
+    # only the SHADOW records' values (the column holds an object per record)
+    fh = (np.asarray(batch.records["fh"].iloc[sh].fillna(False), dtype=bool) if "fh" in batch.records
           else np.zeros(len(sh), dtype=bool))
     a_codes, a_cats = batch.codes("act")
     cell = batch.record_groups.record_group[dec]
