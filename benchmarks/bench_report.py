@@ -519,6 +519,67 @@ def analytics(path: Path, repeat: int, reference: bool) -> None:
         print(line)
 
 
+# ------------------------------------------------------------------ fresh-interpreter wall and peak RSS (issue 17)
+
+BASIC = "nodes,acts,lmr,ebf,skips,scope"
+
+
+def fresh_run(path: Path, tables: str, pythonpath: str | None) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of ``treediff report PATH --table TABLES -o FILE`` in a new interpreter."""
+    import os
+    import tempfile
+
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    entry = "import sys; from treediff.cli import main; sys.argv[0] = 'treediff'; sys.exit(main())"
+    out = Path(tempfile.gettempdir()) / f"bench_report_fresh_{os.getpid()}.txt"
+    argv = [sys.executable, "-c", entry, "report", str(path), "--table", tables, "-o", str(out)]
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(tempfile.gettempdir())  # `python -c` puts the working directory first on sys.path
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.execve(argv[0], argv, env)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    out.unlink(missing_ok=True)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)}: exit status {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_maxrss / 1024  # KiB on Linux; this script stays far below the child's peak
+
+
+def fresh(path: Path, repeat: int, baseline_rev: str | None) -> None:
+    """``--table all`` and the six basic tables, each in a fresh interpreter (wall, peak RSS), alternating
+    run by run with a worktree of ``baseline_rev`` when given (same load for both): target <= 5 s and
+    <= 1.5 GB at 20M records."""
+    import contextlib
+    import statistics
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_startup import baseline_worktree
+
+    with contextlib.ExitStack() as stack:
+        base = stack.enter_context(baseline_worktree(baseline_rev)) if baseline_rev else None
+        sides = [("now", None)] + ([("base", base)] if base else [])
+        for tables in ("all", BASIC):
+            runs: dict[str, list[tuple[float, float]]] = {s: [] for s, _ in sides}
+            for _ in range(repeat):
+                for side, pythonpath in sides:
+                    runs[side].append(fresh_run(path, tables, pythonpath))
+            line = f"--table {tables:32}"
+            for side, _ in sides:
+                wall = statistics.median(w for w, _ in runs[side])
+                rss = max(m for _, m in runs[side])
+                line += f"  {side} {wall:7.2f} s {rss:7.0f} MB"
+            if base:
+                ratio = statistics.median(w for w, _ in runs["now"]) / statistics.median(w for w, _ in runs["base"])
+                line += f"  now/base {ratio:5.2f}"
+            print(line + f"   (median of {repeat}; target <= 5 s, <= 1536 MB)", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=5_000_000)
@@ -530,6 +591,9 @@ def main(argv=None) -> int:
                     help="Run the record-by-record reference as the analytics baseline (slow: minutes at 5M).")
     ap.add_argument("--all", action=argparse.BooleanOptionalAction, default=True,
                     help="Time report --table all against the straightforward pandas version.")
+    ap.add_argument("--fresh", action="store_true",
+                    help="Only time --table all and the six basic tables in fresh interpreters (wall, peak RSS).")
+    ap.add_argument("--baseline-commit", metavar="REV", help="With --fresh: alternate with a worktree of REV.")
     args = ap.parse_args(argv)
     # v2: RESULT bounds and the visit columns (the analytics tables read them)
     path = DATA / f"bench_report_{args.records}_v2.parquet"
@@ -539,6 +603,9 @@ def main(argv=None) -> int:
         print(f"generated {path} in {time.perf_counter() - t0:.1f} s")
     n = pq.ParquetFile(path).metadata.num_rows
     print(f"input: {n:,} records, {path.stat().st_size / 1e6:.1f} MB")
+    if args.fresh:
+        fresh(path, args.repeat, args.baseline_commit)
+        return 0
     status = 0
     if args.all:
         out = DATA / "bench_report_output.txt"
