@@ -887,20 +887,20 @@ class Searcher:
         held: list[str] = []
         if out is not None:
             self.out = held.append
-        done = False
         try:
-            if node.pv and first:
-                s = self.child(node.alpha, node.beta, nd, node.ply, True, False, False)
-            else:
-                s = self.mech.search_move(node, path, mn, nd, red)
-            done = True
+            try:
+                if node.pv and first:
+                    s = self.child(node.alpha, node.beta, nd, node.ply, True, False, False)
+                else:
+                    s = self.mech.search_move(node, path, mn, nd, red)
+            finally:
+                self.out = out
+            self._shadow(node, m, act, path, True)
         finally:
-            self.out = out
-            if not done and out is not None and held:
-                out("".join(held))  # a stop unwinds: the lines written so far, as without --shadow
-        self._shadow(node, m, act, path, True)
-        if out is not None and held:
-            out("".join(held))
+            # Also when a stop unwinds the search (in the move's search or in its shadow): the
+            # lines written so far, as without --shadow.
+            if out is not None and held:
+                out("".join(held))
         return s
 
     def _shadow(self, node: Node, m: chess.Move, act: str, path: str, made: bool) -> None:

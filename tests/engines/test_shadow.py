@@ -138,3 +138,23 @@ def test_command_line_flag_and_uci_option(tmp_path):
                    input="uci\nposition startpos\ngo depth 3\n", capture_output=True, text=True,
                    timeout=120, check=True)
     assert kept == plain.read_text()
+
+
+# Limits at which the stop comes inside a reduced move's subtree, whose lines are held back for its SHADOW
+# line (checked: dropping them on a stop fails each case).
+@pytest.mark.parametrize("profile,limit", [("typhoon", 45000), ("crafty", 10000), ("stockfish", 2500)])
+def test_a_node_limit_stops_both_searches_at_the_same_line(profile, limit):
+    """``go nodes``: the main search stops at the same node with the shadow on (its searches are not
+    counted), so the trace without the SHADOW lines is the one without --shadow, up to the stop -- also
+    the lines of a reduced move's subtree that were held back for its SHADOW line when the stop came."""
+    pid = "kiwipete"
+    texts = []
+    for shadow in (False, True):
+        config = dataclasses.replace(make_config(profile), shadow=shadow)
+        buf = io.StringIO()
+        outcome = run_search(POSITIONS[pid].board, 8, config, buf, pid, node_limit=limit)
+        assert outcome.aborted and outcome.depth >= 1
+        texts.append(buf.getvalue())
+    off, on = texts
+    assert "SHADOW " in on
+    assert "".join(line for line in on.splitlines(True) if not line.startswith("SHADOW ")) == off
