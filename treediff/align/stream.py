@@ -211,8 +211,8 @@ def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.
         turn = 0
         while not (sides[0].exhausted and sides[1].exhausted):
             # The side holding less is behind (its partner's positions wait for it): read it next, so two
-            # inputs in the same order never drift apart (alternating let 20M-line logs whose searches differ
-            # slightly in size drift by hundreds of positions: 1.6 GB).  Ties alternate.
+            # inputs in the same order stay within a batch of each other (alternating lets inputs whose
+            # searches differ in size drift apart until the spill threshold).  Ties alternate.
             held = [s.buffered() for s in sides]
             if held[0] != held[1]:
                 turn = 0 if held[0] < held[1] else 1
