@@ -62,8 +62,11 @@ def test_summaries_are_consistent(start):
     table = kind_confusion(al)
     shared = al.rows[al.rows["status"].isin(["same", "differs"]) & (al.rows["decisions_a"] + al.rows["decisions_b"] > 0)]
     assert int(table.to_numpy().sum()) == len(shared)
-    # Pruning in typhoon (LMP) vs stockfish's pruning acts both land in PRUNE.
-    assert "PRUNE" in table.index and "PRUNE" in table.columns
+    # stockfish's pruning acts land in PRUNE (its calibrated tree decides none of the paths typhoon prunes).
+    assert "PRUNE" in table.columns
+    # Pruning in typhoon (LMP) vs crafty's pruning acts (FP-*, LMP) both land in PRUNE, at the same paths.
+    crafty_table = kind_confusion(align(typhoon, open_source(TRACES / "crafty_start.log").records()))
+    assert crafty_table.loc["PRUNE", "PRUNE"] > 0
     top = top_divergences(al, n=5)
     shown = top[top["path"] != "(rest)"]
     assert list(shown["delta"].abs()) == sorted(shown["delta"].abs(), reverse=True)
