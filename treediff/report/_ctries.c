@@ -318,6 +318,29 @@ fail:
     return 0;
 }
 
+/* csr_build over the MOVE records only: group g lists, in record order, the MOVE records i with
+ * key[i] == g.  Returns 0 when out of memory. */
+static int csr_of_moves(int64_t n, const uint8_t *is_move, const int64_t *key, int64_t groups,
+                        int64_t **start_out, int64_t **items_out)
+{
+    int64_t *mkey = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *mpos = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    int built = 0;
+    if (mkey && mpos) {
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (is_move[i]) {
+                mkey[m] = key[i];
+                mpos[m] = i;
+                m++;
+            }
+        built = csr_build(groups, mkey, mpos, m, start_out, items_out);
+    }
+    free(mkey);
+    free(mpos);
+    return built;
+}
+
 /* First index in sorted items[lo..hi) whose value is >= x. */
 static inline int64_t lower_bound(const int64_t *items, int64_t lo, int64_t hi, int64_t x)
 {
@@ -897,26 +920,9 @@ static PyObject *derive(PyObject *self, PyObject *args)
         goto nogil_done;
     {
         int64_t n_v = vt_n;
-        int64_t *mkey = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
-        int64_t *mpos = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
-        if (!mkey || !mpos) {
-            free(mkey);
-            free(mpos);
-            goto nogil_done;
-        }
-        int64_t m = 0;
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < n; i++)
             span_end[i] = n;
-            if (is_move[i]) {
-                mkey[m] = rec_v[i];
-                mpos[m] = i;
-                m++;
-            }
-        }
-        int built = csr_build(n_v, mkey, mpos, m, &vcsr_start, &vcsr_items);
-        free(mkey);
-        free(mpos);
-        if (!built)
+        if (!csr_of_moves(n, is_move, rec_v, n_v, &vcsr_start, &vcsr_items))
             goto nogil_done;
         for (int64_t v = 0; v < n_v; v++) {
             int64_t lo = vcsr_start[v], hi = vcsr_start[v + 1];
@@ -946,24 +952,7 @@ static PyObject *derive(PyObject *self, PyObject *args)
         for (int64_t k = 0; k < n_res && !any_orphan; k++)
             any_orphan = r_parent[k] < 0 && ply[res_pos[k]] >= 2;
         if (any_orphan && n_mov) {
-            int64_t *mkey = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
-            int64_t *mpos = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
-            if (!mkey || !mpos) {
-                free(mkey);
-                free(mpos);
-                goto nogil_done;
-            }
-            int64_t m = 0;
-            for (int64_t i = 0; i < n; i++)
-                if (is_move[i]) {
-                    mkey[m] = own[i];
-                    mpos[m] = i;
-                    m++;
-                }
-            int built = csr_build(n_nodes, mkey, mpos, m, &mcsr_start, &mcsr_items);
-            free(mkey);
-            free(mpos);
-            if (!built)
+            if (!csr_of_moves(n, is_move, own, n_nodes, &mcsr_start, &mcsr_items))
                 goto nogil_done;
             for (int64_t k = 0; k < n_res; k++) {
                 int64_t i = res_pos[k];
