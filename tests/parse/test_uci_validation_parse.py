@@ -17,6 +17,7 @@ from treediff.model.errors import InputError
 from treediff.parse import chunks, pipeline
 from treediff.parse.core import parse_logs
 from treediff.parse.paths import MOVE_CHECK_ENV, PathNormalizer, compiled_checker_available
+from support.illegal_uci import ILLEGAL_UCI_BODY, ILLEGAL_UCI_LINES
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "fixtures" / "traces"
@@ -36,16 +37,8 @@ def _header(engine: str = "stockfish", fen: str = START, ident: str = "s") -> st
     return f"TREEDUMP engine={engine} v=1 unit={unit} id={ident} fen={fen}\n"
 
 
-FOUR = (_header() + "ITER d=2\n"
-        "MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL\n"          # line 3: legal
-        "MOVE path=e2e4/e2e4 ply=2 mn=1 d=1 nd=0 act=FULL\n"     # line 4: black has no piece on e2
-        "MOVE path=e2e5 ply=1 mn=2 d=2 nd=1 act=FULL\n"          # line 5: a pawn does not go three
-        "MOVE path=e1g1 ply=1 mn=3 d=2 nd=1 act=FULL\n"          # line 6: not castling here
-        "MOVE path=a7a8q ply=1 mn=4 d=2 nd=1 act=FULL\n"         # line 7: no white pawn on a7
-        "MOVE path=g1f3 ply=1 mn=5 d=2 nd=1 act=FULL\n"          # line 8: legal
-        "RESULT path=e2e4/e2e4 ply=2 d=0 score=0\n"              # line 9: below an illegal move
-        "RESULT path=e2e4 ply=1 d=1 score=0\nRESULT path=- ply=0 d=2 score=0\nEND nodes=3\n")
-FOUR_LINES = [4, 5, 6, 7, 9]
+FOUR = _header() + ILLEGAL_UCI_BODY
+FOUR_LINES = ILLEGAL_UCI_LINES
 
 
 def _flagged_lines(result) -> list[int]:

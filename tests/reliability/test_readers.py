@@ -14,6 +14,7 @@ import shutil
 import pytest
 
 from reliability.hostile import ROOT
+from support.illegal_uci import ILLEGAL_UCI_BODY
 
 LOG = ROOT / "fixtures" / "hand" / "align_basic_a.log"
 LOG_B = ROOT / "fixtures" / "hand" / "align_basic_b.log"
@@ -560,15 +561,7 @@ def test_dataset_records_of_the_wrong_type(tmp_path):
 
 # -- UCI paths validated against their positions -----------------------------------------------------------------
 
-_ILLEGAL_UCI = (_header("s") + "ITER d=2\n"
-                "MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL\n"          # line 3: legal
-                "MOVE path=e2e4/e2e4 ply=2 mn=1 d=1 nd=0 act=FULL\n"     # line 4: black has no piece on e2
-                "MOVE path=e2e5 ply=1 mn=2 d=2 nd=1 act=FULL\n"          # line 5: a pawn does not go three
-                "MOVE path=e1g1 ply=1 mn=3 d=2 nd=1 act=FULL\n"          # line 6: not castling here
-                "MOVE path=a7a8q ply=1 mn=4 d=2 nd=1 act=FULL\n"         # line 7: no white pawn on a7
-                "MOVE path=g1f3 ply=1 mn=5 d=2 nd=1 act=FULL\n"          # line 8: legal
-                "RESULT path=e2e4/e2e4 ply=2 d=0 score=0\n"              # line 9: below an illegal move
-                "RESULT path=e2e4 ply=1 d=1 score=0\nRESULT path=- ply=0 d=2 score=0\nEND nodes=3\n")
+_ILLEGAL_UCI = _header("s") + ILLEGAL_UCI_BODY
 
 
 def test_strict_flags_illegal_uci_moves_with_their_lines(tmp_path):
