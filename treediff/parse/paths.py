@@ -402,7 +402,8 @@ def _illegal_by_python_chess(state: SearchState, uci: pl.Series, skip: np.ndarra
     illegal = distinct.filter(pl.Series([r is None for r in resolved], dtype=pl.Boolean))
     if not len(illegal):
         return np.zeros(len(uci), dtype=bool)
-    return paths.is_in(illegal.implode()).fill_null(False).to_numpy()
+    # A Python list: polars 1.10 (the declared bound) reads an imploded Series as one value per row.
+    return paths.is_in(illegal.to_list()).fill_null(False).to_numpy()
 
 
 def _with_illegal(rows: pl.DataFrame, build: UciPaths, illegal: pl.Series) -> tuple[pl.Series, pl.Series | None]:

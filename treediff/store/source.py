@@ -235,7 +235,11 @@ def parquet_source(path: str | Path) -> ParquetSource:
             table = read_parquet(path, "records", columns=present)
         else:
             try:
-                table = pq.ParquetFile(path).read_row_groups(list(groups), columns=present)
+                if not groups:  # pyarrow < 20 fails on an empty list of row groups (asks for row group -1)
+                    empty = schema.empty_table()
+                    table = empty if present is None else empty.select(present)
+                else:
+                    table = pq.ParquetFile(path).read_row_groups(list(groups), columns=present)
             except (pa.ArrowException, OSError) as exc:
                 raise InputError(f"{path}: not a readable Parquet records file ({str(exc).splitlines()[0][:200]})"
                                  ) from None
