@@ -6,8 +6,6 @@ numbers, depths that differ by a fraction of a ply.
 """
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,11 +14,9 @@ from hypothesis import strategies as st
 
 from treediff.align import align_trees
 from support.attribution_helpers import frame_of
+from support.benchmark_scripts import load_benchmark
 
-_BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_align.py"
-_spec = importlib.util.spec_from_file_location("bench_align_prop", _BENCH)
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+bench = load_benchmark("bench_align")
 
 MOVES = ["e2e4", "d2d4", "0000", "e7e8q", "g1f3"]
 ACTS = {"FULL": "SEARCH", "LMR": "REDUCE", "LMR-RESEARCH": "RESEARCH", "FP-QUIET": "PRUNE", "NMP": "NULL_PROBE"}

@@ -1,24 +1,19 @@
 """The vectorized aligner against the benchmark's straightforward dict-based aligner, on synthetic trees."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from treediff.align import align
 from support.synthetic import STOCKFISH_LIKE, TYPHOON_LIKE, synthetic_tree
+from support.benchmark_scripts import load_benchmark
 
-_BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_align.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_align", _BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_align")
 
 
 def _columns(rows):

@@ -7,7 +7,6 @@ counted from the log text itself (RESULT lines of each search's last iteration),
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -26,22 +25,15 @@ from treediff.align.summaries import divergences
 from treediff.cli import main as cli
 from treediff.model.errors import InputError
 from treediff.parse.source import open_source
+from support.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCHES = 6
 
 
-def _gen_logs():
-    spec = importlib.util.spec_from_file_location("gen_logs", ROOT / "benchmarks" / "gen_logs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _searches(dialect: str) -> list[list[str]]:
     """SEARCHES searches of distinct positions (the same positions on every dialect), each a list of lines."""
-    gen = _gen_logs()
+    gen = load_benchmark("gen_logs")
     out = []
     for n in range(SEARCHES):
         fen = gen.distinct_fen(n, 1)
@@ -149,7 +141,7 @@ def test_scratch_directory_removed_after_an_error(logs, tmp_path, failure):
 
 
 def test_scratch_directory_removed_after_sigterm(tmp_path):
-    gen = _gen_logs()
+    gen = load_benchmark("gen_logs")
     log = tmp_path / "big.log"
     gen.generate("stockfish", 400_000, str(log))
     tmpdir = tmp_path / "tmp"

@@ -2,9 +2,7 @@
 and its metrics follow their documented definitions on hand-made counts."""
 from __future__ import annotations
 
-import importlib.util
 import io
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -12,22 +10,14 @@ import pytest
 
 from support.typhoon_trace_tools import read_trace
 from typhoon_py import make_config, read_epd, run_search
+from support.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    # benchmarks/ is not a package: load the script from its file
-    spec = importlib.util.spec_from_file_location("bench_fidelity", ROOT / "benchmarks" / "bench_fidelity.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[spec.name]
+    return load_benchmark("bench_fidelity")
 
 
 def test_pooled_figures_equal_the_traces_counted_independently(bench):

@@ -7,7 +7,6 @@ integers it must not take.
 """
 from __future__ import annotations
 
-import importlib.util
 import random
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from support.benchmark_scripts import load_benchmark
 from treediff.parse import tokenizer
 from treediff.parse.tokenizer import (
     BAD_INT,
@@ -157,18 +157,10 @@ def test_fixture_logs(path: Path):
     assert frame.get_column("tag").null_count() < frame.height  # the fast path does apply
 
 
-def _gen_logs():
-    """benchmarks/gen_logs.py as a module, loaded from its file (benchmarks/ is not a package, nor on sys.path)."""
-    spec = importlib.util.spec_from_file_location("gen_logs", ROOT / "benchmarks" / "gen_logs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("dialect", ["stockfish", "typhoon", "crafty"])
 def test_generated_log(tmp_path: Path, dialect: str):
     log = tmp_path / f"{dialect}.log"
-    _gen_logs().generate(dialect, 30_000, str(log))
+    load_benchmark("gen_logs").generate(dialect, 30_000, str(log))
     lines, _ = split_lines(log.read_bytes())
     assert_same(lines)
     assert_same(lines.slice(1234, 5000))  # a slice: offsets not starting at 0

@@ -5,27 +5,19 @@ the text (its MOVE and RESULT lines).
 """
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 
 from treediff.parse.source import SearchChunks, open_source
 from treediff.report.core import build_report
+from support.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _gen_logs():
-    spec = importlib.util.spec_from_file_location("gen_logs", ROOT / "benchmarks" / "gen_logs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _log(tmp_path: Path, searches: int = 8) -> tuple[Path, list[int]]:
-    gen = _gen_logs()
+    gen = load_benchmark("gen_logs")
     lines, counts = [], []
     for n in range(searches):
         fen = gen.distinct_fen(n, 3)
