@@ -529,26 +529,16 @@ def fresh_run(path: Path, tables: str, pythonpath: str | None) -> tuple[float, f
     import os
     import tempfile
 
-    env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    from bench_startup import run_once
+
     entry = "import sys; from treediff.cli import main; sys.argv[0] = 'treediff'; sys.exit(main())"
     out = Path(tempfile.gettempdir()) / f"bench_report_fresh_{os.getpid()}.txt"
-    argv = [sys.executable, "-c", entry, "report", str(path), "--table", tables, "-o", str(out)]
-    start = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        os.chdir(tempfile.gettempdir())  # `python -c` puts the working directory first on sys.path
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        os.execve(argv[0], argv, env)
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - start
-    out.unlink(missing_ok=True)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv)}: exit status {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_maxrss / 1024  # KiB on Linux; this script stays far below the child's peak
+    try:
+        # this script stays far below the child's peak, so the child's ru_maxrss is the command's own
+        return run_once([sys.executable, "-c", entry, "report", str(path), "--table", tables, "-o", str(out)],
+                        pythonpath)
+    finally:
+        out.unlink(missing_ok=True)
 
 
 def fresh(path: Path, repeat: int, baseline_rev: str | None) -> None:
