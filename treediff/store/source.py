@@ -22,9 +22,11 @@ renumbered to stay unique).  Logs are parsed by the parse layer, whose
 from __future__ import annotations
 
 import abc
+import queue
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -316,10 +318,65 @@ def last_safe_cut(search: np.ndarray) -> int:
     return int(safe[-1]) + 1 if len(safe) else 0
 
 
+_T = TypeVar("_T")
+
+
+def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
+    """The items of ``items``, each produced on a thread while the consumer holds the one before.
+
+    At most two items are alive (the one the consumer holds and the next, built or being built): the thread
+    starts item k + 1 only once item k was taken.  An exception raised producing an item is raised to the
+    consumer in its place; a consumer that stops early stops the thread (after the item it is building).
+    """
+    slot: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    break
+                slot.put((True, item))
+                del item  # the consumer holds it now
+                slot.join()  # taken: only then build the next one
+                if stop.is_set():
+                    break
+        except BaseException as exc:  # raised to the consumer, in the item's place
+            slot.put((False, exc))
+            return
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+        slot.put((False, None))
+
+    thread = threading.Thread(target=produce, name="treediff-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            ok, value = slot.get()
+            slot.task_done()
+            if not ok:
+                if value is not None:
+                    raise value
+                return
+            yield value
+            value = None
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a producer waiting to hand over an item nobody will take
+            try:
+                slot.get(timeout=0.05)
+                slot.task_done()
+            except queue.Empty:
+                pass
+        thread.join()
+
+
 class ParquetSource(ArrowSource):
     """A ``treediff parse`` Parquet pair: records read row group by row group into batches of about
     ``target`` records (whole searches: cut where no search spans), only the columns asked for, the next
-    row group read on a thread while the current batch is counted.
+    batch built on a thread (:func:`read_ahead`) while the current one is counted.
 
     ``read_records(columns, row_groups)`` reads those row groups (None: all); ``spans`` are the row
     groups' sizes and search ranges (:func:`row_group_spans`; None: read the file as one batch).
@@ -341,26 +398,27 @@ class ParquetSource(ArrowSource):
             groups = None if plan is None else (plan[0] if plan else [])
             yield self._kept.arrow(self._read_groups(wanted, groups)).to_pandas()
             return
-        # Row group by row group, the next read on a thread (Parquet decoding releases the GIL); a batch is
-        # cut inside a row group at the last point no search spans (the parser's row groups end mid-search,
-        # so cuts between row groups alone would rarely exist), the rest carried into the next batch.
-        groups = [g for read in plan for g in read]
+        # The batches are built (read, cut, converted to pandas) on a thread one batch ahead of the consumer:
+        # Parquet decoding, the conversion and the consumer's compiled passes release the GIL, so reading
+        # batch k + 1 overlaps counting batch k instead of waiting for it (issue 13).
+        yield from read_ahead(self._cut_batches(wanted, [g for read in plan for g in read], target))
+
+    def _cut_batches(self, wanted: list[str] | None, groups: list[int], target: int) -> Iterator[pd.DataFrame]:
+        """Batches of the row groups ``groups``, read one at a time: a batch is cut inside a row group at the
+        last point no search spans (the parser's row groups end mid-search, so cuts between row groups alone
+        would rarely exist), the rest carried into the next batch."""
         carry: pa.Table | None = None
-        with ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(self._read_groups, wanted, [groups[0]])
-            for i in range(len(groups)):
-                table = pending.result()
-                if i + 1 < len(groups):
-                    pending = pool.submit(self._read_groups, wanted, [groups[i + 1]])
-                if carry is not None:
-                    table = pa.concat_tables([carry, table])
-                    carry = None
-                cut = last_safe_cut(table.column("search").to_numpy()) if table.num_rows >= target else 0
-                if cut == 0:
-                    carry = table
-                    continue
-                yield self._kept.arrow(table.slice(0, cut)).to_pandas()
-                carry = table.slice(cut)
+        for group in groups:
+            table = self._read_groups(wanted, [group])
+            if carry is not None:
+                table = pa.concat_tables([carry, table])
+                carry = None
+            cut = last_safe_cut(table.column("search").to_numpy()) if table.num_rows >= target else 0
+            if cut == 0:
+                carry = table
+                continue
+            yield self._kept.arrow(table.slice(0, cut)).to_pandas()
+            carry = table.slice(cut)
         if carry is not None and carry.num_rows:
             yield self._kept.arrow(carry).to_pandas()
 
