@@ -7,8 +7,10 @@ integers it must not take.
 """
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import polars as pl
@@ -36,8 +38,10 @@ from treediff.parse.tokenizer import (
     decode_lines,
     fast_fields,
     fast_fields_c,
+    record_fields_c,
     split_lines,
     tokenize_chunk,
+    tokenize_records,
     typed_fields,
 )
 
@@ -67,7 +71,26 @@ def assert_same(lines: pa.LargeBinaryArray) -> pl.DataFrame:
     assert_frame_equal(compiled, reference)
     # Without the decoded text (the lines with odd integers are then decoded alone): the same.
     assert_frame_equal(fast_fields_c(lines), reference)
+    assert_same_records(lines, reference, text)
     return compiled
+
+
+def assert_same_records(lines: pa.LargeBinaryArray, reference: pl.DataFrame, text: pl.Series) -> None:
+    """The compact C scan (matched lines only) == the regex frame's matched rows, and tokenize_records
+    (fast rows, slow lines and their text) is the same with either tokenizer."""
+    matched = reference.get_column("tag").is_not_null()
+    compiled = record_fields_c(lines)
+    assert compiled is not None
+    frame, idx = compiled
+    assert_frame_equal(frame, reference.with_row_index("idx").filter(matched))
+    assert idx.dtype == np.int64 and idx.tolist() == matched.arg_true().to_list()
+    with_c = tokenize_records(lines)
+    with mock.patch.dict(os.environ, {"TREEDIFF_TOKENIZER": "regex"}):
+        regex = tokenize_records(lines)
+    assert_frame_equal(with_c.fast, regex.fast)
+    assert with_c.slow_idx.tolist() == regex.slow_idx.tolist() == (~matched).arg_true().to_list()
+    assert with_c.slow_text.to_list() == regex.slow_text.to_list() == text.gather(with_c.slow_idx).to_list()
+    assert with_c.slow_bad_utf8.tolist() == regex.slow_bad_utf8.tolist()
 
 
 def test_keys_match_the_python_order():
@@ -194,6 +217,9 @@ def test_non_utf8_chunk():
     lines, _ = split_lines(b"MOVE path=e2e4\nMOVE path=\xff\xfe\nRESULT score=3\n\xc3\n")
     frame = assert_same(lines)
     assert frame.get_column("tag").to_list() == ["MOVE", None, "RESULT", None]
+    records = tokenize_records(lines)
+    assert records.slow_idx.tolist() == [1, 3] and records.slow_bad_utf8.tolist() == [True, True]
+    assert records.fast.get_column("idx").to_list() == [0, 2]
 
 
 @pytest.mark.parametrize("data", [b"", b"abc", b"\n", b"a\nb", b"a\nb\n", b"\n\n\r\n", b"MOVE\x00\n\xff\n"])
@@ -244,6 +270,25 @@ def test_bad_arguments_raise():
     out = outputs()
     assert _ctok.typed_fields(data, np.array([0, 12], dtype=np.int64), *out)[0] == 0  # the tag: no null
     assert out[5][0] == PATH_OTHER and out[6][0] == 1
+
+
+def test_record_fields_by_hand():
+    """The compact scan: rows only for the matched lines (1 and 3 here), their lines in idx, the rest untouched."""
+    data = b"ITER d=1\nMOVE path=a act=x\n# note\nRESULT path=- score=5\n"
+    n = 4
+    out = [np.zeros(7 * n * 16, dtype=np.uint8), np.zeros(7, dtype=np.uint8), np.zeros(10 * n, dtype=np.int64),
+           np.zeros(10, dtype=np.uint8), np.zeros(n, dtype=np.uint16), np.zeros(n, dtype=np.uint8),
+           np.zeros(n, dtype=np.int32)]
+    idx = np.zeros(n, dtype=np.uint32)
+    offsets = np.array([0, 9, 27, 34, 56], dtype=np.int64)
+    rows, nulls = _ctok.record_fields(data, offsets, *out, idx)
+    assert rows == 2 and idx.tolist() == [1, 3, 0, 0]
+    # Null counts of the two rows: tag, path never null; act once (the RESULT); score once (the MOVE).
+    assert nulls[:3] == (0, 0, 1) and nulls[7 + INT_FIELDS.index("score")] == 1
+    assert out[5].tolist() == [PATH_OTHER, PATH_ROOT, 0, 0]  # shapes of rows 0, 1; rows 2, 3 not written
+    assert out[2][INT_FIELDS.index("score") * n:][:n].tolist() == [0, 5, 0, 0]
+    with pytest.raises(ValueError):
+        _ctok.record_fields(data, offsets, *out, np.zeros(n - 1, dtype=np.uint32))
 
 
 # ---------------------------------------------------------------- property tests

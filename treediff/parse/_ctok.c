@@ -252,19 +252,29 @@ PyDoc_STRVAR(typed_fields_doc,
 "else; 0 no path or no match); plies (int32, n): the path's length in moves (root 0).\n"
 "Returns the tuple of the 7 + 10 null counts (bad values count as null).");
 
-static PyObject *typed_fields(PyObject *self, PyObject *args)
+/* typed_fields() and record_fields(): one scan.  `compact`: only the matched lines get a row, rows
+ * 0..m-1 in line order, and idx[r] is row r's line (the others are left to the slow path); else row i
+ * is line i and an unmatched line is a row of nulls. */
+static PyObject *scan_fields(PyObject *args, int compact)
 {
-    enum { DATA, OFFS, VIEWS, VALID, INTS, IVALID, BAD, SHAPES, PLIES, N_ARGS };
-    PyObject *objs[N_ARGS];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &objs[8]))
+    enum { DATA, OFFS, VIEWS, VALID, INTS, IVALID, BAD, SHAPES, PLIES, IDX, N_ARGS };
+    int n_args = compact ? N_ARGS : IDX;
+    PyObject *objs[N_ARGS] = {NULL};
+    if (compact) {
+        if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                              &objs[6], &objs[7], &objs[8], &objs[9]))
+            return NULL;
+    } else if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                                 &objs[6], &objs[7], &objs[8])) {
         return NULL;
+    }
     Py_buffer b[N_ARGS];
     memset(b, 0, sizeof b);
     PyObject *result = NULL;
     Py_ssize_t str_nulls[N_STR] = {0}, int_nulls[N_INT] = {0};
+    Py_ssize_t rows = 0;
 
-    for (int i = 0; i < N_ARGS; i++) {
+    for (int i = 0; i < n_args; i++) {
         int flags = PyBUF_C_CONTIGUOUS | (i >= VIEWS ? PyBUF_WRITABLE : 0);
         if (PyObject_GetBuffer(objs[i], &b[i], flags) < 0)
             goto done;
@@ -292,7 +302,8 @@ static PyObject *typed_fields(PyObject *self, PyObject *args)
     Py_ssize_t bitmap_bytes = (n + 7) / 8;
     if (b[VIEWS].len != (Py_ssize_t)N_STR * n * VIEW_BYTES || b[VALID].len != (Py_ssize_t)N_STR * bitmap_bytes
             || b[INTS].len != (Py_ssize_t)N_INT * n * 8 || b[IVALID].len != (Py_ssize_t)N_INT * bitmap_bytes
-            || b[BAD].len != n * 2 || b[SHAPES].len != n || b[PLIES].len != n * 4) {
+            || b[BAD].len != n * 2 || b[SHAPES].len != n || b[PLIES].len != n * 4
+            || (compact && b[IDX].len != n * 4)) {
         PyErr_SetString(PyExc_ValueError, "typed_fields: output buffers have the wrong size");
         goto done;
     }
@@ -304,6 +315,7 @@ static PyObject *typed_fields(PyObject *self, PyObject *args)
     uint16_t *bad = (uint16_t *)b[BAD].buf;
     unsigned char *shape = (unsigned char *)b[SHAPES].buf;
     int32_t *plies = (int32_t *)b[PLIES].buf;
+    uint32_t *idx = compact ? (uint32_t *)b[IDX].buf : NULL;
 
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t start[N_FIELDS];
@@ -311,16 +323,22 @@ static PyObject *typed_fields(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n; i++) {
         const unsigned char *line = buf + off[i];
         if (!match_line(line, (Py_ssize_t)(off[i + 1] - off[i]), data_len - off[i], start, len)) {
+            if (compact)
+                continue;
             for (int f = 0; f < N_STR; f++)
                 str_nulls[f]++;
             for (int f = 0; f < N_INT; f++)
                 int_nulls[f]++;
+            rows++;
             continue;
         }
-        unsigned char bit = (unsigned char)(1u << (i & 7));
-        Py_ssize_t byte = i >> 3;
+        Py_ssize_t r = rows++;
+        if (compact)
+            idx[r] = (uint32_t)i;
+        unsigned char bit = (unsigned char)(1u << (r & 7));
+        Py_ssize_t byte = r >> 3;
         /* the tag, always there */
-        write_view(vw + i * VIEW_BYTES, buf, data_len, off[i] + start[0], len[0]);
+        write_view(vw + r * VIEW_BYTES, buf, data_len, off[i] + start[0], len[0]);
         vb[byte] |= bit;
         uint16_t bad_bits = 0;
         for (int j = 0; j < N_KEYS; j++) {
@@ -333,14 +351,14 @@ static PyObject *typed_fields(PyObject *self, PyObject *args)
                 continue;
             }
             if (slot >= 0) {
-                write_view(vw + ((Py_ssize_t)slot * n + i) * VIEW_BYTES, buf, data_len, off[i] + start[j + 1],
+                write_view(vw + ((Py_ssize_t)slot * n + r) * VIEW_BYTES, buf, data_len, off[i] + start[j + 1],
                            len[j + 1]);
                 vb[slot * bitmap_bytes + byte] |= bit;
             } else {
                 int k = -1 - slot;
                 int64_t value;
                 if (parse_int64(line + start[j + 1], len[j + 1], &value)) {
-                    iv[(Py_ssize_t)k * n + i] = value;
+                    iv[(Py_ssize_t)k * n + r] = value;
                     ib[k * bitmap_bytes + byte] |= bit;
                 } else {
                     bad_bits |= (uint16_t)(1u << k);
@@ -348,30 +366,53 @@ static PyObject *typed_fields(PyObject *self, PyObject *args)
                 }
             }
         }
-        bad[i] = bad_bits;
+        bad[r] = bad_bits;
         if (len[1] >= 0) /* field 1 is path */
-            shape[i] = path_shape(line + start[1], len[1], &plies[i]);
+            shape[r] = path_shape(line + start[1], len[1], &plies[r]);
     }
     Py_END_ALLOW_THREADS
 
-    result = PyTuple_New(N_STR + N_INT);
-    if (result == NULL)
+    PyObject *counts = PyTuple_New(N_STR + N_INT);
+    if (counts == NULL)
         goto done;
     for (int f = 0; f < N_STR + N_INT; f++) {
         PyObject *c = PyLong_FromSsize_t(f < N_STR ? str_nulls[f] : int_nulls[f - N_STR]);
         if (c == NULL) {
-            Py_CLEAR(result);
+            Py_DECREF(counts);
             goto done;
         }
-        PyTuple_SET_ITEM(result, f, c);
+        PyTuple_SET_ITEM(counts, f, c);
+    }
+    if (compact) {
+        result = Py_BuildValue("(nN)", rows, counts);
+    } else {
+        result = counts;
     }
 
 done:
-    for (int i = 0; i < N_ARGS; i++) {
+    for (int i = 0; i < n_args; i++) {
         if (b[i].obj)
             PyBuffer_Release(&b[i]);
     }
     return result;
+}
+
+static PyObject *typed_fields(PyObject *self, PyObject *args)
+{
+    return scan_fields(args, 0);
+}
+
+PyDoc_STRVAR(record_fields_doc,
+"record_fields(data, offsets, views, validity, ints, int_validity, bad, shapes, plies, idx) -> (m, null_counts)\n\n"
+"typed_fields for the matched lines only: rows 0..m-1 are the m lines that match, in line order,\n"
+"idx (uint32, n) gives row r's line in the chunk; the buffers are sized for n rows as for\n"
+"typed_fields (field f's views at views[f*n*16:], bitmaps at validity[f*ceil(n/8):]), and only\n"
+"the first m rows are written.  null_counts are those of the m rows.  The lines not in idx are\n"
+"the slow path's: they get no row, so the parser filters nothing out.");
+
+static PyObject *record_fields(PyObject *self, PyObject *args)
+{
+    return scan_fields(args, 1);
 }
 
 PyDoc_STRVAR(line_offsets_doc,
@@ -680,6 +721,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"typed_fields", typed_fields, METH_VARARGS, typed_fields_doc},
+    {"record_fields", record_fields, METH_VARARGS, record_fields_doc},
     {"line_offsets", line_offsets, METH_O, line_offsets_doc},
     {"row_keys", row_keys, METH_NOARGS, "The keys, in the order of the fields after the tag."},
     {"visits", visits, METH_VARARGS, visits_doc},

@@ -26,7 +26,7 @@ from treediff.parse.tokenizer import (
     SLOW_ROW_KEYS,
     is_int,
     split_lines,
-    tokenize_chunk,
+    tokenize_records,
     tokenize_line,
     typed_fields,
 )
@@ -98,29 +98,29 @@ def prepare_chunk(tail: bytes, block: bytes, cut: int) -> PreparedChunk:
     """Split ``tail + block[:cut]`` (whole lines) and do all that needs no parser state; runs on a helper thread."""
     data = tail + memoryview(block)[:cut] if tail else memoryview(block)[:cut]
     lines, _ = split_lines(data)
-    tokens = tokenize_chunk(lines)
+    tokens = tokenize_records(lines)
     problems = Problems()
-    bad_utf8, fast = tokens.bad_utf8, tokens.fast
-    fast_mask = fast.get_column("tag").is_not_null().to_numpy()
+    slow_idx, slow_text, bad_utf8 = tokens.slow_idx, tokens.slow_text, tokens.slow_bad_utf8
     if bad_utf8.any():
-        fast_mask &= ~bad_utf8
-        problems.add_many("with garbage (non-UTF-8) bytes", np.flatnonzero(bad_utf8))
-    slow_idx = np.flatnonzero(~fast_mask & ~bad_utf8)
-    events, slow_rows = _read_slow_lines(tokens.text, slow_idx, problems)
-    fast_rows = _usable_fast_rows(fast.with_row_index("idx").filter(pl.Series(fast_mask)), problems)
+        problems.add_many("with garbage (non-UTF-8) bytes", slow_idx[bad_utf8])
+        slow_idx, slow_text = slow_idx[~bad_utf8], slow_text.filter(pl.Series(~bad_utf8))
+    events, slow_rows = _read_slow_lines(slow_text, slow_idx, problems)
+    fast_rows = _usable_fast_rows(tokens.fast, problems)
     return PreparedChunk(n_lines=len(lines), rows=_all_rows(fast_rows, slow_rows), events=events, problems=problems)
 
 
-def _read_slow_lines(text, slow_idx: np.ndarray, problems: Problems) -> tuple[list, list[dict]]:
+def _read_slow_lines(text: pl.Series, slow_idx: np.ndarray, problems: Problems) -> tuple[list, list[dict]]:
     """The lines the fast path did not take, one by one: headers, ITER, END, comments and odd records.
+
+    ``text``: those lines, decoded; ``slow_idx``: their lines in the chunk.
 
     Returns the stateful lines as ``(chunk index, tag, fields)`` and the
     usable MOVE/RESULT records as rows (see :func:`_slow_row`).
     """
     events: list[tuple[int, str, dict]] = []
     slow_rows: list[dict] = []
-    for i in slow_idx.tolist():
-        token = tokenize_line(text[i])
+    for i, line in zip(slow_idx.tolist(), text.to_list()):
+        token = tokenize_line(line)
         if token is None:
             continue
         if token.tag in ("MOVE", "RESULT", "SHADOW"):

@@ -234,6 +234,43 @@ def fast_fields_c(lines: pa.LargeBinaryArray, text: pl.Series | None = None) -> 
     match (the pattern is ASCII), as with the regex on their "".  ``text`` (the decoded lines) is
     read only for the rare line with an integer key the C code does not take (see :func:`_fix_bad_ints`).
     """
+    scanned = _scan_c(lines, compact=False)
+    if scanned is None:
+        return None
+    frame, bad, _ = scanned
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        frame = _fix_bad_ints(frame, rows, text.gather(rows) if text is not None else _decode_rows(lines, rows))
+    return frame
+
+
+def record_fields_c(lines: pa.LargeBinaryArray) -> tuple[pl.DataFrame, np.ndarray] | None:
+    """The rows of :func:`fast_fields_c` for the lines that match only, with their line in the chunk first
+    (``idx``, UInt32), and those lines (int64, ascending); None where the compiled tokenizer cannot run.
+
+    What the parser keeps of the fast path, made without a row for the other lines (so nothing is filtered
+    out afterwards) and without decoding the chunk: a matched line is ASCII, so only the others (the slow
+    path's) are decoded, by the caller.
+    """
+    scanned = _scan_c(lines, compact=True)
+    if scanned is None:
+        return None
+    frame, bad, idx = scanned
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        frame = _fix_bad_ints(frame, rows, _decode_rows(lines, idx[rows]))
+    return frame.insert_column(0, pl.Series("idx", idx, dtype=pl.UInt32)), idx.astype(np.int64)
+
+
+def _decode_rows(lines: pa.LargeBinaryArray, rows: np.ndarray) -> pl.Series:
+    """:func:`decode_lines` of the lines at ``rows`` (indices from buffers: pa.array() imports pandas)."""
+    take = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(np.ascontiguousarray(rows, dtype=np.int64))])
+    return decode_lines(lines.take(take))[0]
+
+
+def _scan_c(lines: pa.LargeBinaryArray, compact: bool) -> tuple[pl.DataFrame, np.ndarray, np.ndarray] | None:
+    """The compiled scan of ``lines`` as a frame in the typed layout (before :func:`_fix_bad_ints`), each row's
+    bad-integer bits, and (``compact``: one row per matched line) the rows' lines; None where it cannot run."""
     if _ctok is None or lines.null_count:
         return None
     n = len(lines)
@@ -254,45 +291,46 @@ def fast_fields_c(lines: pa.LargeBinaryArray, text: pl.Series | None = None) -> 
     bad = np.zeros(n, dtype=np.uint16)
     shapes = np.zeros(n, dtype=np.uint8)
     plies = np.zeros(n, dtype=np.int32)
-    null_counts = _ctok.typed_fields(data, offsets, views, validity, ints, int_validity, bad, shapes, plies)
+    outputs = (views, validity, ints, int_validity, bad, shapes, plies)
+    if compact:
+        idx = np.zeros(n, dtype=np.uint32)
+        m, null_counts = _ctok.record_fields(data, offsets, *outputs, idx)
+        idx = idx[:m]
+    else:
+        null_counts = _ctok.typed_fields(data, offsets, *outputs)
+        m, idx = n, np.zeros(0, dtype=np.uint32)
     views_buf, validity_buf = pa.py_buffer(views), pa.py_buffer(validity)
     ints_buf, int_validity_buf = pa.py_buffer(ints), pa.py_buffer(int_validity)
     columns: dict[str, pa.Array] = {}
+    # Field f's buffers start at f * n (rows) and f * bitmap_bytes (bitmaps); the first m rows are the output.
     for f, name in enumerate(STRING_FIELDS):
         columns[name] = pa.Array.from_buffers(
-            pa.string_view(), n,
-            [validity_buf.slice(f * bitmap_bytes, bitmap_bytes), views_buf.slice(f * n * 16, n * 16), data],
+            pa.string_view(), m,
+            [validity_buf.slice(f * bitmap_bytes, bitmap_bytes), views_buf.slice(f * n * 16, m * 16), data],
             null_count=null_counts[f],
         )
     for k, name in enumerate(INT_FIELDS):
         columns[name] = pa.Array.from_buffers(
-            pa.int64(), n,
-            [int_validity_buf.slice(k * bitmap_bytes, bitmap_bytes), ints_buf.slice(k * n * 8, n * 8)],
+            pa.int64(), m,
+            [int_validity_buf.slice(k * bitmap_bytes, bitmap_bytes), ints_buf.slice(k * n * 8, m * 8)],
             null_count=null_counts[n_str + k],
         )
     # (The path's validity is the plies' too: a length only where there is a path.)
-    columns[PATH_SHAPE] = pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(shapes)])
+    columns[PATH_SHAPE] = pa.Array.from_buffers(pa.uint8(), m, [None, pa.py_buffer(shapes[:m])])
     columns[PLIES] = pa.Array.from_buffers(
-        pa.int32(), n, [validity_buf.slice(bitmap_bytes, bitmap_bytes), pa.py_buffer(plies)],
+        pa.int32(), m, [validity_buf.slice(bitmap_bytes, bitmap_bytes), pa.py_buffer(plies[:m])],
         null_count=null_counts[1])
-    columns[BAD_INT] = pa.Array.from_buffers(pa.uint16(), n, [None, pa.py_buffer(bad)])
+    columns[BAD_INT] = pa.Array.from_buffers(pa.uint16(), m, [None, pa.py_buffer(bad[:m])])
     names = [*FAST_FIELDS, PATH_SHAPE, PLIES, BAD_INT]
     frame = pl.from_arrow(pa.Table.from_arrays([columns[c] for c in names], names=names))
     assert isinstance(frame, pl.DataFrame)  # (a table gives a frame; for mypy)
-    if bad.any():
-        frame = _fix_bad_ints(frame, np.flatnonzero(bad), lines, text)
-    return frame
+    return frame, bad[:m], idx
 
 
-def _fix_bad_ints(frame: pl.DataFrame, rows: np.ndarray, lines: pa.LargeBinaryArray,
-                  text: pl.Series | None) -> pl.DataFrame:
+def _fix_bad_ints(frame: pl.DataFrame, rows: np.ndarray, text: pl.Series) -> pl.DataFrame:
     """Where the C code found an integer key whose value is not ``[+-]?[0-9]+`` within int64, the regex
-    path's reading of those few lines (polars' cast decides what is an integer, as on the regex path)."""
-    if text is None:  # (indices from buffers: pa.array() imports pandas)
-        take = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows.astype(np.int64))])
-        text = decode_lines(lines.take(take))[0]
-    else:
-        text = text.gather(rows)
+    path's reading of those few lines (``text``: the decoded lines of ``rows``; polars' cast decides what
+    is an integer, as on the regex path)."""
     fixed = typed_fields(fast_fields(text))
     index = pl.Series(rows, dtype=pl.UInt32)
     return frame.with_columns(
@@ -323,3 +361,43 @@ def tokenize_chunk(lines: pa.LargeBinaryArray) -> ChunkTokens:
     if fast is None:
         fast = typed_fields(fast_fields(text))
     return ChunkTokens(text=text, bad_utf8=bad_utf8, fast=fast)
+
+
+@dataclass
+class ChunkRecords:
+    """A chunk's fast-path records and the lines left to the slow path, by the stateless tokenizer."""
+
+    #: The lines the fast path takes, in the typed layout with ``idx`` (UInt32, line in the chunk) first.
+    fast: pl.DataFrame
+    #: The other lines' indices in the chunk (int64, ascending).
+    slow_idx: np.ndarray
+    #: Those lines as text ("" where not UTF-8).
+    slow_text: pl.Series
+    #: True for those of them that are not valid UTF-8.
+    slow_bad_utf8: np.ndarray
+
+
+def tokenize_records(lines: pa.LargeBinaryArray) -> ChunkRecords:
+    """:func:`tokenize_chunk` split into the fast path's rows and the slow path's lines (safe on another thread).
+
+    The compiled tokenizer gives only the matched lines' rows and decodes nothing but the other lines;
+    the regex fallback filters its frame of every line.  Both give the same.
+    """
+    compiled = record_fields_c(lines) if ctok_available() else None
+    if compiled is not None:
+        fast, matched = compiled
+        unmatched = np.ones(len(lines), dtype=bool)
+        unmatched[matched] = False
+        slow_idx = np.flatnonzero(unmatched)
+        slow_text, slow_bad = decode_lines(lines.take(pa.Array.from_buffers(
+            pa.int64(), len(slow_idx), [None, pa.py_buffer(slow_idx)])))
+        return ChunkRecords(fast=fast, slow_idx=slow_idx, slow_text=slow_text, slow_bad_utf8=slow_bad)
+    tokens = tokenize_chunk(lines)
+    fast_mask = tokens.fast.get_column("tag").is_not_null().to_numpy() & ~tokens.bad_utf8
+    slow_idx = np.flatnonzero(~fast_mask)
+    return ChunkRecords(
+        fast=tokens.fast.with_row_index("idx").filter(pl.Series(fast_mask)),
+        slow_idx=slow_idx,
+        slow_text=tokens.text.gather(slow_idx),
+        slow_bad_utf8=tokens.bad_utf8[slow_idx],
+    )
