@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from treediff.align.core import VISIT_MODES, align_trees
+from treediff.align.core import VISIT_MODES, RowArrays, _Side, align_sides
 from treediff.align.select import SideChoice, choose_iterations, choose_searches
 from treediff.model.errors import InputError
 
@@ -70,12 +70,6 @@ def _where(records: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     return records if bool(mask.all()) else records[mask]
 
 
-def _engine(records: pd.DataFrame) -> str:
-    if "engine" not in records.columns or len(records) == 0:
-        return ""
-    return str(records["engine"].iloc[0])
-
-
 def align(
     records_a: pd.DataFrame,
     records_b: pd.DataFrame,
@@ -94,22 +88,38 @@ def align(
     """
     if visits not in VISIT_MODES:
         raise ValueError(f"visits must be one of {', '.join(VISIT_MODES)}, not {visits!r}")
+    rows, ca, cb, notes = align_arrays(records_a, records_b, iter=iter, position=position, visits=visits)
+    return Alignment(rows=rows.frame(), a=ca, b=cb, notes=notes)
+
+
+def align_arrays(
+    records_a: pd.DataFrame,
+    records_b: pd.DataFrame,
+    iter: int | None = None,
+    position: str | None = None,
+    visits: str = "main",
+) -> tuple[RowArrays, SideChoice, SideChoice, list[str]]:
+    """:func:`align` without building the rows' DataFrame: (rows as arrays, A's choice, B's choice, notes)."""
     search_a, search_b, pos = choose_searches(records_a, records_b, position)
     ra = _where(records_a, records_a["search"].to_numpy() == search_a)
     rb = _where(records_b, records_b["search"].to_numpy() == search_b)
     iter_a, iter_b, its_a, its_b, notes = choose_iterations(ra, rb, iter)
     sides = []
+    dropped = 0
     for label, recs, it, its, search in (("A", ra, iter_a, its_a, search_a), ("B", rb, iter_b, its_b, search_b)):
-        if it != 0 and "iter" in recs.columns:
-            recs = _where(recs, recs["iter"].to_numpy() == it)
-        if len(recs) == 0:
+        # The iteration is a mask over the columns, not a filtered frame (_Side converts, then indexes).
+        keep = recs["iter"].to_numpy() == it if it != 0 and "iter" in recs.columns else None
+        count = len(recs) if keep is None else int(keep.sum())
+        if count == 0:
             raise InputError(f"{label} has no records in iteration {it} of position {pos}")
-        choice = SideChoice(label, _engine(recs), pos, int(search), int(it), its[0], its[1])
-        sides.append((recs, choice))
-    (ra, ca), (rb, cb) = sides
-    rows = align_trees(ra, rb, visits=visits)
-    dropped = int(ra["path"].isna().sum()) + int(rb["path"].isna().sum())
+        first = 0 if keep is None else int(np.argmax(keep))
+        engine = str(recs["engine"].iloc[first]) if "engine" in recs.columns else ""
+        choice = SideChoice(label, engine, pos, int(search), int(it), its[0], its[1])
+        no_path = recs["path"].isna().to_numpy(dtype=bool)
+        dropped += int(no_path.sum() if keep is None else no_path[keep].sum())
+        sides.append((_Side(recs, keep), choice))
+    (side_a, ca), (side_b, cb) = sides
+    rows = align_sides(side_a, side_b, keep_visits=visits == "all")
     if dropped:
         notes.append(f"{dropped} record(s) without a path were left out")
-    return Alignment(rows=rows, a=ca, b=cb, notes=notes)
-
+    return rows, ca, cb, notes

@@ -126,12 +126,19 @@ def attribute(rows: pd.DataFrame, scope: int = 0, drill: bool = False) -> Attrib
     attribution is repeated inside its subtree (its own nodes, and those
     under only ``same`` rows below it, are the residual).
     """
-    size = rows["subtree_rows"].to_numpy(dtype=np.int64)
-    lo, hi = int(scope), int(scope) + (int(size[scope]) if len(rows) else 0)
+    return attribute_arrays(rows["subtree_rows"].to_numpy(dtype=np.int64), rows["nodes_a"].to_numpy(dtype=np.int64),
+                            rows["nodes_b"].to_numpy(dtype=np.int64), rows["status"].to_numpy(dtype=object) != "same",
+                            rows["parent"].to_numpy(dtype=np.int64), scope, drill)
+
+
+def attribute_arrays(size: np.ndarray, nodes_a: np.ndarray, nodes_b: np.ndarray, flagged: np.ndarray,
+                     parent: np.ndarray, scope: int = 0, drill: bool = False) -> Attribution:
+    """:func:`attribute` over the rows' columns as arrays (``flagged``: status is not ``same``)."""
+    lo, hi = int(scope), int(scope) + (int(size[scope]) if len(size) else 0)
     m = hi - lo
-    nodes_a = rows["nodes_a"].to_numpy(dtype=np.int64)[lo:hi]
-    nodes_b = rows["nodes_b"].to_numpy(dtype=np.int64)[lo:hi]
-    flagged = (rows["status"].to_numpy(dtype=object)[lo:hi] != "same")
+    nodes_a = np.asarray(nodes_a, dtype=np.int64)[lo:hi]
+    nodes_b = np.asarray(nodes_b, dtype=np.int64)[lo:hi]
+    flagged = np.array(flagged[lo:hi], dtype=bool)
     if drill and m:
         flagged[0] = False
     # Rows are depth-first, so a row's subtree is [i, i + size).  cover[i] is
@@ -142,7 +149,7 @@ def attribute(rows: pd.DataFrame, scope: int = 0, drill: bool = False) -> Attrib
     cover = np.cumsum(steps)[:m]
     frontier = flagged & (cover == 1)
     uncovered = cover == 0
-    parent = rows["parent"].to_numpy(dtype=np.int64)[lo:hi] - lo
+    parent = np.asarray(parent, dtype=np.int64)[lo:hi] - lo
     parent[parent < 0] = -1  # the scope's top row: its parent is outside
     own_a, own_b = _own(nodes_a, parent), _own(nodes_b, parent)
     where = np.flatnonzero(frontier)

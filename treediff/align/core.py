@@ -32,6 +32,7 @@ Units: depths are plies (float), node counts are RESULT records.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -79,41 +80,49 @@ _POOL = pa.system_memory_pool()
 class _Side:
     """One side's records reduced to numpy arrays, in record order."""
 
-    def __init__(self, records: pd.DataFrame):
+    def __init__(self, records: pd.DataFrame, keep: np.ndarray | None = None):
+        """``keep``: optional boolean mask of the records to use (one search's iteration): the columns are
+        converted and then indexed, never the frame filtered (a frame filter costs ~1 ms a position)."""
         missing = [c for c in NEEDED_COLUMNS if c not in records.columns and c not in OPTIONAL_COLUMNS]
         if missing:
             raise ValueError(f"records lack column(s): {', '.join(missing)}")
-        shadow = equals(records["tag"], "SHADOW")
-        if shadow.any():  # typhoon_py's --shadow side searches: no decision, no node (only fh/whatif read them)
-            records = records[~shadow]
-        keep = records["path"].notna().to_numpy()
-        self.dropped = int((~keep).sum())
-        if self.dropped:
-            records = records[keep]
-        seq = records["seq"].to_numpy(dtype=np.int64)
+        tag_codes, tag_labels = _labels(records["tag"])
+        # typhoon_py's --shadow side searches (no decision, no node; only fh/whatif read them) and records
+        # without a path are left out.
+        use = np.array(records["path"].notna().to_numpy(dtype=bool), dtype=bool)  # (a copy: edited below)
+        if "SHADOW" in tag_labels:
+            use &= tag_codes != list(tag_labels).index("SHADOW")
+        if keep is not None:
+            use &= keep
+        idx: np.ndarray | None = None if bool(use.all()) else np.flatnonzero(use)
+        seq = _take(records["seq"].to_numpy(dtype=np.int64), idx)
         if len(seq) > 1 and not bool(np.all(seq[1:] >= seq[:-1])):
-            records = records.iloc[np.argsort(seq, kind="stable")]  # visits are read in record order
-        self.n = len(records)
-        self.path = _as_arrow_strings(records["path"])
-        self.is_move = equals(records["tag"], "MOVE")
-        self.is_result = equals(records["tag"], "RESULT")
-        self.seq = records["seq"].to_numpy(dtype=np.int64)
+            order = np.argsort(seq, kind="stable")  # visits are read in record order
+            idx = order if idx is None else idx[order]
+            seq = seq[order]
+        self.n = len(seq)
+        path = _as_arrow_strings(records["path"])
+        self.path = path if idx is None else path.take(pa.array(idx, type=pa.int64()))
+        tags = _take(tag_codes, idx)
+        self.is_move = _code_is(tags, tag_labels, "MOVE")
+        self.is_result = _code_is(tags, tag_labels, "RESULT")
+        self.seq = seq
         # float32 holds every depth exactly (ticks / unit with unit a power of
         # two or 1) and halves the memory of 2M-record sides.
-        self.mn = records["mn"].to_numpy(dtype=np.float32, na_value=np.nan)
-        self.depth = records["depth"].to_numpy(dtype=np.float32, na_value=np.nan)
-        self.new_depth = records["new_depth"].to_numpy(dtype=np.float32, na_value=np.nan)
-        self.reduction = records["reduction"].to_numpy(dtype=np.float32, na_value=np.nan)
-        self.act = _labels(records["act"])
-        self.kind = _labels(records["kind"])
+        self.mn = _take(records["mn"].to_numpy(dtype=np.float32, na_value=np.nan), idx)
+        self.depth = _take(records["depth"].to_numpy(dtype=np.float32, na_value=np.nan), idx)
+        self.new_depth = _take(records["new_depth"].to_numpy(dtype=np.float32, na_value=np.nan), idx)
+        self.reduction = _take(records["reduction"].to_numpy(dtype=np.float32, na_value=np.nan), idx)
+        self.act = _labels(records["act"], idx)
+        self.kind = _labels(records["kind"], idx)
         #: Source line of each record (-1: unknown), int32 when every line fits.
-        self.line = _lines(records["line"] if "line" in records.columns else None, self.n)
+        self.line = _lines(records["line"] if "line" in records.columns else None, self.n, idx)
         # The parser's visit numbers (0: unknown); None when the records carry none (worked out later).
         self.visit: np.ndarray | None = None
         self.parent_visit: np.ndarray | None = None
         if "visit" in records.columns and "parent_visit" in records.columns:
-            visit = records["visit"].to_numpy(dtype=np.float64, na_value=np.nan)
-            parent_visit = records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan)
+            visit = _take(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan), idx)
+            parent_visit = _take(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan), idx)
             if not (np.isnan(visit[self.is_result]).all() and np.isnan(parent_visit[self.is_move]).all()):
                 self.visit = np.nan_to_num(visit, nan=0.0).astype(np.int32)
                 self.parent_visit = np.nan_to_num(parent_visit, nan=0.0).astype(np.int32)
@@ -128,10 +137,20 @@ class _Side:
                           self.parent_visit)
 
 
-def _lines(series: pd.Series | None, n: int) -> np.ndarray:
+def _take(values: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
+    return values if idx is None else values[idx]
+
+
+def _code_is(codes: np.ndarray, labels: np.ndarray, value: str) -> np.ndarray:
+    """``codes`` (of ``labels``) equal to ``value``'s code, as a bool array."""
+    hits = np.flatnonzero(labels == value)
+    return codes == hits[0] if len(hits) else np.zeros(len(codes), dtype=bool)
+
+
+def _lines(series: pd.Series | None, n: int, idx: np.ndarray | None = None) -> np.ndarray:
     if series is None:
         return np.full(n, -1, dtype=np.int32)
-    values = series.to_numpy(dtype=np.float64, na_value=-1.0)
+    values = _take(series.to_numpy(dtype=np.float64, na_value=-1.0), idx)
     fits = len(values) == 0 or float(values.max()) < 2**31
     return values.astype(np.int32 if fits else np.int64)
 
@@ -155,11 +174,12 @@ def _as_arrow_strings(series: pd.Series) -> pa.Array:
     return arr.cast(_PATH_DTYPE)
 
 
-def _labels(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, labels) of a categorical-ish column; code -1 is missing."""
+def _labels(series: pd.Series, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, labels) of a categorical-ish column (of rows ``idx``, in that order); code -1 is missing."""
     if isinstance(series.dtype, pd.CategoricalDtype):
-        return series.cat.codes.to_numpy(dtype=np.int32), np.asarray(series.cat.categories.astype(str), dtype=object)
-    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+        return (_take(series.cat.codes.to_numpy(dtype=np.int32), idx),
+                np.asarray(series.cat.categories.astype(str), dtype=object))
+    codes, uniques = pd.factorize(series if idx is None else series.iloc[idx], use_na_sentinel=True)
     return codes.astype(np.int32), np.asarray([str(u) for u in uniques], dtype=object)
 
 
@@ -176,7 +196,9 @@ def _unify(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], o
 
 
 def _parents(paths: pa.Array, ply: np.ndarray) -> pa.Array:
-    stripped = pc.replace_substring_regex(paths, pattern=r"/[^/]*$", replacement="", memory_pool=_POOL)
+    # Split once at the last "/" (a plain search: the regex /[^/]*$ cost 4x as much); paths of ply <= 1 have none.
+    stripped = pc.list_element(pc.split_pattern(paths, "/", max_splits=1, reverse=True, memory_pool=_POOL), 0,
+                               memory_pool=_POOL)
     return pc.if_else(pa.array(ply <= 1), pa.scalar("", _PATH_DTYPE), stripped, memory_pool=_POOL)
 
 
@@ -410,7 +432,15 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = 
     """
     if visits not in VISIT_MODES:
         raise ValueError(f"visits must be one of {', '.join(VISIT_MODES)}, not {visits!r}")
-    a, b = _Side(records_a), _Side(records_b)
+    return align_sides(_Side(records_a), _Side(records_b), keep_visits=visits == "all").frame()
+
+
+def align_sides(a: "_Side", b: "_Side", keep_visits: bool = False) -> RowArrays:
+    """:func:`align_trees` on two sides already reduced to arrays; the rows as :class:`RowArrays`.
+
+    ``keep_visits``: keep what the rows of other node visits need (``visits="all"``, added by
+    :meth:`RowArrays.frame`).
+    """
     # One memo table across both chunks: codes agree, the last chunk's dictionary has every path.
     encoded = pc.dictionary_encode(pa.chunked_array([a.path, b.path], type=_PATH_DTYPE), memory_pool=_POOL)
     codes = np.concatenate(
@@ -432,7 +462,7 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = 
         result_of.append((_per_path_result(tree, side.depth, n_paths).astype(np.float32),
                           _per_path_result(tree, side.line, n_paths, -1)))
         anchored.append(np.bincount(tree.anchor[tree.anchor >= 0], minlength=n_paths))
-        if visits == "all":  # (the visit rows read the trees again)
+        if keep_visits:  # (the visit rows read the trees again)
             trees.append(tree)
         else:
             side.visit = side.parent_visit = None
@@ -480,52 +510,130 @@ def align_trees(records_a: pd.DataFrame, records_b: pd.DataFrame, visits: str = 
     sums = sums[final]
     status = _status(sums, dec_a, dec_b, src)
 
-    def side_columns(dec: _Decisions, results: tuple[np.ndarray, np.ndarray], count: np.ndarray, suffix: str) -> dict:
-        depth = dec.first(dec.depth, np.nan)
-        line = dec.first(dec.line, -1)
-        no_move = dec.count == 0
-        depth[no_move] = results[0][no_move]
-        line[no_move] = results[1][no_move]
-        seq_codes, seq_categories = dec.sequence(act_labels)
-        kind_codes = np.where(dec.count > 0, dec.first(dec.kind, -1), -1)
-        return {
-            f"seq_{suffix}": pd.Categorical.from_codes(seq_codes[src], categories=_dedupe(seq_categories)),
-            f"kind_{suffix}": pd.Categorical.from_codes(kind_codes[src], categories=list(kind_labels)),
-            f"depth_{suffix}": depth[src].astype(np.float32),
-            f"new_depth_{suffix}": dec.first(dec.new_depth, np.nan)[src].astype(np.float32),
-            f"final_depth_{suffix}": dec.last(dec.new_depth, np.nan)[src].astype(np.float32),
-            f"reduction_{suffix}": dec.first(dec.reduction, np.nan)[src].astype(np.float32),
-            f"mn_{suffix}": dec.first(dec.mn, np.nan)[src].astype(np.float32),
-            f"decisions_{suffix}": dec.count[src].astype(np.int32),
-            f"visits_{suffix}": count[src],
-            f"line_{suffix}": _nullable_ints(line[src]),
-        }
-
-    columns: dict[str, object] = {
-        "path": pc.take(paths, pa.array(src), memory_pool=_POOL).to_pandas(),
-        "ply": ply[src].astype(np.int16),
-        "status": pd.Categorical.from_codes(status, categories=STATUS_VALUES),
-    }
-    columns.update(side_columns(dec_a, result_of[0], visit_counts[0], "a"))
-    columns.update(side_columns(dec_b, result_of[1], visit_counts[1], "b"))
-    del result_of
-    columns.update(
-        {
-            "nodes_a": sums[:, 0].astype(np.int64),
-            "nodes_b": sums[:, 1].astype(np.int64),
-            "other_visit_nodes_a": (sums[:, 0] - sums[:, 5]).astype(np.int64),
-            "other_visit_nodes_b": (sums[:, 1] - sums[:, 6]).astype(np.int64),
-            "parent": parent_row,
-            "subtree_rows": sums[:, 4].astype(np.int64),
-        }
+    rows = RowArrays(
+        paths=paths, src=src, ply=ply[src].astype(np.int16), status=status,
+        a=_side_rows(dec_a, result_of[0], visit_counts[0], src, act_labels),
+        b=_side_rows(dec_b, result_of[1], visit_counts[1], src, act_labels),
+        kind_labels=kind_labels,
+        nodes_a=sums[:, 0].astype(np.int64), nodes_b=sums[:, 1].astype(np.int64),
+        other_visit_nodes_a=(sums[:, 0] - sums[:, 5]).astype(np.int64),
+        other_visit_nodes_b=(sums[:, 1] - sums[:, 6]).astype(np.int64),
+        parent=parent_row, subtree_rows=sums[:, 4].astype(np.int64),
     )
-    # copy=False keeps one block per column: consolidating ~20 columns of
-    # millions of rows into 2-D blocks would cost more than the alignment.
-    rows = pd.DataFrame(columns, copy=False)
-    if visits == "all":
-        sides = (_VisitSide(a, trees[0], act_a, kind_a, parent), _VisitSide(b, trees[1], act_b, kind_b, parent))
-        rows = _with_visit_rows(rows, src, sides, act_labels, kind_labels)
+    del result_of
+    if keep_visits:
+        rows.visit_sides = (_VisitSide(a, trees[0], act_a, kind_a, parent), _VisitSide(b, trees[1], act_b, kind_b, parent))
+        rows.act_labels = act_labels
     return rows
+
+
+@dataclass
+class SideRows:
+    """One side's per-row columns of :class:`RowArrays` (row order), before any pandas wrapping.
+
+    ``seq_codes`` index ``seq_categories``; ``kind_codes`` index the rows' ``kind_labels`` (-1: no
+    decision); depths are plies (float32, NaN: none); ``line`` is -1 when unknown.
+    """
+
+    seq_codes: np.ndarray
+    seq_categories: list[str]
+    kind_codes: np.ndarray
+    depth: np.ndarray
+    new_depth: np.ndarray
+    final_depth: np.ndarray
+    reduction: np.ndarray
+    mn: np.ndarray
+    decisions: np.ndarray
+    visits: np.ndarray
+    line: np.ndarray
+
+
+def _side_rows(dec: _Decisions, results: tuple[np.ndarray, np.ndarray], count: np.ndarray, src: np.ndarray,
+               act_labels: np.ndarray) -> SideRows:
+    depth = dec.first(dec.depth, np.nan)
+    line = dec.first(dec.line, -1)
+    no_move = dec.count == 0
+    depth[no_move] = results[0][no_move]
+    line[no_move] = results[1][no_move]
+    seq_codes, seq_categories = dec.sequence(act_labels)
+    kind_codes = np.where(dec.count > 0, dec.first(dec.kind, -1), -1)
+    return SideRows(
+        seq_codes=seq_codes[src], seq_categories=_dedupe(seq_categories), kind_codes=kind_codes[src],
+        depth=depth[src].astype(np.float32),
+        new_depth=dec.first(dec.new_depth, np.nan)[src].astype(np.float32),
+        final_depth=dec.last(dec.new_depth, np.nan)[src].astype(np.float32),
+        reduction=dec.first(dec.reduction, np.nan)[src].astype(np.float32),
+        mn=dec.first(dec.mn, np.nan)[src].astype(np.float32),
+        decisions=dec.count[src].astype(np.int32),
+        visits=count[src],
+        line=line[src],
+    )
+
+
+@dataclass
+class RowArrays:
+    """The aligned rows as numpy arrays, in depth-first row order (:meth:`frame` is the rows' DataFrame).
+
+    compare's divergences read these directly: building the DataFrame (categoricals, the path strings,
+    nullable lines) costs more per position than attributing it.  ``paths``: the union of paths by code;
+    ``src``: each row's path code; ``status``: codes into :data:`STATUS_VALUES`.
+    """
+
+    paths: pa.Array
+    src: np.ndarray
+    ply: np.ndarray
+    status: np.ndarray
+    a: SideRows
+    b: SideRows
+    kind_labels: np.ndarray
+    nodes_a: np.ndarray
+    nodes_b: np.ndarray
+    other_visit_nodes_a: np.ndarray
+    other_visit_nodes_b: np.ndarray
+    parent: np.ndarray
+    subtree_rows: np.ndarray
+    visit_sides: tuple | None = None
+    act_labels: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def path_at(self, rows: np.ndarray) -> list[str]:
+        """The path strings of rows ``rows``."""
+        return pc.take(self.paths, pa.array(self.src[rows], type=pa.int64())).to_pylist()
+
+    def frame(self) -> pd.DataFrame:
+        """The rows as :class:`~treediff.align.api.Alignment` documents them (one row per path)."""
+        columns: dict[str, object] = {
+            "path": pc.take(self.paths, pa.array(self.src), memory_pool=_POOL).to_pandas(),
+            "ply": self.ply,
+            "status": pd.Categorical.from_codes(self.status, categories=STATUS_VALUES),
+        }
+        for side, suffix in ((self.a, "a"), (self.b, "b")):
+            columns.update({
+                f"seq_{suffix}": pd.Categorical.from_codes(side.seq_codes, categories=side.seq_categories),
+                f"kind_{suffix}": pd.Categorical.from_codes(side.kind_codes, categories=list(self.kind_labels)),
+                f"depth_{suffix}": side.depth,
+                f"new_depth_{suffix}": side.new_depth,
+                f"final_depth_{suffix}": side.final_depth,
+                f"reduction_{suffix}": side.reduction,
+                f"mn_{suffix}": side.mn,
+                f"decisions_{suffix}": side.decisions,
+                f"visits_{suffix}": side.visits,
+                f"line_{suffix}": _nullable_ints(side.line),
+            })
+        columns.update({
+            "nodes_a": self.nodes_a, "nodes_b": self.nodes_b,
+            "other_visit_nodes_a": self.other_visit_nodes_a, "other_visit_nodes_b": self.other_visit_nodes_b,
+            "parent": self.parent, "subtree_rows": self.subtree_rows,
+        })
+        # copy=False keeps one block per column: consolidating ~20 columns of
+        # millions of rows into 2-D blocks would cost more than the alignment.
+        rows = pd.DataFrame(columns, copy=False)
+        if self.visit_sides is not None:
+            assert self.act_labels is not None
+            rows = _with_visit_rows(rows, self.src, self.visit_sides, self.act_labels, self.kind_labels)
+        return rows
 
 
 def _nullable_ints(values: np.ndarray) -> pd.arrays.IntegerArray:

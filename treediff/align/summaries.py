@@ -16,17 +16,23 @@ import pandas as pd
 
 from treediff.align.api import Alignment
 from treediff.align.attribution import (
+    ABSENT,
     REST,
+    SHARED,
     Attribution,
+    _kind_rank,
     attribute,
+    attribute_arrays,
     by_kind,
     by_ply,
     divergence_rows,
     main_rows,
     merge_breakdowns,
     rest_sentence,
+    sentence,
+    shown,
 )
-from treediff.align.core import LOAD_COLUMNS
+from treediff.align.core import LOAD_COLUMNS, STATUS_VALUES, RowArrays
 from treediff.align.stream import MemoryBudget, position_pairs
 from treediff.model.errors import InputError
 from treediff.model.schema import KIND_VALUES
@@ -166,32 +172,190 @@ class CompareDivergences:
         return self.total.empty
 
 
+def _confusion_counts(rows: RowArrays) -> tuple[list[str], list[str], np.ndarray]:
+    """:func:`kind_confusion` of aligned rows as (A's labels, B's labels, counts): no DataFrame per position."""
+    shared = rows.status <= 1  # same, differs
+    none = len(rows.kind_labels)
+    ka = rows.a.kind_codes[shared]
+    kb = rows.b.kind_codes[shared]
+    ka = np.where(ka < 0, none, ka)
+    kb = np.where(kb < 0, none, kb)
+    decided = (ka != none) | (kb != none)
+    ka, kb = ka[decided], kb[decided]
+    names = [*(str(k) for k in rows.kind_labels), NO_DECISION]
+    order = [*KIND_VALUES, NO_DECISION]
+    rank = {k: i for i, k in enumerate(order)}
+
+    def labels(codes: np.ndarray) -> list[int]:
+        return sorted(np.unique(codes).tolist(), key=lambda c: (rank.get(names[c], len(order)), names[c]))
+
+    la, lb = labels(ka), labels(kb)
+    lut_a = np.zeros(none + 1, dtype=np.int64)
+    lut_a[la] = np.arange(len(la))
+    lut_b = np.zeros(none + 1, dtype=np.int64)
+    lut_b[lb] = np.arange(len(lb))
+    counts = np.bincount(lut_a[ka] * len(lb) + lut_b[kb], minlength=len(la) * len(lb)).reshape(len(la), len(lb))
+    return [names[c] for c in la], [names[c] for c in lb], counts.astype(np.int64)
+
+
+class _ConfusionSum:
+    """kind_confusion tables summed over positions, labels ordered as ``DataFrame.add(fill_value=0)`` orders them.
+
+    Summing 124 DataFrames cost ~7 ms a position (alignment of two frames each time); the label order
+    (pandas' outer join of the indexes: kept when equal, else the union, sorted) is reproduced with the
+    same Index joins on the labels alone.
+    """
+
+    def __init__(self) -> None:
+        self.index: pd.Index | None = None
+        self.columns: pd.Index | None = None
+        self.counts: dict[tuple[str, str], int] = {}
+
+    def add(self, labels_a: list[str], labels_b: list[str], counts: np.ndarray) -> None:
+        index, columns = pd.Index(labels_a, name="A"), pd.Index(labels_b, name="B")
+        if self.index is None or self.columns is None:
+            self.index, self.columns = index, columns
+        else:
+            if not self.index.equals(index):
+                self.index = self.index.join(index, how="outer")
+            if not self.columns.equals(columns):
+                self.columns = self.columns.join(columns, how="outer")
+        for i, j in zip(*np.nonzero(counts >= 0)):
+            key = (labels_a[i], labels_b[j])
+            self.counts[key] = self.counts.get(key, 0) + int(counts[i, j])
+
+    def frame(self) -> pd.DataFrame:
+        assert self.index is not None and self.columns is not None
+        rows = {label: i for i, label in enumerate(self.index)}
+        cols = {label: j for j, label in enumerate(self.columns)}
+        values = np.zeros((len(rows), len(cols)), dtype=np.int64)
+        for (a, b), count in self.counts.items():
+            values[rows[a], cols[b]] += count
+        return pd.DataFrame(values, index=self.index, columns=self.columns)
+
+
+def _row_values(rows: RowArrays, at: list[int], paths: list[str]) -> list[dict]:
+    """The aligned rows ``at`` as mappings holding what the frame's ``iterrows`` would (for :func:`sentence`)."""
+    status_names = np.asarray(STATUS_VALUES, dtype=object)
+    out: list[dict] = [{"path": path, "status": str(status_names[rows.status[i]])} for i, path in zip(at, paths)]
+    kinds = [*(str(k) for k in rows.kind_labels), np.nan]  # code -1: a missing category
+    idx = np.asarray(at, dtype=np.int64)
+    for side, suffix in ((rows.a, "a"), (rows.b, "b")):
+        seq = [side.seq_categories[c] for c in side.seq_codes[idx].tolist()]
+        kind = [kinds[c] for c in side.kind_codes[idx].tolist()]
+        floats = {name: getattr(side, name)[idx].tolist()
+                  for name in ("depth", "new_depth", "final_depth", "reduction", "mn")}
+        decisions, visits = side.decisions[idx].tolist(), side.visits[idx].tolist()
+        for k, row in enumerate(out):
+            row[f"seq_{suffix}"] = seq[k]
+            row[f"kind_{suffix}"] = kind[k]
+            for name, values in floats.items():
+                row[f"{name}_{suffix}"] = values[k]
+            row[f"decisions_{suffix}"] = decisions[k]
+            row[f"visits_{suffix}"] = visits[k]
+    for name in ("nodes_a", "nodes_b", "other_visit_nodes_a", "other_visit_nodes_b"):
+        values = getattr(rows, name)[idx].tolist()
+        for k, row in enumerate(out):
+            row[name] = values[k]
+    return out
+
+
+def _frontier_kinds(rows: RowArrays, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' kind labels at rows ``at``, as :func:`~treediff.align.attribution.side_kinds` gives them."""
+    names = np.asarray([*(str(k) for k in rows.kind_labels), NO_DECISION], dtype=object)
+    status = rows.status[at]
+    out = []
+    for side, absent in ((rows.a, 3), (rows.b, 2)):  # A is absent from only-B rows, B from only-A rows
+        codes = side.kind_codes[at]
+        labels = names[np.where(codes < 0, len(names) - 1, codes)]
+        labels[status == absent] = ABSENT
+        out.append(labels)
+    return out[0], out[1]
+
+
 @dataclass
 class _PositionResult:
-    """What one aligned position contributes to :func:`divergences` (its alignment itself is not kept)."""
+    """What one aligned position contributes to :func:`divergences` (its alignment itself is not kept).
 
-    top: pd.DataFrame
+    Plain lists and arrays: the tables are built once, over every position, in :func:`divergences`.
+    """
+
+    top: list[dict]
     frontier_a: int
     frontier_b: int
     total: dict
-    kinds: pd.DataFrame
-    by_kind: pd.DataFrame
-    by_ply: pd.DataFrame
+    kinds: tuple[list[str], list[str], np.ndarray]
+    by_kind: list[tuple]
+    residual: tuple[int, int, int]
+    by_ply: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _position_result(position: str, alignment: Alignment, n: int, min_cost: int) -> _PositionResult:
+def _position_result(position: str, rows: RowArrays, iter_a: int, iter_b: int, n: int,
+                     min_cost: int) -> _PositionResult:
     """One position's attribution (one tree walk), its own top ``n`` frontier rows and its breakdowns."""
-    rows = main_rows(alignment.rows)
-    att = attribute(rows)
+    att = attribute_arrays(rows.subtree_rows, rows.nodes_a, rows.nodes_b, rows.status != 0, rows.parent)
     # Only a position's own top n can be among the overall top n: the rest is summed.
-    top = divergence_rows(rows, att, n=n, min_cost=min_cost)
-    top = top[top["path"] != REST]
-    top.insert(0, "position", position)
-    top.insert(1, "iter_a", alignment.iter_a)
-    top.insert(2, "iter_b", alignment.iter_b)
+    pick = shown(att, n, min_cost)
+    at = att.frontier[pick]
+    paths = rows.path_at(at)
+    values = _row_values(rows, at.tolist(), paths)
+    nodes_a, nodes_b, delta = att.nodes_a[pick].tolist(), att.nodes_b[pick].tolist(), att.delta[pick].tolist()
+    top = [{"position": position, "iter_a": iter_a, "iter_b": iter_b, "path": path, "status": row["status"],
+            "nodes_a": nodes_a[k], "nodes_b": nodes_b[k], "delta": delta[k], "sentence": sentence(row)}
+           for k, (path, row) in enumerate(zip(paths, values)) if path != REST]
+    # by_kind: frontier rows grouped by (kind in A, kind in B) in order of appearance, then largest |delta|.
+    ka, kb = _frontier_kinds(rows, att.frontier)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for a, b, na, nb in zip(ka.tolist(), kb.tolist(), att.nodes_a.tolist(), att.nodes_b.tolist()):
+        g = groups.setdefault((a, b), [0, 0, 0])
+        g[0] += 1
+        g[1] += na
+        g[2] += nb
+    kinds = sorted(((a, b, g[0], g[1], g[2]) for (a, b), g in groups.items()),
+                   key=lambda t: (-abs(t[3] - t[4]), _kind_rank(t[0]), _kind_rank(t[1])))
+    ply = rows.ply.astype(np.int64)[att.frontier]
+    length = int(ply.max(initial=-1)) + 1
+    count = np.bincount(ply, minlength=length)
+    pa_ = np.bincount(ply, weights=att.nodes_a, minlength=length).astype(np.int64)
+    pb_ = np.bincount(ply, weights=att.nodes_b, minlength=length).astype(np.int64)
+    present = np.flatnonzero(count)
     return _PositionResult(top=top, frontier_a=int(att.nodes_a.sum()), frontier_b=int(att.nodes_b.sum()),
-                           total=att.total(), kinds=kind_confusion(alignment), by_kind=by_kind(rows, att),
-                           by_ply=by_ply(rows, att))
+                           total=att.total(), kinds=_confusion_counts(rows), by_kind=kinds,
+                           residual=(att.residual_rows, att.residual_a, att.residual_b),
+                           by_ply=(present, count[present], pa_[present], pb_[present]))
+
+
+def _kind_parts(results: list[_PositionResult]) -> pd.DataFrame:
+    """Every position's by_kind rows (residual last per position) as one frame, as their concatenation is."""
+    kind_a: list[str] = []
+    kind_b: list[str] = []
+    counts: list[tuple[int, int, int]] = []
+    for result in results:
+        for a, b, rows_, na, nb in result.by_kind:
+            kind_a.append(a)
+            kind_b.append(b)
+            counts.append((rows_, na, nb))
+        kind_a.append(SHARED)
+        kind_b.append(SHARED)
+        counts.append(result.residual)
+    c = np.asarray(counts, dtype=np.int64).reshape(-1, 3)
+    return pd.DataFrame({"kind_a": kind_a, "kind_b": kind_b, "rows": c[:, 0], "nodes_a": c[:, 1],
+                         "nodes_b": c[:, 2], "delta": c[:, 1] - c[:, 2]})
+
+
+def _ply_parts(results: list[_PositionResult]) -> pd.DataFrame:
+    """Every position's by_ply rows (residual last per position) as one frame."""
+    plies: list[object] = []
+    parts = []
+    for result in results:
+        present, count, na, nb = result.by_ply
+        plies.extend(present.tolist())
+        plies.append(SHARED)
+        parts.append(np.stack([count, na, nb], axis=1).astype(np.int64))
+        parts.append(np.asarray([result.residual], dtype=np.int64))
+    c = np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.int64)
+    return pd.DataFrame({"ply": pd.Series(plies, dtype=object), "rows": c[:, 0], "nodes_a": c[:, 1],
+                         "nodes_b": c[:, 2], "delta": c[:, 1] - c[:, 2]})
 
 
 def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int | None = None,
@@ -215,7 +379,7 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
     Positions that cannot be aligned are left out with a note.  ``progress`` (a terminal's display) gets
     (positions done, positions) after each position.
     """
-    from treediff.align.api import align
+    from treediff.align.api import align_arrays
 
     paired = paired_positions(source_a, source_b)
     labels = [position for position, _, _ in paired]
@@ -227,14 +391,17 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
             progress(done, len(paired))
         position = labels[index]
         try:
-            alignment = align(ra, rb, iter=iteration)
+            rows, choice_a, choice_b, _ = align_arrays(ra, rb, iter=iteration)
         except InputError as exc:
             per[index] = f"divergences: position {position} not aligned ({exc})"
             continue
         del ra, rb
-        per[index] = _position_result(position, alignment, n, min_cost)
+        per[index] = _position_result(position, rows, choice_a.iter, choice_b.iter, n, min_cost)
     # Folded in the positions' sorted order, whatever order the inputs completed them in: same numbers, same ties.
-    tops, kinds_tables, kind_parts, ply_parts, notes = [], [], [], [], []
+    tops: list[dict] = []
+    results: list[_PositionResult] = []
+    notes: list[str] = []
+    kinds = _ConfusionSum()
     totals = {"positions": 0, "nodes_a": 0, "nodes_b": 0, "delta": 0, "shared_residual": 0,
               "shared_residual_a": 0, "shared_residual_b": 0, "frontier_rows": 0}
     frontier_a = frontier_b = 0
@@ -243,41 +410,44 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
         if isinstance(result, str):
             notes.append(result)
             continue
-        tops.append(result.top)
+        results.append(result)
+        tops.extend(result.top)
         frontier_a += result.frontier_a
         frontier_b += result.frontier_b
         totals["positions"] += 1
         for key, value in result.total.items():
             totals[key] += value
-        kinds_tables.append(result.kinds)
-        kind_parts.append(result.by_kind)
-        ply_parts.append(result.by_ply)
-    if not tops:
+        kinds.add(*result.kinds)
+    if not results:
         return CompareDivergences(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
                                   notes)
-    top_all = pd.concat(tops, ignore_index=True)
-    order = np.argsort(-top_all["delta"].abs().to_numpy(), kind="stable")[: max(n, 0)]
-    top_all = top_all.iloc[order].reset_index(drop=True)
-    hidden = totals["frontier_rows"] - len(top_all)
-    if hidden:
-        rest_a = frontier_a - int(top_all["nodes_a"].sum())
-        rest_b = frontier_b - int(top_all["nodes_b"].sum())
-        rest = {"position": "", "iter_a": None, "iter_b": None, "path": REST, "ply": None, "status": "",
-                "nodes_a": rest_a, "nodes_b": rest_b, "delta": rest_a - rest_b,
-                "sentence": rest_sentence(hidden, rest_a, rest_b)}
-        top_all = pd.concat([top_all, pd.DataFrame([rest])], ignore_index=True)
-    for col in ("iter_a", "iter_b", "ply"):
-        top_all[col] = top_all[col].astype("Int64")
     columns = ["position", "iter_a", "iter_b", "path", "status", "nodes_a", "nodes_b", "delta", "sentence"]
-    kinds = kinds_tables[0]
-    for table in kinds_tables[1:]:
-        kinds = kinds.add(table, fill_value=0)
-    kinds = kinds.fillna(0).astype("int64")
+    delta = np.asarray([row["delta"] for row in tops], dtype=np.int64)
+    order = np.argsort(-np.abs(delta), kind="stable")[: max(n, 0)].tolist()
+    shown_rows = [tops[i] for i in order]
+    hidden = totals["frontier_rows"] - len(shown_rows)
+    if hidden:
+        rest_a = frontier_a - sum(int(row["nodes_a"]) for row in shown_rows)
+        rest_b = frontier_b - sum(int(row["nodes_b"]) for row in shown_rows)
+        shown_rows.append({"position": "", "iter_a": None, "iter_b": None, "path": REST, "status": "",
+                           "nodes_a": rest_a, "nodes_b": rest_b, "delta": rest_a - rest_b,
+                           "sentence": rest_sentence(hidden, rest_a, rest_b)})
+    top_all = pd.DataFrame({
+        "position": pd.array([row["position"] for row in shown_rows], dtype="str"),
+        "iter_a": pd.array([row["iter_a"] for row in shown_rows], dtype="Int64"),
+        "iter_b": pd.array([row["iter_b"] for row in shown_rows], dtype="Int64"),
+        "path": pd.array([row["path"] for row in shown_rows], dtype="str"),
+        "status": pd.array([row["status"] for row in shown_rows], dtype="str"),
+        "nodes_a": np.asarray([row["nodes_a"] for row in shown_rows], dtype=np.int64),
+        "nodes_b": np.asarray([row["nodes_b"] for row in shown_rows], dtype=np.int64),
+        "delta": np.asarray([row["delta"] for row in shown_rows], dtype=np.int64),
+        "sentence": pd.Series([row["sentence"] for row in shown_rows], dtype=object),
+    })
     return CompareDivergences(
         rows=top_all[columns],
         total=pd.DataFrame([totals]),
-        by_kind=merge_breakdowns(kind_parts, ["kind_a", "kind_b"]),
-        by_ply=merge_breakdowns(ply_parts, ["ply"]),
-        kinds=kinds,
+        by_kind=merge_breakdowns([_kind_parts(results)], ["kind_a", "kind_b"]),
+        by_ply=merge_breakdowns([_ply_parts(results)], ["ply"]),
+        kinds=kinds.frame(),
         notes=notes,
     )
