@@ -75,3 +75,39 @@ def test_parquet_inputs_carry_no_parse_warnings(tmp_path):
     parquet = tmp_path / "t.parquet"
     parse_to_parquet([HAND / "minimal_crafty.log"], parquet)  # warns about its two illegal moves
     assert open_source(parquet).warnings == []
+
+
+def test_open_each_parses_logs_at_once_and_yields_them_in_order(tmp_path, monkeypatch):
+    """open_each: the sources open_source gives, in input order, while the parses overlap (two threads)."""
+    import threading
+
+    import treediff.parse.source as source_module
+    from treediff.parse.source import open_each
+
+    logs = [HAND / "minimal_stockfish.log", HAND / "minimal_typhoon.log", HAND / "minimal_crafty.log"]
+    started, overlapped = threading.Barrier(2, timeout=30), []
+    real = source_module.open_source
+
+    def meeting(path, **options):
+        if path != logs[2]:  # the first two meet while both are open: they run at the same time
+            started.wait()
+            overlapped.append(path)
+        return real(path, **options)
+
+    monkeypatch.setattr(source_module, "open_source", meeting)
+    sources = list(open_each(logs))
+    assert sorted(overlapped) == sorted(logs[:2])
+    assert [s.searches["engine"].tolist() for s in sources] == [["stockfish"], ["typhoon"], ["crafty"]]
+    # Hand counts of the three fixtures, as in test_mixed_inputs_get_unique_search_numbers.
+    assert [len(s.records(["act"])) for s in sources] == [13, 11, 15]
+
+
+def test_open_each_raises_the_first_failure_in_order_after_the_inputs_before_it(tmp_path):
+    from treediff.parse.source import open_each
+
+    missing = tmp_path / "nope.log"
+    opened = []
+    with pytest.raises(InputError, match="nope.log: no such file"):
+        for source in open_each([HAND / "minimal_typhoon.log", missing, tmp_path / "also_missing.log"]):
+            opened.append(source.searches["engine"].tolist())
+    assert opened == [["typhoon"]]

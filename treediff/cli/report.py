@@ -33,6 +33,26 @@ def _open(inputs, engine: str, positions: str | None, keep_complete: bool = Fals
     return source
 
 
+def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool = False) -> list:
+    """Each input as its own Source, the logs parsed at the same time (:func:`treediff.parse.source.open_each`);
+    warnings echoed in input order, as opening them one by one with :func:`_open` would."""
+    import contextlib
+
+    from treediff.parse.source import open_each
+    from treediff.render.progress import parsing
+
+    options: dict = {"engine": engine, "keep_complete": keep_complete}
+    if positions:
+        options["positions"] = positions
+    sources = []
+    with contextlib.ExitStack() as steps:  # a byte count per input on a terminal only (ticks None otherwise)
+        ticks = [steps.enter_context(parsing([path])) for path in inputs]
+        for source in open_each(list(inputs), progresses=ticks, **options):
+            echo_warnings(source.warnings)
+            sources.append(source)
+    return sources
+
+
 def _check_output(output: str | None, inputs: list[str], fmt: str = "table") -> None:
     """Refuse, before reading anything, an ``-o`` that is one of the inputs or not a regular file
     (``--format csv -o DIR`` names a directory: its files are checked as they are written)."""
@@ -195,9 +215,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         gate = parse_gate(fail_if, len(inputs))  # a bad expression fails before anything is read
     fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
     _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
-    source_a = _open([a], engine, positions, keep_complete)
-    source_b = _open([b], engine, positions, keep_complete)
-    others = [_open([path], engine, positions, keep_complete) for path in rest]
+    source_a, source_b, *others = _open_each(inputs, engine, positions, keep_complete)
     engines = [_engines(source_a.searches, engine_a), _engines(source_b.searches, engine_b),
                *(_engines(o.searches, None) for o in others)]
     names = [_default_label(engines, i, path) for i, path in enumerate(inputs)]
