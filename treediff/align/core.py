@@ -158,10 +158,11 @@ def _lines(series: pd.Series | None, n: int, idx: np.ndarray | None = None) -> n
 def equals(series: pd.Series, value: str) -> np.ndarray:
     """``series == value`` as a bool array, cheap for categoricals."""
     if isinstance(series.dtype, pd.CategoricalDtype):
-        cats = list(series.cat.categories)
+        cat = series.array
+        cats = cat.categories.tolist()
         if value not in cats:
             return np.zeros(len(series), dtype=bool)
-        return series.cat.codes.to_numpy() == cats.index(value)
+        return np.asarray(cat.codes) == cats.index(value)
     return (series == value).to_numpy(dtype=bool, na_value=False)
 
 
@@ -177,8 +178,9 @@ def _as_arrow_strings(series: pd.Series) -> pa.Array:
 def _labels(series: pd.Series, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(codes, labels) of a categorical-ish column (of rows ``idx``, in that order); code -1 is missing."""
     if isinstance(series.dtype, pd.CategoricalDtype):
-        return (_take(series.cat.codes.to_numpy(dtype=np.int32), idx),
-                np.asarray(series.cat.categories.astype(str), dtype=object))
+        cat = series.array  # (the Categorical itself: the .cat accessor builds Series)
+        return (_take(np.asarray(cat.codes, dtype=np.int32), idx),
+                np.asarray([str(c) for c in cat.categories.tolist()], dtype=object))
     codes, uniques = pd.factorize(series if idx is None else series.iloc[idx], use_na_sentinel=True)
     return codes.astype(np.int32), np.asarray([str(u) for u in uniques], dtype=object)
 

@@ -19,6 +19,7 @@ Rules (see docs/ALIGN.md):
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,9 +43,14 @@ class SideChoice:
     completed: tuple[int, ...]   #: iterations with a root RESULT
 
 
-def _strings(series: pd.Series) -> list[str]:
-    """A few values as strings, "" for a missing one (what ``astype("string").fillna("")`` gives)."""
-    return ["" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v) for v in series.tolist()]
+def _strings(series: pd.Series, rows: np.ndarray) -> list[str]:
+    """The values at ``rows`` as strings, "" for a missing one (what ``astype("string").fillna("")`` gives)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):  # the codes, not a Series take (~1 ms a column)
+        categories = series.cat.categories
+        values = [categories[c] if c >= 0 else None for c in series.cat.codes.to_numpy()[rows].tolist()]
+    else:
+        values = series.take(rows).tolist()
+    return ["" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v) for v in values]
 
 
 def _searches(records: pd.DataFrame) -> pd.DataFrame:
@@ -58,9 +64,12 @@ def _searches(records: pd.DataFrame) -> pd.DataFrame:
     # Only the head rows' values are read: converting whole columns cost ~6 ms a position.
     cols: dict[str, object] = {"search": search[first]}
     for name in ("position", "fen", "engine"):
-        cols[name] = (np.asarray(_strings(records[name].take(first)), dtype=object) if name in records.columns
+        cols[name] = (np.asarray(_strings(records[name], first), dtype=object) if name in records.columns
                       else np.full(len(first), ""))
     frame = pd.DataFrame(cols)
+    ids = search[first]
+    if len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1])):  # (already in order: no sort of a small frame)
+        return frame
     return frame.sort_values("search", kind="stable").reset_index(drop=True)
 
 
@@ -69,7 +78,14 @@ def _keys(searches: pd.DataFrame) -> np.ndarray:
     fens = [f if isinstance(f, str) and f else None for f in
             (searches["fen"].astype(object).tolist() if "fen" in searches.columns else [None] * len(searches))]
     ids = searches["position"].astype(object).tolist() if "position" in searches.columns else [None] * len(searches)
-    return np.asarray(search_position_keys(fens, ids), dtype=object)
+    return np.asarray(_position_keys(tuple(fens), tuple(ids)), dtype=object)
+
+
+@functools.lru_cache(maxsize=1024)
+def _position_keys(fens: tuple, ids: tuple) -> tuple[str, ...]:
+    # compare asks again for each position the pairing already read: parsing its FEN (python-chess) each time
+    # cost ~2 ms a position.
+    return tuple(search_position_keys(fens, ids))
 
 
 def _ids(searches: pd.DataFrame) -> np.ndarray:

@@ -210,19 +210,25 @@ class _ConfusionSum:
         self.index: pd.Index | None = None
         self.columns: pd.Index | None = None
         self.counts: dict[tuple[str, str], int] = {}
+        self._joins: dict[tuple, pd.Index] = {}
 
     def add(self, labels_a: list[str], labels_b: list[str], counts: np.ndarray) -> None:
-        index, columns = pd.Index(labels_a, name="A"), pd.Index(labels_b, name="B")
         if self.index is None or self.columns is None:
-            self.index, self.columns = index, columns
+            self.index, self.columns = pd.Index(labels_a, name="A"), pd.Index(labels_b, name="B")
         else:
-            if not self.index.equals(index):
-                self.index = self.index.join(index, how="outer")
-            if not self.columns.equals(columns):
-                self.columns = self.columns.join(columns, how="outer")
+            self.index = self._join(self.index, labels_a, "A")
+            self.columns = self._join(self.columns, labels_b, "B")
         for i, j in zip(*np.nonzero(counts >= 0)):
             key = (labels_a[i], labels_b[j])
             self.counts[key] = self.counts.get(key, 0) + int(counts[i, j])
+
+    def _join(self, index: pd.Index, labels: list[str], name: str) -> pd.Index:
+        """``index`` outer-joined with ``labels`` as pandas aligns two frames (memoized: a few label sets recur)."""
+        key = (name, tuple(index), tuple(labels))
+        if key not in self._joins:
+            other = pd.Index(labels, name=name)
+            self._joins[key] = index if index.equals(other) else index.join(other, how="outer")
+        return self._joins[key]
 
     def frame(self) -> pd.DataFrame:
         assert self.index is not None and self.columns is not None
