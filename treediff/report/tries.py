@@ -40,15 +40,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treediff.parse.visits import visit_tree
 from treediff.report.table import Batch
 
-if TYPE_CHECKING:  # pandas is imported where a frame is built, not with the module (start-up)
+if TYPE_CHECKING:  # pandas, polars: imported where they are used, not with the module (start-up, issue 13)
     import pandas as pd
+    import polars as pl
 
 try:  # the compiled derivation (treediff/report/_ctries.c); optional: numpy does the same without it
     _ctries: Any = importlib.import_module("treediff.report._ctries")  # (compiled: no stub)
@@ -66,10 +65,15 @@ MOVE, NULL, PROBCUT, MULTICUT, NONE = range(5)
 _CLASS_OF_KIND = {"SEARCH": MOVE, "REDUCE": MOVE, "RESEARCH": MOVE, "EXTEND": MOVE, "NULL_PROBE": NULL,
                   "NODE_CUT": PROBCUT}
 
-#: Records columns the derivation reads; ``move`` (else taken from the path), ``bound``, ``visit`` and
-#: ``parent_visit`` (else no node visits: see :func:`derive`) are read when present.
-COLUMNS = ("tag", "kind", "act", "path", "ply", "seq", "iter", "mn", "depth")
-OPTIONAL = ("move", "bound", "visit", "parent_visit", "fh")
+#: Records columns the derivation reads; ``bound``, ``visit`` and ``parent_visit`` (else no node visits: see
+#: :func:`derive`) are read when present.  A table reads only these and its own columns (each one a
+#: table does not use costs reading and converting it, issue 13): a move is its path's last step, so the
+#: ``move`` column is never needed.
+COLUMNS = ("tag", "kind", "path", "ply", "seq", "iter", "depth")
+OPTIONAL = ("bound", "visit", "parent_visit")
+#: What :func:`shadow_counts` reads besides: each decision's ``act``; ``fh`` when present.
+SHADOW_READS = ("act",)
+SHADOW_OPTIONAL = ("fh",)
 
 
 @dataclass
@@ -326,6 +330,9 @@ def _derive_compiled(batch: Batch, inp: _Inputs, full: bool) -> Tries:
 def _derive_numpy(batch: Batch, inp: _Inputs, full: bool) -> Tries:
     """:func:`derive` in numpy (the fallback when the compiled kernel is not built)."""
     import pandas as pd
+    import polars as pl
+
+    from treediff.parse.visits import visit_tree
 
     order = inp.order
     n = len(order)
@@ -669,6 +676,8 @@ class TryColumns:
 
     def strings(self, name: str) -> pl.Series:
         """A string column as a polars Series (null where missing), gathered without Python objects."""
+        import polars as pl
+
         cats = pl.Series(name, [*[str(c) for c in self.cats[name].tolist()], None], dtype=pl.String)
         codes = self.codes[name]
         return cats.gather(np.where(codes < 0, len(cats) - 1, codes))

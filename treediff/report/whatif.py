@@ -31,8 +31,8 @@ from treediff.report.core import fold_tables
 from treediff.report.expr import Expr, check_types, parse
 from treediff.report.grouping import key_frame, parse_by
 from treediff.report.table import Batch, Grouping, Section, concat
-from treediff.report.tries import (COLUMNS, OPTIONAL, SHADOW_TITLE, derive, pct, shadow_counts, shadow_frame,
-                                   strings_at, try_columns, wilson)
+from treediff.report.tries import (COLUMNS, OPTIONAL, SHADOW_OPTIONAL, SHADOW_READS, SHADOW_TITLE, derive, pct,
+                                   shadow_counts, shadow_frame, strings_at, try_columns, wilson)
 from treediff.store.source import BATCH_RECORDS, Source
 
 #: Columns a rule may name, and their types.
@@ -64,8 +64,8 @@ class WhatifTable:
     """The whatif figures as a report table (folded over a source's batches like any other)."""
 
     name = "whatif"
-    columns = (*COLUMNS, "line")
-    optional_columns = (*OPTIONAL, "new_depth", "reduction", "see", "hist", "node_type", "phase")
+    columns = (*COLUMNS, *SHADOW_READS, "mn", "line")  # act, depth, mn: the silent misses show them
+    optional_columns = (*OPTIONAL, *SHADOW_OPTIONAL, "new_depth", "reduction", "see", "hist", "node_type", "phase")
 
     def __init__(self, rule: str, as_: str = "prune", top: int = 10):
         if as_ not in ELIGIBLE:

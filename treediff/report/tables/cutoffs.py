@@ -86,7 +86,7 @@ class CutoffsTable:
     """``--table cutoffs``: the ``cutoffs`` and ``cutoff_mn`` sections."""
 
     name = "cutoffs"
-    columns = COLUMNS
+    columns = (*COLUMNS, "mn")
     optional_columns = OPTIONAL
 
     def partial(self, batch: Batch) -> pd.DataFrame | None:

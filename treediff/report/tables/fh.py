@@ -21,13 +21,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import polars as pl
 
 from treediff.model.errors import InputError
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
-from treediff.report.tries import (COLUMNS, MN_BANDS, OPTIONAL, SHADOW_TITLE, derive, mn_band, pct, see_band,
-                                   shadow_counts, shadow_frame, try_columns, wilson)
+from treediff.report.tries import (COLUMNS, MN_BANDS, OPTIONAL, SHADOW_OPTIONAL, SHADOW_READS, SHADOW_TITLE, derive,
+                                   mn_band, pct, see_band, shadow_counts, shadow_frame, try_columns, wilson)
 
 TITLE = "Fail-high rate of move tries per bucket (Wilson 95 % interval)"
 BUCKETS = ("kind", "act", "depth", "mn", "ply", "see", "hist", "nt")
@@ -63,6 +62,8 @@ def fh_counts(batch: Batch, t) -> pd.DataFrame | None:
     """Tries and fail-highs per (cell, kind, act, floor depth, mn, ply, see, hist, nt) of one batch."""
     if not t.n:
         return None
+    import polars as pl  # here, not with the module: the registry imports every table (start-up)
+
     tc = try_columns(batch, t, _DIMS)
     # Strings stay codes while aggregating (the aggregated rows get their labels).
     cols: dict[str, np.ndarray] = {"cell": tc.cell, "fh": tc.fh.astype(np.int64)}
@@ -240,8 +241,8 @@ class FhTable:
     """``--table fh``: fail-high rate per bucket (``ReportOptions.fh_buckets``, ``--bucket``)."""
 
     name = "fh"
-    columns = COLUMNS
-    optional_columns = (*OPTIONAL, "see", "hist", "node_type")
+    columns = (*COLUMNS, *SHADOW_READS, "mn")  # the buckets: kind, act, depth, mn, ply (+ see, hist, nt)
+    optional_columns = (*OPTIONAL, *SHADOW_OPTIONAL, "see", "hist", "node_type")
 
     def partial(self, batch: Batch) -> FhPartial:
         return fh_partial(batch)
