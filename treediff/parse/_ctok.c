@@ -42,6 +42,9 @@ static const char *const KEYS[N_KEYS] = {
     "score", "bound", "ctx",
 };
 static size_t KEY_LENS[N_KEYS];
+/* "key=" of KEYS[j] as the low bytes of a little-endian word, and the mask of those bytes (keys are at
+ * most 5 bytes, so "key=" fits in 8): a token starts with it exactly when (word ^ KEY_WORD) & KEY_MASK is 0. */
+static uint64_t KEY_WORD[N_KEYS], KEY_MASK[N_KEYS];
 
 static inline int is_value_byte(unsigned char c) { return c >= 0x21 && c <= 0x7e; }
 
@@ -102,12 +105,23 @@ static inline int match_line(const unsigned char *line, Py_ssize_t size, Py_ssiz
          * exactly when the token starts with KEYS[j] then '='.  Only keys after the last one
          * found may follow (canonical order, each once). */
         int k = -1;
-        for (int j = next_key; j < N_KEYS; j++) {
-            Py_ssize_t kl = (Py_ssize_t)KEY_LENS[j];
-            if (pos + kl < end && line[pos] == (unsigned char)KEYS[j][0] && line[pos + kl] == '='
-                    && memcmp(line + pos, KEYS[j], (size_t)kl) == 0) {
-                k = j;
-                break;
+        if (pos + 8 <= room) { /* one 8-byte load, each key's "key=" compared under its mask */
+            uint64_t w;
+            memcpy(&w, line + pos, 8);
+            for (int j = next_key; j < N_KEYS; j++) {
+                if (((w ^ KEY_WORD[j]) & KEY_MASK[j]) == 0 && pos + (Py_ssize_t)KEY_LENS[j] < end) {
+                    k = j;
+                    break;
+                }
+            }
+        } else {
+            for (int j = next_key; j < N_KEYS; j++) {
+                Py_ssize_t kl = (Py_ssize_t)KEY_LENS[j];
+                if (pos + kl < end && line[pos] == (unsigned char)KEYS[j][0] && line[pos + kl] == '='
+                        && memcmp(line + pos, KEYS[j], (size_t)kl) == 0) {
+                    k = j;
+                    break;
+                }
             }
         }
         if (k < 0)
@@ -736,7 +750,13 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__ctok(void)
 {
-    for (int j = 0; j < N_KEYS; j++)
+    for (int j = 0; j < N_KEYS; j++) {
         KEY_LENS[j] = strlen(KEYS[j]);
+        unsigned char word[8] = {0};
+        memcpy(word, KEYS[j], KEY_LENS[j]);
+        word[KEY_LENS[j]] = '=';
+        memcpy(&KEY_WORD[j], word, 8);
+        KEY_MASK[j] = ~0ULL >> (64 - 8 * (KEY_LENS[j] + 1));
+    }
     return PyModule_Create(&module);
 }
