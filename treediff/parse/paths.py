@@ -161,7 +161,28 @@ def check_paths_compiled(checker: Any, paths: pl.Series, skip: np.ndarray | None
     codes = np.zeros(len(paths), dtype=np.uint8)
     if not len(paths):
         return codes
-    array = paths.to_arrow(compat_level=pl.CompatLevel.newest())
+    views, data, skip = _string_views(paths.to_arrow(compat_level=pl.CompatLevel.newest()), skip)
+    checker.check(views, data, codes, None if skip is None else np.ascontiguousarray(skip, dtype=np.uint8))
+    return codes
+
+
+def legal_counts_compiled(checker: Any, paths: pa.Array) -> np.ndarray:
+    """The number of legal moves (int32; python-chess's ``Board.legal_moves.count()``) in the position each
+    of the UCI ``paths`` (an Arrow string array; ``""`` or ``-`` the root) reaches from the checker's, or -1
+    where a move on it is illegal or not a move (:func:`check_paths_compiled` gives nonzero) and on nulls.
+    Paths that share prefixes, one after the other (e.g. sorted), are replayed the least.
+    """
+    counts = np.full(len(paths), -1, dtype=np.int32)
+    if not len(paths):
+        return counts
+    views, data, skip = _string_views(paths, None)
+    checker.legal_counts(views, data, counts, None if skip is None else np.ascontiguousarray(skip, dtype=np.uint8))
+    return counts
+
+
+def _string_views(array: pa.Array, skip: np.ndarray | None) -> tuple[np.ndarray, tuple[Any, ...], np.ndarray | None]:
+    """The compiled checker's view and data buffers of a string array (cast to string views: no copy when it
+    is one), and ``skip`` with its nulls added."""
     if not pa.types.is_string_view(array.type):
         array = array.cast(pa.string_view())
     if array.null_count:
@@ -170,8 +191,7 @@ def check_paths_compiled(checker: Any, paths: pl.Series, skip: np.ndarray | None
     buffers = array.buffers()
     views = np.frombuffer(buffers[1], dtype=np.uint8, count=len(array) * 16, offset=array.offset * 16)
     data = tuple(pa.py_buffer(b"") if b is None else b for b in buffers[2:])
-    checker.check(views, data, codes, None if skip is None else np.ascontiguousarray(skip, dtype=np.uint8))
-    return codes
+    return views, data, skip
 
 
 class PathNormalizer:
