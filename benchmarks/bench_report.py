@@ -28,6 +28,7 @@ must agree (``--no-reference`` skips it: minutes at 5M records).
 
     python benchmarks/bench_report.py --no-all --repeat 1                   # the analytics part only
     python benchmarks/bench_report.py --no-all --no-reference --repeat 1    # without the slow baseline
+    python benchmarks/bench_report.py --fresh-analytics --baseline-commit REV   # fresh interpreters, vs REV
 """
 from __future__ import annotations
 
@@ -570,6 +571,60 @@ def fresh(path: Path, repeat: int, baseline_rev: str | None) -> None:
             print(line + f"   (median of {repeat}; target <= 5 s, <= 1536 MB)", flush=True)
 
 
+def fresh_command(argv: list[str], pythonpath: str | None) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one child process (``bench_startup.run_once``; its CPU,
+    user + system and its threads', from this process's RUSAGE_CHILDREN before and after the wait)."""
+    from bench_startup import run_once
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, rss = run_once(argv, pythonpath)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, rss
+
+
+def fresh_analytics(path: Path, repeat: int, baseline_rev: str | None) -> None:
+    """The five analytics commands (issue 13: ``report --table cutoffs|fh|residual|depths``, ``whatif --rule
+    RULE``), each end to end in a fresh interpreter (start-up and reading included), alternating run by run
+    with a worktree of ``baseline_rev`` when given (same load for both): median wall and CPU seconds, peak
+    RSS; target <= 5 s wall per command on an idle machine."""
+    import contextlib
+    import os
+    import statistics
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_startup import baseline_worktree
+
+    entry = "import sys; from treediff.cli import main; sys.argv[0] = 'treediff'; sys.exit(main())"
+    out = Path(tempfile.gettempdir()) / f"bench_report_analytics_{os.getpid()}.txt"
+    with contextlib.ExitStack() as stack:
+        base = stack.enter_context(baseline_worktree(baseline_rev)) if baseline_rev else None
+        sides = [("now", None)] + ([("base", base)] if base else [])
+        try:
+            for name in ANALYTICS:
+                args = (["whatif", str(path), "--rule", RULE] if name == "whatif"
+                        else ["report", str(path), "--table", name])
+                runs: dict[str, list[tuple[float, float, float]]] = {s: [] for s, _ in sides}
+                for _ in range(repeat):
+                    for side, pythonpath in sides:
+                        runs[side].append(fresh_command([sys.executable, "-c", entry, *args, "-o", str(out)],
+                                                        pythonpath))
+                line = f"{name:9s}"
+                for side, _ in sides:
+                    wall = statistics.median(w for w, _, _ in runs[side])
+                    cpu = statistics.median(c for _, c, _ in runs[side])
+                    rss = max(m for _, _, m in runs[side])
+                    line += f"  {side} {wall:6.2f} s wall {cpu:6.2f} s CPU {rss:6.0f} MB"
+                if base:
+                    ratio = (statistics.median(w for w, _, _ in runs["now"])
+                             / statistics.median(w for w, _, _ in runs["base"]))
+                    line += f"  now/base wall {ratio:5.2f}"
+                print(line + f"   (median of {repeat}; load {os.getloadavg()[0]:.1f})", flush=True)
+        finally:
+            out.unlink(missing_ok=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=5_000_000)
@@ -583,7 +638,10 @@ def main(argv=None) -> int:
                     help="Time report --table all against the straightforward pandas version.")
     ap.add_argument("--fresh", action="store_true",
                     help="Only time --table all and the six basic tables in fresh interpreters (wall, peak RSS).")
-    ap.add_argument("--baseline-commit", metavar="REV", help="With --fresh: alternate with a worktree of REV.")
+    ap.add_argument("--fresh-analytics", action="store_true",
+                    help="Only time the five analytics commands in fresh interpreters (wall, CPU, peak RSS).")
+    ap.add_argument("--baseline-commit", metavar="REV",
+                    help="With --fresh or --fresh-analytics: alternate with a worktree of REV.")
     args = ap.parse_args(argv)
     # v2: RESULT bounds and the visit columns (the analytics tables read them)
     path = DATA / f"bench_report_{args.records}_v2.parquet"
@@ -595,6 +653,9 @@ def main(argv=None) -> int:
     print(f"input: {n:,} records, {path.stat().st_size / 1e6:.1f} MB")
     if args.fresh:
         fresh(path, args.repeat, args.baseline_commit)
+        return 0
+    if args.fresh_analytics:
+        fresh_analytics(path, args.repeat, args.baseline_commit)
         return 0
     status = 0
     if args.all:
