@@ -150,7 +150,10 @@ def _code_is(codes: np.ndarray, labels: np.ndarray, value: str) -> np.ndarray:
 def _lines(series: pd.Series | None, n: int, idx: np.ndarray | None = None) -> np.ndarray:
     if series is None:
         return np.full(n, -1, dtype=np.int32)
-    values = _take(series.to_numpy(dtype=np.float64, na_value=-1.0), idx)
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu":  # no missing line: no float64 round trip
+        values = _take(series.to_numpy(), idx)
+    else:
+        values = _take(series.to_numpy(dtype=np.float64, na_value=-1.0), idx)
     fits = len(values) == 0 or float(values.max()) < 2**31
     return values.astype(np.int32 if fits else np.int64)
 

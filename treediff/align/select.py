@@ -197,9 +197,37 @@ def choose_searches(
         if len(records) == 0:
             where = f" for position {position}" if position else ""
             raise InputError(f"{label} has no MOVE or RESULT records{where} (a 0-node search?)")
+    if position is None:
+        one = _one_search(records_a), _one_search(records_b)
+        if one[0] is not None and one[1] is not None:
+            return _one_each_side(one[0], one[1])
     sa, sb = _searches(records_a), _searches(records_b)
     row_a, row_b, label = choose_pair(sa, sb, position)
     return int(sa["search"].iloc[row_a]), int(sb["search"].iloc[row_b]), label
+
+
+def _one_search(records: pd.DataFrame) -> tuple[int, str, str] | None:
+    """(search, position id, FEN; "" when unknown) when the records hold one search, else None."""
+    search = records["search"].to_numpy()
+    if not (search[0] == search[-1] and bool((search == search[0]).all())):
+        return None
+    head = np.zeros(1, dtype=np.int64)
+    pid, fen = ((_strings(records[name], head)[0] if name in records.columns else "") for name in ("position", "fen"))
+    return int(search[0]), pid, fen
+
+
+def _one_each_side(a: tuple[int, str, str], b: tuple[int, str, str]) -> tuple[int, int, str]:
+    """:func:`choose_pair`'s one-search-per-side rule without the searches frames (compare: every position).
+
+    The same checks and messages: both FENs known and naming different positions is refused.
+    """
+    (search_a, id_a, fen_a), (search_b, id_b, fen_b) = a, b
+    if fen_a and fen_b:
+        key_a, key_b = _position_keys((fen_a, fen_b), (id_a, id_b))
+        if key_a != key_b:
+            raise InputError(f"A and B searched different positions ({id_a or '?'}: {fen_a} vs "
+                             f"{id_b or '?'}: {fen_b})")
+    return search_a, search_b, str(id_a or id_b)
 
 
 def _iterations(records: pd.DataFrame) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -153,17 +153,24 @@ class _Side:
         sorted_pos = pos[order]
         starts = np.flatnonzero(np.r_[True, sorted_pos[1:] != sorted_pos[:-1]]) if len(pos) else np.array([], int)
         ends = np.r_[starts[1:], len(pos)]
-        frame = batch.iloc[order] if len(order) and not bool(np.all(order[1:] > order[:-1])) else batch
+        # Searches per position in this batch: one unique over (position, search) for the whole batch.
+        span = int(search.max(initial=0)) + 1
+        pairs = np.unique(pos[pos >= 0].astype(np.int64) * span + search[pos >= 0])
+        searches_in = np.bincount(pairs // span, minlength=len(self.done)) if len(pairs) else \
+            np.zeros(len(self.done), dtype=np.int64)
         completed = []
         for start, end in zip(starts.tolist(), ends.tolist()):
             p = int(sorted_pos[start])
             if p < 0:
                 continue
             entry = self.pending.setdefault(p, _Pending())
-            part = frame.iloc[start:end]
+            first, last = int(order[start]), int(order[end - 1])
+            # A position's records are usually one run of the batch: a slice, not a take of the batch reordered
+            # (the positions are numbered in label order, not in the inputs' order).
+            part = batch.iloc[first:last + 1] if last - first == end - start - 1 else batch.iloc[order[start:end]]
             entry.frames.append(part)
             entry.records += end - start
-            entry.seen += len(np.unique(search[order[start:end]]))
+            entry.seen += int(searches_in[p])
             if self.known and entry.seen >= self.expected[p]:
                 self.done[p] = True
                 completed.append(p)
