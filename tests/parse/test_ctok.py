@@ -406,3 +406,17 @@ def test_whole_parse_is_the_same_with_either_tokenizer(monkeypatch, tmp_path: Pa
     assert by_line[6]["problem"] == "bad-number:ply" and by_line[6]["see"] is None  # two bad keys: ply before see
     assert by_line[7]["score"] is None and by_line[11]["score"] == 12
     assert by_line[10]["problem"] == "bad-ply"
+
+
+def test_a_build_without_the_compact_scan_counts_as_stale(monkeypatch):
+    """A _ctok built from older source (typed_fields but no record_fields): --version says stale, and the parser
+    would refuse it the same way (tokenizer.py checks the same attribute at import)."""
+    import types
+
+    from treediff.cli import common
+
+    old_build = types.SimpleNamespace(typed_fields=_ctok.typed_fields, line_offsets=_ctok.line_offsets)
+    monkeypatch.setattr(common.importlib, "import_module", lambda name: old_build)
+    assert "stale" in common.tokenizer_in_use()
+    monkeypatch.setattr(common.importlib, "import_module", lambda name: _ctok)
+    assert common.tokenizer_in_use() == "compiled _ctok"

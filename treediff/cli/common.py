@@ -133,7 +133,7 @@ def tokenizer_in_use() -> str:
     except ImportError:
         return ("polars regex fallback: the compiled _ctok was not built (no C compiler at install?); "
                 "parsing takes about 2.4x the CPU")
-    if not hasattr(ctok, "typed_fields"):  # tokenizer.py refuses a module built from older source
+    if not hasattr(ctok, "record_fields"):  # tokenizer.py refuses a module built from older source
         return "polars regex fallback: the compiled _ctok is stale (reinstall to rebuild it)"
     return "compiled _ctok"
 

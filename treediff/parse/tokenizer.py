@@ -29,8 +29,8 @@ try:  # The optional compiled fast path (treediff/parse/_ctok.c), built by `pip 
     from treediff.parse import _ctok  # type: ignore[attr-defined]  # (compiled: no stub)
 except ImportError:  # no C compiler at install time: the polars regex does the same job
     _ctok = None
-if not hasattr(pa, "string_view") or not hasattr(_ctok, "typed_fields"):
-    # pyarrow < 16 cannot wrap the C code's string views; an older build lacks the typed layout
+if not hasattr(pa, "string_view") or not hasattr(_ctok, "record_fields"):
+    # pyarrow < 16 cannot wrap the C code's string views; an older build lacks the compact typed scan
     _ctok = None
 
 #: Record keys in canonical order: MOVE keys and RESULT keys are both subsequences of it.
