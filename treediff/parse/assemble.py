@@ -168,13 +168,23 @@ def records_table(
                 other = [(int(s), str(a), int(n)) for s, a, n in counted.iter_rows()]
             continue
         col = table.column(fld.name)
-        if fld.type == DICT_STR:
+        if fld.type == DICT_STR and col.null_count == len(col):
+            # (ctx, why, problem are usually absent: what dictionary_encode gives, without hashing a row)
+            col = pa.chunked_array([_all_null_dictionary(len(col))], type=DICT_STR)
+        elif fld.type == DICT_STR:
             # Encoded before the cast, so only the (small) dictionary is converted to string.
             col = pc.dictionary_encode(col).cast(DICT_STR)
         elif col.type != fld.type:
             col = col.cast(fld.type)
         columns[fld.name] = col
     return pa.Table.from_arrays([columns[f.name] for f in RECORDS_SCHEMA], schema=RECORDS_SCHEMA), other
+
+
+def _all_null_dictionary(n: int) -> pa.DictionaryArray:
+    """``n`` nulls as a DICT_STR array with an empty dictionary (``pc.dictionary_encode`` of an all-null column)."""
+    # (The empty dictionary from buffers: pa.array() imports pandas.)
+    empty = pa.Array.from_buffers(pa.string(), 0, [None, pa.py_buffer(np.zeros(1, dtype=np.int32)), pa.py_buffer(b"")])
+    return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), empty)
 
 
 def _record_columns(has_kind: bool) -> list[pl.Expr]:
@@ -282,13 +292,8 @@ def _last_uci_move(paths: pl.Series) -> pl.Series:
     Only for paths that match :data:`~treediff.model.notation.UCI_PATH_PATTERN`; cheaper than a regex.
     """
     tail = paths.str.slice(-5)
-    return pl.select(
-        pl.when(tail == "")
-        .then(None)
-        .when(tail.str.starts_with("/"))
-        .then(tail.str.slice(1))
-        .otherwise(tail)
-    ).to_series()
+    # A UCI path's last five characters are its last move, or "/" and a four-character move: one strip.
+    return pl.select(pl.when(tail != "").then(tail.str.strip_chars_start("/"))).to_series()
 
 
 def concat_records(tables: list[pa.Table]) -> pa.Table:
