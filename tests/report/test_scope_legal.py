@@ -70,6 +70,19 @@ def test_odd_paths_and_fens_give_what_the_fallback_gives():
     assert scope._legal_counts([], []).tolist() == []
 
 
+def test_two_kings_of_one_colour_are_counted_by_python_chess():
+    """python-chess castles from the lowest king on the back rank and moves the other kings as pinned pieces;
+    the checker does neither, so such positions (no engine's) go to python-chess."""
+    fens = ["4k3/8/8/8/8/8/8/1K2K2R w K - 0 1", "4k3/8/8/8/8/8/8/K3K3 w - - 0 1"]
+    paths = ["", "e1f2/e8e7/a1a2/e7e6/a2b3/e6f6/b3b4/f6e5/f2f3/e5d5"]
+    walked = chess.Board(fens[1])
+    for move in paths[1].split("/"):
+        walked.push_uci(move)
+    expected = [chess.Board(fens[0]).legal_moves.count(), walked.legal_moves.count()]
+    assert expected[0] == 19  # Kb1 5, Ke1 5, Rh1 f1 g1 h2..h8 9: no O-O (python-chess castles the b1 king)
+    assert scope._legal_counts(fens, paths).tolist() == expected
+
+
 def test_hand_counts_above():
     """Two of the counts above, move by move."""
     board = chess.Board("8/P7/8/8/8/8/8/k1K5 w - - 0 1")

@@ -131,9 +131,16 @@ def _legal_counts_compiled(fens: Sequence[str | None], paths: Sequence[str]) -> 
     row_fens = fen_codes[rows]
     bounds = np.flatnonzero(np.diff(row_fens)) + 1
     for lo, hi in zip(np.r_[0, bounds].tolist(), np.r_[bounds, len(rows)].tolist()):
+        fen = fen_values[row_fens[lo]]
         try:  # python-chess decides whether the FEN reads, as in the fallback
-            board = chess.Board(fen_values[row_fens[lo]])
+            board = chess.Board(fen)
         except ValueError:
+            continue
+        if any(len(board.pieces(chess.KING, colour)) > 1 for colour in chess.COLORS):
+            # Two kings of one colour (no engine's position): python-chess's quirks there (castling from
+            # the lowest king on the back rank, the other kings moving as pinned pieces) are not the checker's.
+            at = rows[lo:hi]
+            out[at] = _legal_counts_python([fen] * len(at), [str(p) for p in moves.slice(lo, hi - lo).to_pylist()])
             continue
         checker = compiled_checker(board)
         out[rows[lo:hi]] = legal_counts_compiled(checker, moves.slice(lo, hi - lo))
