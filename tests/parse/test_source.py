@@ -111,3 +111,39 @@ def test_open_each_raises_the_first_failure_in_order_after_the_inputs_before_it(
         for source in open_each([HAND / "minimal_typhoon.log", missing, tmp_path / "also_missing.log"]):
             opened.append(source.searches["engine"].tolist())
     assert opened == [["typhoon"]]
+
+
+def test_open_each_stops_the_parses_still_running_when_its_consumer_goes(monkeypatch):
+    """A consumer that stops after the first input (an error, Ctrl-C) does not wait for the other parse to end:
+    that parse's next progress call raises, which stops it at its next chunk."""
+    import time
+
+    import treediff.parse.source as source_module
+    from treediff.parse.source import open_each
+
+    import threading
+
+    seen: list[str] = []
+    slow_started = threading.Event()
+
+    def fake_open(path, progress=None, **options):
+        if path == "quick":
+            return "quick source"
+        slow_started.set()
+        try:
+            for _ in range(2000):  # 20 s unless stopped
+                progress(1)
+                time.sleep(0.01)
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertion
+            seen.append(type(exc).__name__)
+            raise
+        return "slow source"
+
+    monkeypatch.setattr(source_module, "open_source", fake_open)
+    start = time.perf_counter()
+    each = open_each(["quick", "slow"])
+    assert next(each) == "quick source"
+    assert slow_started.wait(10)  # (a parse not started yet is simply cancelled)
+    each.close()  # what an exception in the consumer's loop does to the generator
+    assert time.perf_counter() - start < 10
+    assert seen == ["_OpenAborted"]

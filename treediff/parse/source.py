@@ -190,31 +190,47 @@ def open_sources(paths: Iterable[str | os.PathLike], **parse_options) -> Source:
 PARALLEL_PARSES = 2
 
 
+class _OpenAborted(Exception):
+    """Raised in a parse :func:`open_each` runs once its consumer has gone (an error, Ctrl-C): it stops at its next chunk."""
+
+
 def open_each(paths: Iterable[str | os.PathLike], progresses: Sequence[Callable[[int], None] | None] | None = None,
               **parse_options) -> Iterator[Source]:
     """Each input as its own :func:`open_source` Source, yielded in input order, the logs parsed at the same time.
 
     ``progresses``: each input's ``progress`` callback (bytes read), in input order.
-
     A parse spends most of its time in compiled code and polars, without the GIL, so two logs on two
     threads take less wall time than one after the other (``compare A B``: docs/PERFORMANCE.md).  Inputs
     are yielded in order as they are ready; the first one that fails raises its error when its turn
-    comes, after every input before it was yielded (so their warnings can still be shown) and once the
-    parses still running have ended (their scratch files go with their unreferenced sources).
+    comes, after every input before it was yielded (so their warnings can still be shown).  When the
+    consumer stops early (that error, another one, Ctrl-C), the parses still running stop at their next
+    chunk (their scratch files are removed) instead of running to the end.
     """
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     paths = list(paths)
-    options = [parse_options if progresses is None else {**parse_options, "progress": progresses[i]}
-               for i in range(len(paths))]
+    ticks = list(progresses) if progresses is not None else [parse_options.pop("progress", None)] * len(paths)
+    parse_options.pop("progress", None)
     if len(paths) < 2:
-        yield from (open_source(p, **o) for p, o in zip(paths, options))
+        yield from (open_source(p, progress=t, **parse_options) for p, t in zip(paths, ticks))
         return
+    stop = threading.Event()
+
+    def guarded(tick: Callable[[int], None] | None) -> Callable[[int], None]:
+        def progress(n: int) -> None:  # called by the parse at each block it reads
+            if stop.is_set():
+                raise _OpenAborted()
+            if tick is not None:
+                tick(n)
+        return progress
+
     with ThreadPoolExecutor(max_workers=min(len(paths), PARALLEL_PARSES), thread_name_prefix="treediff-open") as pool:
-        futures = [pool.submit(open_source, p, **o) for p, o in zip(paths, options)]
+        futures = [pool.submit(open_source, p, progress=guarded(t), **parse_options) for p, t in zip(paths, ticks)]
         try:
             for future in futures:
                 yield future.result()
         finally:
+            stop.set()  # (after the last input is yielded every parse is over: then this changes nothing)
             for future in futures:
                 future.cancel()  # (the ones not started yet)
