@@ -67,3 +67,18 @@ def test_rest_row_spans_positions(tmp_path):
     rest = found.rows.iloc[-1]
     assert (rest["nodes_a"], rest["nodes_b"], rest["delta"]) == (1, 0, 1)
     assert rest["sentence"] == "1 other frontier row; delta +1 node (A 1, B 0)"
+
+
+def test_paired_positions_gives_each_positions_searches_rows(tmp_path):
+    """The pairing as searches row indices (ascending, one array per side), labelled as documented."""
+    from treediff.align.summaries import paired_positions
+
+    # A: p1 start, p2 kings, p3 start again (a second search of the start position).  B: p1 kings, q start.
+    third = LOG_A.split("TREEDUMP")[1].replace("id=p1", "id=p3")
+    (tmp_path / "a.log").write_text(LOG_A + "TREEDUMP" + third)
+    (tmp_path / "b.log").write_text(LOG_B)
+    pairs = paired_positions(open_source(str(tmp_path / "a.log")), open_source(str(tmp_path / "b.log")))
+    got = [(label, rows_a.tolist(), rows_b.tolist()) for label, rows_a, rows_b in pairs]
+    # Start: A's rows 0 and 2 (p1, p3), B's row 1 (q), labelled by A's first id; kings: A's row 1, B's row 0.
+    assert got == [("p1", [0, 2], [1]), ("p2", [1], [0])]
+    assert all(rows.dtype.kind == "i" for _, ra, rb in pairs for rows in (ra, rb))

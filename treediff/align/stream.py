@@ -122,8 +122,9 @@ class _Side:
         searches = source.searches
         ids = searches["search"].to_numpy(dtype=np.int64)
         position = np.full(len(searches), -1, dtype=np.int64)
-        for index, mask in enumerate(masks):
-            position[np.asarray(mask, dtype=bool)] = index
+        for index, rows in enumerate(masks):  # searches rows: int indices, or a boolean mask
+            rows = np.asarray(rows)
+            position[np.flatnonzero(rows) if rows.dtype == bool else rows] = index
         wanted = position >= 0
         #: search id -> paired position index (-1: not paired)
         self.of_search = np.full(int(ids.max()) + 1 if len(ids) else 0, -1, dtype=np.int64)
@@ -201,8 +202,8 @@ def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.
                    scratch: Callable[[], Path] | None = None) -> Iterator[tuple[int, pd.DataFrame, pd.DataFrame]]:
     """(position index, A's records, B's records) for each paired position, in the order both sides complete.
 
-    ``masks``: per position, A's and B's searches rows (as
-    :func:`~treediff.align.summaries.paired_positions` gives them); ``labels``:
+    ``masks``: per position, A's and B's searches rows (int indices, as
+    :func:`~treediff.align.summaries.paired_positions` gives them, or boolean masks); ``labels``:
     each position's name for errors.  Each source is read once, in batches of
     about :attr:`MemoryBudget.batch_records`; positions waiting for the other
     side are spilled into ``scratch()`` (a directory made on first need) when

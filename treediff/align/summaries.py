@@ -140,19 +140,26 @@ def _position_keys(searches: pd.DataFrame) -> np.ndarray:
 def paired_positions(source_a: Source, source_b: Source) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """The positions both sources searched, paired by position (board, side, castling, en passant), not by id.
 
-    Returns (label, A's searches rows mask, B's) per position, sorted by label:
-    A's id for the position (B's when A's is missing).  An id that names two
-    different positions pairs nothing; a position under two ids is paired.
+    Returns (label, A's searches rows, B's) per position, sorted by label: the
+    rows as ascending int64 indices into each source's ``searches`` (not masks:
+    one mask per position is quadratic in positions, ~300 MB at 12k positions),
+    the label A's id for the position (B's when A's is missing).  An id that
+    names two different positions pairs nothing; a position under two ids is paired.
     """
     sa, sb = source_a.searches, source_b.searches
     ka, kb = _position_keys(sa), _position_keys(sb)
     ids_a, ids_b = sa["position"].astype(object).to_numpy(), sb["position"].astype(object).to_numpy()
+    rows_a: dict[object, list[int]] = {}
+    rows_b: dict[object, list[int]] = {}
+    for rows, keys in ((rows_a, ka), (rows_b, kb)):
+        for i, key in enumerate(keys.tolist()):
+            rows.setdefault(key, []).append(i)
     out = []
-    for key in set(ka) & set(kb):
-        mask_a, mask_b = ka == key, kb == key
-        named = [str(p) for p in ids_a[mask_a] if isinstance(p, str) and p] or \
-                [str(p) for p in ids_b[mask_b] if isinstance(p, str) and p] or [str(key)]
-        out.append((named[0], mask_a, mask_b))
+    for key in set(rows_a) & set(rows_b):
+        at_a, at_b = np.asarray(rows_a[key], dtype=np.int64), np.asarray(rows_b[key], dtype=np.int64)
+        named = [str(p) for p in ids_a[at_a] if isinstance(p, str) and p] or \
+                [str(p) for p in ids_b[at_b] if isinstance(p, str) and p] or [str(key)]
+        out.append((named[0], at_a, at_b))
     return sorted(out, key=lambda item: item[0])
 
 

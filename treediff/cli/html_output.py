@@ -102,11 +102,11 @@ def compare_trees(source_a, source_b, positions: Sequence[str], label_a: str, la
     wanted = list(dict.fromkeys(positions))
     columns = tuple(dict.fromkeys((*LOAD_COLUMNS, "line")))
     views = {}
-    for position, mask_a, mask_b in paired_positions(source_a, source_b):
+    for position, rows_a, rows_b in paired_positions(source_a, source_b):
         if position not in wanted:
             continue
-        ra = source_a.select(mask_a).records(columns)
-        rb = source_b.select(mask_b).records(columns)
+        ra = source_a.select(_mask(rows_a, len(source_a.searches))).records(columns)
+        rb = source_b.select(_mask(rows_b, len(source_b.searches))).records(columns)
         try:
             alignment = align(ra, rb, iter=iteration)
         except InputError:
@@ -117,6 +117,15 @@ def compare_trees(source_a, source_b, positions: Sequence[str], label_a: str, la
         views[position] = tree_view(alignment, notations=notations, position=position,
                                     title=f"Aligned tree, position {position}: A = {label_a}, B = {label_b}")
     return [views[p] for p in wanted if p in views]
+
+
+def _mask(rows, n: int):
+    """A boolean mask over ``n`` searches rows from their indices (what :meth:`Source.select` takes)."""
+    import numpy as np
+
+    keep = np.zeros(n, dtype=bool)
+    keep[rows] = True
+    return keep
 
 
 def _fen(records, search: int) -> str | None:
