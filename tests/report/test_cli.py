@@ -265,3 +265,27 @@ def test_positions_epd_labels_logs_without_ids(tmp_path):
     assert res.exit_code == 0, res.output
     got = [(r["phase"], r["position"], r["nodes"]) for r in tables_of(res.output)["nodes"]["rows"]]
     assert got == [("middlegame", "start", 10), ("endgame", "pawns", 4)]
+
+
+def test_report_memory_limit_reads_smaller_batches_with_the_same_numbers(monkeypatch):
+    """--memory-limit sets the batch target (a quarter of what fits at 600 bytes a record); the tables,
+    folded over batches of one search each, are those of one batch."""
+    import treediff.report.core as core
+
+    log = Path(__file__).resolve().parents[2] / "fixtures" / "traces" / "stockfish_batch3.log"
+    targets = []
+    real = core.build_report
+
+    def spy(source, names, keys, target, **kw):
+        targets.append(target)
+        return real(source, names, keys, target, **kw)
+
+    monkeypatch.setattr(core, "build_report", spy)
+    whole = run("report", log, "--format", "json", "--in-memory")
+    small = run("report", log, "--format", "json", "--memory-limit", "6KB")
+    default = run("report", log, "--format", "json")
+    assert whole.exit_code == small.exit_code == default.exit_code == 0, small.output
+    assert targets == [2**62, 6 * 1024 // 600 // 4, 2 * 1024**3 // 600 // 4]
+    assert tables_of(small.output) == tables_of(whole.output) == tables_of(default.output)
+    bad = run("report", log, "--memory-limit", "lots")
+    assert bad.exit_code == 2 and "--memory-limit" in bad.output and "Traceback" not in bad.output

@@ -88,6 +88,15 @@ class MemoryBudget:
         tables and its divergences read in batches of this many records."""
         return max(1, self.records // _BATCH_SHARE)
 
+    @property
+    def report_batch_records(self) -> int:
+        """``report``'s batch target: two batches are alive at once (the next is read ahead) and the tables'
+        partials of a batch cost about as much again, so a quarter of :attr:`records` (894k at 2 GB; at most
+        the sources' own 1M-record default)."""
+        from treediff.store.source import BATCH_RECORDS
+
+        return max(1, min(BATCH_RECORDS, self.records // 4))
+
     def check_pair(self, label: str, n_a: int, n_b: int, paths: Sequence[str]) -> None:
         """Refuse, before aligning, a position pair larger than the budget (exit 2 naming files and position)."""
         if n_a + n_b > self.records:

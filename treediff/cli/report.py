@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from treediff.cli.common import echo_warnings, format_from_output, keep_complete_option
-from treediff.cli.sides import memory_limit_option
+from treediff.cli.sides import _memory_limit, memory_limit_option
 from treediff.render import FORMATS, emit
 
 #: --format choices of report and compare: the renderers' formats and the one-file web page (cli/html_output.py).
@@ -102,9 +102,14 @@ def _batch_target(in_memory: bool) -> int:
               help="The fh table's buckets, comma-separated: kind,act,depth,mn,ply,see,hist,nt.")
 @_width_option
 @_in_memory_option
+@click.option("--memory-limit", "memory_limit", default="2GB", show_default=True, metavar="SIZE",
+              callback=_memory_limit,
+              help="Memory the report may hold at once (e.g. 2GB, 512MB): records are read in batches of about "
+                   "a quarter of what fits (600 bytes a record), whole searches at a time; --in-memory reads "
+                   "everything at once instead.")
 @keep_complete_option
 def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, allow_different_depths, width,
-           in_memory, keep_complete, bucket="kind,depth,mn"):
+           in_memory, keep_complete, bucket="kind,depth,mn", memory_limit=None):
     """Act breakdowns, LMR, EBF, skips, prune scope and nodes for logs, Parquet files or datasets.
 
     Definitions of every table: `treediff docs reports`.  Dataset directories
@@ -120,7 +125,12 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
     _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
     source = _open(inputs, engine, positions, keep_complete)
-    target = _batch_target(in_memory)
+    if in_memory:
+        target = _batch_target(True)
+    else:
+        from treediff.align.stream import MemoryBudget
+
+        target = (memory_limit or MemoryBudget()).report_batch_records
     keep = None
     notes: list[str] = []
     if under:
