@@ -90,8 +90,7 @@ class _Side:
         # typhoon_py's --shadow side searches (no decision, no node; only fh/whatif read them) and records
         # without a path are left out.
         use = np.array(records["path"].notna().to_numpy(dtype=bool), dtype=bool)  # (a copy: edited below)
-        if "SHADOW" in tag_labels:
-            use &= tag_codes != list(tag_labels).index("SHADOW")
+        use &= ~_code_is(tag_codes, tag_labels, "SHADOW")
         if keep is not None:
             use &= keep
         idx: np.ndarray | None = None if bool(use.all()) else np.flatnonzero(use)

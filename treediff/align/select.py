@@ -53,10 +53,15 @@ def _strings(series: pd.Series, rows: np.ndarray) -> list[str]:
     return ["" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v) for v in values]
 
 
+def _is_one_search(search: np.ndarray) -> bool:
+    """Whether every record is of one search (first and last compared first: a cheap no for most batches)."""
+    return bool(len(search)) and search[0] == search[-1] and bool((search == search[0]).all())
+
+
 def _searches(records: pd.DataFrame) -> pd.DataFrame:
     """One row per search: search, position, fen, engine (strings, "" when unknown)."""
     search = records["search"].to_numpy()
-    if len(search) and search[0] == search[-1] and bool((search == search[0]).all()):
+    if _is_one_search(search):
         first = np.zeros(1, dtype=np.int64)  # one search (compare's positions): no unique over the records
     else:
         _, first = np.unique(search, return_index=True)
@@ -209,7 +214,7 @@ def choose_searches(
 def _one_search(records: pd.DataFrame) -> tuple[int, str, str] | None:
     """(search, position id, FEN; "" when unknown) when the records hold one search, else None."""
     search = records["search"].to_numpy()
-    if not (search[0] == search[-1] and bool((search == search[0]).all())):
+    if not _is_one_search(search):
         return None
     head = np.zeros(1, dtype=np.int64)
     pid, fen = ((_strings(records[name], head)[0] if name in records.columns else "") for name in ("position", "fen"))
