@@ -243,6 +243,9 @@ ODD_FENS = [
     "4k3/8/8/8/8/8/8/4K2 w - - 0 1",               # a rank of 7 squares: refused
     "4k3/8/8/8/8/8/8/4K3p w - - 0 1",              # a rank of 9
     "4k3/8/8/8/8/8/8 w - - 0 1",                   # 7 ranks
+    "4k3/8/8/8/8/8/8/44 w - - 0 1",                # two subsequent digits (8 squares): refused
+    "4k3/8/8/8/8/8/8/4K12 w - - 0 1",              # the same after a piece
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".replace("/8/8/8/8/", "/8/8/26/8/"),
     "4k3/8/8/8/8/8/8/4K3 x - - 0 1",
     "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1",
 ]

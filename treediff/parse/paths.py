@@ -120,10 +120,15 @@ def fen_checker_args(fen: str) -> CheckerArgs | None:
     squares = bytearray(64)
     for rank, row in enumerate(reversed(m.group(1).split("/"))):
         file = 0
+        digit_before = False
         for ch in row:
             if ch.isdigit():
+                if digit_before:  # python-chess refuses "44" (two subsequent digits): so must this
+                    return None
+                digit_before = True
                 file += int(ch)
             else:
+                digit_before = False
                 if file < 8:
                     squares[rank * 8 + file] = _PIECE_CODES[ch] & 0xFF
                 file += 1
