@@ -149,6 +149,17 @@ def fen_checker_args(fen: str) -> CheckerArgs | None:
     return bytes(squares), m.group(2) == "w", castling, ep
 
 
+#: The checker of a search whose position the compiled checker does not model (python-chess checks its moves).
+_BY_PYTHON_CHESS = object()
+
+
+def several_kings(squares: bytes) -> bool:
+    """Whether a side has more than one king on :func:`fen_checker_args`' squares: python-chess then castles
+    with one of them only (``Board.king``) and sees check from its own way, which the compiled checker does not
+    model, so such positions are checked by python-chess."""
+    return squares.count(_PIECE_CODES["K"] & 0xFF) > 1 or squares.count(_PIECE_CODES["k"] & 0xFF) > 1
+
+
 def compiled_checker(board: chess.Board) -> Any:
     """A :class:`treediff.parse._cmoves.Checker` at ``board`` (a standard board; its move stack is not used)."""
     assert _cmoves is not None
@@ -294,10 +305,12 @@ class PathNormalizer:
                     args = fen_checker_args(state.fen) if state.fen else None
                     if args is None:
                         continue
-                    checker = _cmoves.Checker(*args)
+                    checker = _BY_PYTHON_CHESS if several_kings(args[0]) else _cmoves.Checker(*args)
                 checkers[search] = checker
-                bad[lo:hi] = check_paths_compiled(checker, uci.slice(lo, hi - lo), part_skip) != 0
-            elif state.resolver.board is not None:
+                if checker is not _BY_PYTHON_CHESS:
+                    bad[lo:hi] = check_paths_compiled(checker, uci.slice(lo, hi - lo), part_skip) != 0
+                    continue
+            if state.resolver.board is not None:
                 bad[lo:hi] = _illegal_by_python_chess(state, uci.slice(lo, hi - lo), part_skip)
         self._checkers = checkers  # a search's lines are consecutive: the others are over
         if not bad.any():
