@@ -8,11 +8,13 @@ Per size the two logs (typhoon and stockfish dialects, every search its own posi
 ``gen_logs.py --distinct-positions``, made once in ``--data``) are read by, each in a fresh interpreter
 (``/usr/bin/time``: wall seconds, CPU seconds, peak RSS):
 
-* the reading limits: ``cat A B > /dev/null`` and ``wc -l A B`` (what any reader of the two files pays);
+* the reading limits: ``cat A B > /dev/null``, ``wc -l A B`` (what any reader of the two files pays) and,
+  when a C compiler is found, ``benchmarks/limits/min_tokenizer.c`` over A and B (every line cut into its
+  tag and key=value tokens, nothing kept: the least a parser of the format does);
 * ``treediff compare A B --allow-different-positions`` (JSON to a file), ``treediff diff A B --position gen7``
   and ``treediff report A --table all``;
 
-and every figure is printed with its ratio to ``cat``.  Then, per command, the growth from one size to the
+and every figure is printed with its ratio to ``cat`` and to the minimal tokenizer.  Then, per command, the growth from one size to the
 next per doubling of the input: time x2.0 is linear, memory x1.0 is flat (bounded).  ``--baseline DIR`` also runs each command from another checkout (e.g. a ``git worktree`` of the
 code before issue 17) in the same run, and prints new / old.  Targets (issue 17): compare and diff of
 20M + 20M lines <= 30 s and <= 2 GB; compare 1M + 1M <= 2 s; 100M + 100M completes under the default
@@ -24,8 +26,10 @@ import argparse
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +75,17 @@ def timed(argv: list[str], cwd: Path | None = None, stdout: str | None = None) -
     return float(wall), float(user) + float(system), int(kb) / 1024
 
 
+def build_min_tokenizer(where: Path) -> Path | None:
+    """``benchmarks/limits/min_tokenizer.c`` compiled into ``where`` (None without a C compiler)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    binary = where / "min_tokenizer"
+    built = subprocess.run([cc, "-O2", "-o", str(binary), str(ROOT / "benchmarks" / "limits" / "min_tokenizer.c")],
+                           capture_output=True, text=True)
+    return binary if built.returncode == 0 else None
+
+
 def commands(a: Path, b: Path, out: Path) -> dict[str, list[str]]:
     py = [sys.executable, "-c", TREEDIFF]
     return {
@@ -95,13 +110,29 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     only = [c for c in args.only.split(",") if c]
     results: dict[tuple[str, str, str], tuple[float, float, float]] = {}
-    print(f"{'size':>6} {'what':<18} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8} {'x cat':>7}")
+    scratch = Path(tempfile.mkdtemp(prefix="bench_e2e_"))
+    try:
+        tokenizer = build_min_tokenizer(scratch)
+        if tokenizer is None:
+            print("(no C compiler: the minimal tokenizer limit is left out)")
+        run_sizes(args, labels, data, out, only, results, tokenizer)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_sizes(args: argparse.Namespace, labels: list[str], data: Path, out: Path, only: list[str],
+              results: dict[tuple[str, str, str], tuple[float, float, float]], tokenizer: Path | None) -> None:
+    """Every size's limits and commands, printed as they finish, then the growth per doubling."""
+    print(f"{'size':>6} {'what':<18} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8} {'x cat':>7} {'x tok':>7}")
     for label in labels:
         a, b = make_logs(label, data)
         limits = {"cat": ["cat", str(a), str(b)], "wc -l": ["wc", "-l", str(a), str(b)]}
+        if tokenizer is not None:
+            limits["tokenize"] = [str(tokenizer), str(a), str(b)]
         for name, argv in limits.items():
             results[(label, name, "")] = timed(argv)
         cat = results[(label, "cat", "")][0] or 1e-3
+        tok = (results[(label, "tokenize", "")][0] or 1e-3) if tokenizer is not None else float("nan")
         runs = [("", None)] + ([("base", Path(args.baseline))] if args.baseline else [])
         same: dict[str, bool] = {}
         for tag, cwd in runs:
@@ -117,7 +148,8 @@ def main() -> None:
         for (size, name, tag), (wall, cpu, rss) in results.items():
             if size == label:
                 what = f"{name}{' (base)' if tag else ''}"
-                print(f"{label:>6} {what:<18} {wall:8.2f} {cpu:8.2f} {rss:8.0f} {wall / cat:7.1f}", flush=True)
+                print(f"{label:>6} {what:<18} {wall:8.2f} {cpu:8.2f} {rss:8.0f} {wall / cat:7.1f} {wall / tok:7.1f}",
+                      flush=True)
         if args.baseline:
             for name in only:
                 new, old = results[(label, name, "")], results[(label, name, "base")]
@@ -125,7 +157,7 @@ def main() -> None:
                       f"{new[2] / old[2]:8.2f}  output {'identical' if same[name] else 'DIFFERS'}")
     if len(labels) > 1:
         print("\ngrowth per doubling of the input (time x2.0 = linear; memory x1.0 = flat)")
-        for name in ["cat", *only]:
+        for name in ["cat", *(["tokenize"] if tokenizer is not None else []), *only]:
             for small, big in zip(labels, labels[1:]):
                 doublings = math.log2(_lines(big) / _lines(small))
                 (w0, c0, r0), (w1, c1, r1) = results[(small, name, "")], results[(big, name, "")]
