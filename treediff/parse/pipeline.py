@@ -113,13 +113,18 @@ class TreedumpParser:
         return self._states.searches
 
     # ------------------------------------------------------------------ input
-    def parse_stream(self, stream, source: str, progress: Callable[[int], None] | None = None) -> None:
-        """Parse one log from a binary stream; ``progress`` gets the bytes read."""
+    def parse_stream(self, stream, source: str, progress: Callable[[int], None] | None = None,
+                     first_line: int = 1) -> None:
+        """Parse one log from a binary stream; ``progress`` gets the bytes read.
+
+        ``first_line``: the line number of the stream's first line (a part of a file read from a later line
+        on, e.g. one search's lines: :mod:`treediff.parse.index`).
+        """
         problems = Problems()
         self._states.begin_file()
         searches_before = len(self.searches)
         reader = ChunkReader(stream, source, progress, keep_complete=self.options.keep_complete)
-        line_base = self._read_chunks(reader, source, problems)
+        line_base = self._read_chunks(reader, source, problems, first_line)
         open_search = self._states.current
         self._states.end_file(line_base - 1)
         self._hand_on(self._visits.flush)  # a search never spans two files: nothing stays open
@@ -146,7 +151,7 @@ class TreedumpParser:
                 if cut is not None else "the cut came after the last search's END")
         return f"{source}: {truncated}: kept the {kept} searches read completely; {what} (--keep-complete)"
 
-    def _read_chunks(self, reader: ChunkReader, source: str, problems: Problems) -> int:
+    def _read_chunks(self, reader: ChunkReader, source: str, problems: Problems, first_line: int = 1) -> int:
         """Process every chunk of ``reader``; returns the number of the line after the last whole one.
 
         Splitting a chunk into lines, tokenizing it (without the GIL) and every
@@ -156,7 +161,7 @@ class TreedumpParser:
         """
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="treediff-tokenize")
         finished = False
-        line_base = 1  # number of the chunk's first line
+        line_base = first_line  # number of the chunk's first line
         try:
             ahead: Future | None = None
             for tail, block, cut in reader:
