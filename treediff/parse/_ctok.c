@@ -733,12 +733,273 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ dictionary codes of string views
+ * view_dictionary(): pyarrow.compute.dictionary_encode of one Arrow string-view array (nulls as null
+ * indices, the dictionary in order of first appearance), without pyarrow's generic hash kernel: a
+ * chunk's label columns (tag, act, nt, bound) and its moves have a handful to a few thousand distinct
+ * values.  Mode 1 encodes each value's UCI last move instead (treediff.parse.assemble._last_uci_move:
+ * its last five characters without the leading '/', null for ""), so the move column is made from the
+ * path column in the same pass. */
+
+typedef struct {
+    const unsigned char *ptr;
+    int32_t len;
+    uint64_t hash;
+    uint64_t w0, w1; /* a value of up to 12 bytes: its length and bytes, zero-padded (see short_key) */
+} DictEntry;
+
+/* The key of a value of up to 12 bytes: the layout of an inline Arrow view (4 length bytes, then the
+ * bytes), zero-padded, as two words.  Inline views are read in place, their bytes past the value
+ * masked off (Arrow says zero, but a producer may leave anything there). */
+static inline void short_key(const unsigned char *view, int inline_view, const unsigned char *p, int32_t len,
+                             uint64_t *w0, uint64_t *w1)
+{
+    uint64_t a, b;
+    if (inline_view) {
+        memcpy(&a, view, 8);
+        memcpy(&b, view + 8, 8);
+        a &= len >= 4 ? ~0ULL : ~0ULL >> (64 - 8 * (4 + len));
+        b = len <= 4 ? 0 : len >= 12 ? b : b & (~0ULL >> (64 - 8 * (len - 4)));
+    } else {
+        unsigned char tmp[16] = {0};
+        memcpy(tmp, &len, 4);
+        memcpy(tmp + 4, p, (size_t)len);
+        memcpy(&a, tmp, 8);
+        memcpy(&b, tmp + 8, 8);
+    }
+    *w0 = a;
+    *w1 = b;
+}
+
+PyDoc_STRVAR(view_dictionary_doc,
+"view_dictionary(views, validity, offset, n, datas, codes, max_distinct, mode) -> (values, value_offsets) or None\n\n"
+"views: an Arrow string-view array's views buffer; rows offset..offset+n are encoded.\n"
+"validity: its validity bitmap (bits offset..offset+n) or None (no nulls); datas: its variadic\n"
+"data buffers (a tuple).  codes (int32, n, writable): each row's index into the dictionary, -1\n"
+"for a null.  The dictionary lists the distinct non-null values in order of first appearance\n"
+"(what pyarrow.compute.dictionary_encode gives), returned as the values' bytes joined and their\n"
+"int32 offsets (k+1 of them).  mode 0 encodes the values; mode 1 their UCI last moves: the last\n"
+"five bytes without the leading '/'s (an empty value gives a null), or None when one of those\n"
+"bytes is not ASCII.  None also when there are more than max_distinct values (the caller then\n"
+"uses pyarrow).");
+
+static PyObject *view_dictionary(PyObject *self, PyObject *args)
+{
+    PyObject *views_obj, *valid_obj, *datas_obj, *codes_obj;
+    Py_ssize_t offset, n, max_distinct;
+    int mode;
+    if (!PyArg_ParseTuple(args, "OOnnOOni", &views_obj, &valid_obj, &offset, &n, &datas_obj, &codes_obj,
+                          &max_distinct, &mode))
+        return NULL;
+    if (!PyTuple_Check(datas_obj)) {
+        PyErr_SetString(PyExc_TypeError, "view_dictionary: datas must be a tuple of buffers");
+        return NULL;
+    }
+    Py_ssize_t n_datas = PyTuple_GET_SIZE(datas_obj);
+    if (offset < 0 || n < 0 || max_distinct < 1 || max_distinct > (1 << 24) || (mode != 0 && mode != 1)) {
+        PyErr_SetString(PyExc_ValueError, "view_dictionary: bad offset, n, max_distinct or mode");
+        return NULL;
+    }
+    Py_buffer views = {0}, valid = {0}, codes = {0};
+    Py_buffer *datas = NULL;
+    DictEntry *entries = NULL;
+    int32_t *table = NULL;
+    PyObject *result = NULL;
+    Py_ssize_t got_datas = 0;
+    int has_valid = valid_obj != Py_None;
+
+    if (PyObject_GetBuffer(views_obj, &views, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    if (has_valid && PyObject_GetBuffer(valid_obj, &valid, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    if (PyObject_GetBuffer(codes_obj, &codes, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    datas = PyMem_Calloc((size_t)(n_datas ? n_datas : 1), sizeof(Py_buffer));
+    if (datas == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got_datas < n_datas; got_datas++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(datas_obj, got_datas), &datas[got_datas], PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    }
+    if (views.len < (offset + n) * VIEW_BYTES || codes.len != n * 4
+            || (has_valid && valid.len * 8 < offset + n)) {
+        PyErr_SetString(PyExc_ValueError, "view_dictionary: buffers too small for offset + n rows");
+        goto done;
+    }
+    Py_ssize_t cap = 64;
+    while (cap < 2 * max_distinct)
+        cap <<= 1;
+    Py_ssize_t table_cap = 64; /* grows with the distinct values, up to cap */
+    entries = PyMem_Malloc((size_t)max_distinct * sizeof(DictEntry));
+    table = PyMem_Malloc((size_t)cap * sizeof(int32_t));
+    if (entries == NULL || table == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(table, 0xff, (size_t)table_cap * sizeof(int32_t));
+    const unsigned char *vw = (const unsigned char *)views.buf + offset * VIEW_BYTES;
+    const unsigned char *vb = has_valid ? (const unsigned char *)valid.buf : NULL;
+    int32_t *out = (int32_t *)codes.buf;
+    Py_ssize_t k = 0, total = 0;
+    int32_t last = -1;
+    int stop = 0; /* 1: too many values, 2: a non-ASCII move (mode 1), 3: a view outside its buffer */
+
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n; r++) {
+        Py_ssize_t bit = offset + r;
+        if (vb != NULL && !((vb[bit >> 3] >> (bit & 7)) & 1)) {
+            out[r] = -1;
+            continue;
+        }
+        const unsigned char *view = vw + r * VIEW_BYTES;
+        int32_t len;
+        memcpy(&len, view, 4);
+        const unsigned char *p, *end;
+        int inline_view = len <= 12;
+        if (len < 0) {
+            stop = 3;
+            break;
+        }
+        if (inline_view) {
+            p = view + 4;
+            end = view + VIEW_BYTES;
+        } else {
+            uint32_t bi, off;
+            memcpy(&bi, view + 8, 4);
+            memcpy(&off, view + 12, 4);
+            if ((Py_ssize_t)bi >= n_datas || (Py_ssize_t)off + len > datas[bi].len) {
+                stop = 3;
+                break;
+            }
+            p = (const unsigned char *)datas[bi].buf + off;
+            end = (const unsigned char *)datas[bi].buf + datas[bi].len;
+        }
+        if (mode == 1) {
+            if (len == 0) { /* the root: no move */
+                out[r] = -1;
+                continue;
+            }
+            int32_t from = len > 5 ? len - 5 : 0;
+            for (int32_t i = from; i < len; i++) {
+                if (p[i] >= 0x80)
+                    stop = 2;
+            }
+            if (stop)
+                break;
+            while (from < len && p[from] == '/')
+                from++;
+            p += from;
+            len -= from;
+            inline_view = 0; /* (the move is not the view's own value) */
+        }
+        uint64_t h, w0 = 0, w1 = 0;
+        if (len <= 12) {
+            short_key(view, inline_view, p, len, &w0, &w1);
+            if (last >= 0 && entries[last].w0 == w0 && entries[last].w1 == w1 && entries[last].len == len) {
+                out[r] = last; /* (runs of one value are common: the same tag, act or bound) */
+                continue;
+            }
+            h = w0 ^ (w1 * 0x9E3779B97F4A7C15ULL); /* splitmix64's finalizer: every bit reaches the low ones */
+            h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
+            h = (h ^ (h >> 27)) * 0x94D049BB133111EBULL;
+            h ^= h >> 31;
+        } else {
+            h = hash_bytes(p, len, end);
+        }
+        Py_ssize_t mask = table_cap - 1, at = (Py_ssize_t)(h & (uint64_t)mask);
+        int32_t code = -1;
+        while (table[at] >= 0) {
+            DictEntry *e = &entries[table[at]];
+            if (e->hash == h && e->len == len
+                    && (len <= 12 ? e->w0 == w0 && e->w1 == w1 : memcmp(e->ptr, p, (size_t)len) == 0)) {
+                code = table[at];
+                break;
+            }
+            at = (at + 1) & mask;
+        }
+        if (code < 0) {
+            if (k == max_distinct) {
+                stop = 1;
+                break;
+            }
+            code = (int32_t)k;
+            entries[k].ptr = p;
+            entries[k].len = len;
+            entries[k].hash = h;
+            entries[k].w0 = w0;
+            entries[k].w1 = w1;
+            table[at] = code;
+            total += len;
+            k++;
+            if (2 * k > table_cap && table_cap < cap) { /* grow: rehash every entry */
+                table_cap <<= 1;
+                memset(table, 0xff, (size_t)table_cap * sizeof(int32_t));
+                Py_ssize_t m2 = table_cap - 1;
+                for (Py_ssize_t e = 0; e < k; e++) {
+                    Py_ssize_t a2 = (Py_ssize_t)(entries[e].hash & (uint64_t)m2);
+                    while (table[a2] >= 0)
+                        a2 = (a2 + 1) & m2;
+                    table[a2] = (int32_t)e;
+                }
+            }
+        }
+        last = code;
+        out[r] = code;
+    }
+    Py_END_ALLOW_THREADS
+
+    if (stop == 3) {
+        PyErr_SetString(PyExc_ValueError, "view_dictionary: a view with a negative length or outside its buffer");
+        goto done;
+    }
+    if (stop || total > INT32_MAX) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    PyObject *values = PyBytes_FromStringAndSize(NULL, total);
+    PyObject *value_offsets = PyBytes_FromStringAndSize(NULL, (k + 1) * 4);
+    if (values == NULL || value_offsets == NULL) {
+        Py_XDECREF(values);
+        Py_XDECREF(value_offsets);
+        goto done;
+    }
+    char *vd = PyBytes_AS_STRING(values), *od = PyBytes_AS_STRING(value_offsets);
+    int32_t pos = 0;
+    for (Py_ssize_t e = 0; e < k; e++) {
+        memcpy(od + e * 4, &pos, 4);
+        memcpy(vd + pos, entries[e].ptr, (size_t)entries[e].len);
+        pos += entries[e].len;
+    }
+    memcpy(od + k * 4, &pos, 4);
+    result = Py_BuildValue("(NN)", values, value_offsets);
+
+done:
+    PyMem_Free(entries);
+    PyMem_Free(table);
+    if (datas != NULL) {
+        for (Py_ssize_t i = 0; i < got_datas; i++)
+            PyBuffer_Release(&datas[i]);
+        PyMem_Free(datas);
+    }
+    if (views.obj)
+        PyBuffer_Release(&views);
+    if (valid.obj)
+        PyBuffer_Release(&valid);
+    if (codes.obj)
+        PyBuffer_Release(&codes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"typed_fields", typed_fields, METH_VARARGS, typed_fields_doc},
     {"record_fields", record_fields, METH_VARARGS, record_fields_doc},
     {"line_offsets", line_offsets, METH_O, line_offsets_doc},
     {"row_keys", row_keys, METH_NOARGS, "The keys, in the order of the fields after the tag."},
     {"visits", visits, METH_VARARGS, visits_doc},
+    {"view_dictionary", view_dictionary, METH_VARARGS, view_dictionary_doc},
     {NULL, NULL, 0, NULL},
 };
 

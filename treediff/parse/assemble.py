@@ -21,7 +21,7 @@ from treediff.model.taxonomy import Kind
 from treediff.parse.dialects import Dialect
 from treediff.parse.problems import Problems
 from treediff.parse.state import Runs, SearchState, run_starts
-from treediff.parse.tokenizer import BAD_INT, INT_BITS, INT_KEYS, PLIES
+from treediff.parse.tokenizer import BAD_INT, INT_BITS, INT_KEYS, PLIES, compiled_function
 
 #: The columns that hold the same value for every record of a search (dictionary-encoded).
 SEARCH_CONSTANTS = ("engine", "position", "fen", "phase")
@@ -149,7 +149,11 @@ def records_table(
     lists the acts it does not know as (search, act, records); without, the
     rows have ``kind`` and the list is empty.  Pure: safe to run on another thread.
     """
-    rows = with_uci_paths(rows, *uci_paths(rows))
+    uci, unresolved = uci_paths(rows)
+    # UCI paths (nothing unresolved): the move column is made with its dictionary from the path column
+    # below, in one compiled pass (_uci_moves), instead of by polars here.
+    moves_later = unresolved is None and compiled_function("view_dictionary") is not None
+    rows = with_uci_paths(rows, uci, unresolved, moves=not moves_later)
     frame = rows.select(_record_columns(kinds is None))
     # Newest Arrow layout: strings stay string views (no copy); only the few plain string columns
     # are cast to the schema's string type below, and dictionary encoding reads views as fast.
@@ -167,17 +171,70 @@ def records_table(
                 counted = frame.filter(pl.col("act").is_in(unknown)).group_by(["search", "act"], maintain_order=True).len()
                 other = [(int(s), str(a), int(n)) for s, a, n in counted.iter_rows()]
             continue
+        if fld.name == "move" and moves_later:
+            columns["move"], columns["null_move"] = _uci_moves(table.column("path"), frame.get_column("path"))
+            continue
+        if fld.name == "null_move" and moves_later:
+            continue  # (made with move, which comes first)
         col = table.column(fld.name)
         if fld.type == DICT_STR and col.null_count == len(col):
             # (ctx, why, problem are usually absent: what dictionary_encode gives, without hashing a row)
             col = pa.chunked_array([_all_null_dictionary(len(col))], type=DICT_STR)
         elif fld.type == DICT_STR:
-            # Encoded before the cast, so only the (small) dictionary is converted to string.
-            col = pc.dictionary_encode(col).cast(DICT_STR)
+            col = dictionary_encode(col)
         elif col.type != fld.type:
             col = col.cast(fld.type)
         columns[fld.name] = col
     return pa.Table.from_arrays([columns[f.name] for f in RECORDS_SCHEMA], schema=RECORDS_SCHEMA), other
+
+
+#: At most this many distinct values a column and chunk are encoded by the compiled tokenizer's
+#: ``view_dictionary`` (labels and moves have a few thousand at most); more go to pyarrow's kernel.
+_MAX_DISTINCT = 1 << 16
+
+
+def dictionary_encode(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``pc.dictionary_encode(col).cast(DICT_STR)``: the DICT_STR column of a string(-view) column, its dictionary
+    the distinct values in order of first appearance, nulls as null indices.
+
+    A one-chunk string-view column (what polars gives) is encoded by the compiled tokenizer when it is
+    there (:func:`_compiled_dictionary`); the same arrays (tests/parse/test_assemble.py compares the two).
+    """
+    encoded = _compiled_dictionary(col, last_move=False)
+    if encoded is not None:
+        return encoded
+    # Encoded before the cast, so only the (small) dictionary is converted to string.
+    return pc.dictionary_encode(col).cast(DICT_STR)
+
+
+def _compiled_dictionary(col: pa.ChunkedArray, last_move: bool) -> pa.ChunkedArray | None:
+    """``_ctok.view_dictionary`` of a one-chunk string-view column as a DICT_STR column (``last_move``: of
+    its values' UCI last moves, :func:`_last_uci_move`), or None where it does not apply (no compiled
+    tokenizer, several chunks, too many distinct values, a non-ASCII move).
+
+    One pass over the 16-byte views with a small hash table, instead of pyarrow's generic kernel (and,
+    for moves, of polars' slice and strip then that kernel).
+    """
+    view_dictionary = compiled_function("view_dictionary")
+    if view_dictionary is None or col.num_chunks != 1 or col.type != pa.string_view():
+        return None
+    chunk = col.chunk(0)
+    n = len(chunk)
+    buffers = chunk.buffers()
+    codes = np.empty(n, dtype=np.int32)
+    found = view_dictionary(buffers[1], buffers[0] if chunk.null_count else None, chunk.offset, n,
+                            tuple(buffers[2:]), codes, _MAX_DISTINCT, 1 if last_move else 0)
+    if found is None:
+        return None
+    values, value_offsets = found
+    dictionary = pa.Array.from_buffers(pa.string(), len(value_offsets) // 4 - 1,
+                                       [None, pa.py_buffer(value_offsets), pa.py_buffer(values)])
+    valid = codes >= 0
+    nulls = n - int(np.count_nonzero(valid))
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    indices = pa.Array.from_buffers(pa.int32(), n, [validity, pa.py_buffer(codes)], null_count=nulls)
+    # (safe=False: the codes are within the dictionary by construction; checking them costs a pass)
+    return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, dictionary, safe=False)], type=DICT_STR)
 
 
 def _all_null_dictionary(n: int) -> pa.DictionaryArray:
@@ -233,15 +290,29 @@ def _constant_column(per_search: dict[int, str | None], present: list[int], sear
     codes = np.full(max(present) - base + 1, -1, dtype=np.int32)
     for s, v in per_search.items():
         codes[s - base] = code_of[v]
-    row_codes = codes[search_arr - base]
-    # Arrays made by polars: pa.array() imports pandas (0.15 s of start-up) the first time.
-    indices = pl.Series(row_codes, dtype=pl.Int32)
-    if any(v is None for v in values):
+    if len(values) == 1:
+        row_codes = np.zeros(len(search_arr), dtype=np.int32)  # (one value: no gather)
+    else:
+        row_codes = codes[search_arr - base]
+    validity = None
+    nulls = 0
+    if None in code_of:
         # A null value is a null index, not a null dictionary entry (Arrow cannot unify those).
-        indices = pl.select(pl.when(indices == code_of[None]).then(None).otherwise(indices)).to_series()
-        values = [v if v is not None else "" for v in values]
-    dictionary = pl.Series(values, dtype=pl.String).to_arrow().cast(pa.string())
-    return pa.DictionaryArray.from_arrays(indices.to_arrow(), dictionary)
+        valid = row_codes != code_of[None]
+        nulls = len(valid) - int(np.count_nonzero(valid))
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    names = [v if v is not None else "" for v in values]
+    # Arrays from buffers: pa.array() imports pandas (0.15 s of start-up) the first time.
+    indices = pa.Array.from_buffers(pa.int32(), len(row_codes), [validity, pa.py_buffer(row_codes)], null_count=nulls)
+    return pa.DictionaryArray.from_arrays(indices, _string_array(names), safe=False)
+
+
+def _string_array(values: list[str]) -> pa.Array:
+    """``values`` (no nulls) as a pa.string() array, from buffers (pa.array() imports pandas)."""
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
 def _kinds_from_acts(acts: pa.ChunkedArray, kinds: dict[str, str]) -> tuple[pa.ChunkedArray, list[str]]:
@@ -261,16 +332,60 @@ def _kinds_from_acts(acts: pa.ChunkedArray, kinds: dict[str, str]) -> tuple[pa.C
         present = list(dict.fromkeys(kind_values))
         code_of = {k: i for i, k in enumerate(present)}
         lookup = np.array([code_of[k] for k in kind_values], dtype=np.int32)
+        indices = chunk.indices
         # (Arrays built from buffers: pa.array() would import pandas.)
-        lookup_array = pa.Array.from_buffers(pa.int32(), len(lookup), [None, pa.py_buffer(lookup)])
-        dictionary = pl.Series(present, dtype=pl.String).to_arrow().cast(pa.string())
-        chunks.append(pa.DictionaryArray.from_arrays(pc.take(lookup_array, chunk.indices), dictionary))
+        if indices.offset == 0 and len(lookup):
+            # The act codes through the lookup by numpy (clip: what lies under a null act is arbitrary),
+            # the act's validity kept.
+            codes = np.frombuffer(indices.buffers()[1], dtype=np.int32, count=len(indices))
+            kind_codes = np.take(lookup, codes, mode="clip")
+            kind_indices = pa.Array.from_buffers(pa.int32(), len(indices), [indices.buffers()[0], pa.py_buffer(kind_codes)],
+                                                 null_count=indices.null_count)
+        else:
+            lookup_array = pa.Array.from_buffers(pa.int32(), len(lookup), [None, pa.py_buffer(lookup)])
+            kind_indices = pc.take(lookup_array, indices)
+        chunks.append(pa.DictionaryArray.from_arrays(kind_indices, _string_array(present), safe=False))
     return pa.chunked_array(chunks, type=DICT_STR), unknown
 
 
-def with_uci_paths(rows: pl.DataFrame, uci: pl.Series, unresolved: pl.Series | None = None) -> pl.DataFrame:
-    """``path``, ``move``, ``null_move``, ``ply`` and ``problem`` from the UCI paths (``unresolved``: flagged rows)."""
-    last_move = _last_uci_move(uci) if unresolved is None else uci.str.extract(r"([^/]+)$")
+def _uci_moves(path: pa.ChunkedArray, path_series: pl.Series) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+    """The ``move`` (DICT_STR) and ``null_move`` columns of UCI paths (``path``: string views; ``path_series``:
+    the same paths from polars, for the fallback): what :func:`with_uci_paths` then the dictionary encoding give.
+
+    The moves and their dictionary come from one compiled pass over the paths' views (``view_dictionary``
+    mode 1), ``null_move`` from the dictionary's code of ``0000``.  Where that pass does not apply (see
+    :func:`_compiled_dictionary`), polars' :func:`_last_uci_move` and :func:`dictionary_encode`.
+    """
+    move = _compiled_dictionary(path, last_move=True)
+    if move is None:
+        last = _last_uci_move(path_series)
+        move = dictionary_encode(pl.DataFrame([last.alias("move")]).to_arrow(
+            compat_level=pl.CompatLevel.newest()).column("move"))
+    chunk = move.chunk(0) if move.num_chunks else None
+    if chunk is None:
+        return move, pa.chunked_array([], type=pa.bool_())
+    values = chunk.dictionary.to_pylist()
+    indices = chunk.indices
+    codes = np.frombuffer(indices.buffers()[1], dtype=np.int32, count=len(indices), offset=indices.offset * 4)
+    is_null_move = codes == values.index(NULL_UCI) if NULL_UCI in values else np.zeros(len(codes), dtype=bool)
+    bits = pa.py_buffer(np.packbits(is_null_move, bitorder="little"))
+    validity = indices.buffers()[0] if indices.null_count else None
+    if validity is not None and indices.offset:  # (a bitmap starting mid-array: realigned to the codes)
+        valid = pl.Series(indices).is_not_null().to_numpy()  # (polars: pyarrow's to_numpy may import pandas)
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    null_move = pa.Array.from_buffers(pa.bool_(), len(codes), [validity, bits], null_count=indices.null_count)
+    return move, pa.chunked_array([null_move], type=pa.bool_())
+
+
+def with_uci_paths(rows: pl.DataFrame, uci: pl.Series, unresolved: pl.Series | None = None,
+                   moves: bool = True) -> pl.DataFrame:
+    """``path``, ``move``, ``null_move``, ``ply`` and ``problem`` from the UCI paths (``unresolved``: flagged rows).
+
+    ``moves=False``: ``move`` and ``null_move`` are left to the caller (null here; see :func:`_uci_moves`).
+    """
+    last_move: pl.Series | pl.Expr = pl.lit(None, pl.String)
+    if moves:
+        last_move = _last_uci_move(uci) if unresolved is None else uci.str.extract(r"([^/]+)$")
     problem = pl.col("problem")
     if unresolved is not None:
         problem = pl.when(unresolved).then(pl.lit("unresolved-move")).otherwise(problem)
@@ -280,7 +395,7 @@ def with_uci_paths(rows: pl.DataFrame, uci: pl.Series, unresolved: pl.Series | N
     return rows.with_columns(
         uci.alias("path"),
         last_move.alias("move"),
-        (last_move == NULL_UCI).alias("null_move"),
+        (last_move == NULL_UCI).alias("null_move") if moves else pl.lit(None, pl.Boolean).alias("null_move"),
         ply.alias("ply"),
         problem.alias("problem"),
     )

@@ -224,6 +224,12 @@ def ctok_available() -> bool:
     return _ctok is not None and os.environ.get("TREEDIFF_TOKENIZER", "") != "regex"
 
 
+def compiled_function(name: str):
+    """The compiled tokenizer's function ``name`` where :func:`ctok_available` (else None: the pure-Python
+    steps, which give the same output; so ``TREEDIFF_TOKENIZER=regex`` runs no compiled step of the parse)."""
+    return getattr(_ctok, name, None) if ctok_available() else None
+
+
 def fast_fields_c(lines: pa.LargeBinaryArray, text: pl.Series | None = None) -> pl.DataFrame | None:
     """``typed_fields(fast_fields(text))`` of ``lines`` by the compiled tokenizer, or None where it cannot run.
 
