@@ -3,7 +3,10 @@
 Both commands align one search of A with one search of B: each input is
 opened as a Source (nothing read), cut to one engine when asked, the pair is
 chosen by position (:func:`treediff.align.select.choose_pair`), and only those
-two searches' records are read.
+two searches' records are read.  A plain log of several searches is not parsed
+whole: its searches are found by a byte scan and only the chosen search's lines
+are parsed (:func:`treediff.parse.source.open_one_search`; its warnings are
+shown once it is read).  ``TREEDIFF_DIFF_FULL_PARSE=1`` parses every log whole.
 """
 from __future__ import annotations
 
@@ -14,15 +17,14 @@ def open_side(path: str, label: str, engine: str | None, keep_complete: bool = F
               positions: str | None = None):
     """One side as a Source (a log parsed with ``dialect`` / ``positions``), restricted to ``engine``."""
     from treediff.cli.common import echo_warnings
-    from treediff.parse.source import open_source
+    from treediff.parse.source import IndexedLogSource, open_one_search
     from treediff.render.progress import parsing
 
-    options: dict = {"keep_complete": keep_complete, "engine": dialect}
-    if positions:
-        options["positions"] = positions
     with parsing([path]) as tick:  # a byte count on a terminal only (tick None otherwise)
-        source = open_source(path, progress=tick, **options)
-    echo_warnings(source.warnings)
+        source = open_one_search(path, engine=dialect, positions=positions or None, keep_complete=keep_complete,
+                                 progress=tick)
+    if not isinstance(source, IndexedLogSource):  # (a log read search by search warns once it is read)
+        echo_warnings(source.warnings)
     if engine is not None:
         names = source.searches["engine"].astype(str)
         if not (names == engine).any():
@@ -43,11 +45,28 @@ def choose_pair(source_a, source_b, position: str | None, paths: tuple[str, str]
             raise InputError(f"{label} ({path}) has no search (a 0-node search?)")
     row_a, row_b, name = choose_rows(source_a.searches, source_b.searches, position)
     picked = []
-    for source, row in ((source_a, row_a), (source_b, row_b)):
+    for source, row, path in ((source_a, row_a, paths[0]), (source_b, row_b, paths[1])):
         keep = np.zeros(len(source.searches), dtype=bool)
         keep[row] = True
-        picked.append(source.select(keep))
+        picked.append(_parsed(source.select(keep), path))
     return picked[0], picked[1], name
+
+
+def _parsed(source, path: str):
+    """``source`` with its searches parsed: a log read search by search parses the chosen one's lines (only), and
+    its warnings are shown."""
+    from treediff.cli.common import echo_warnings
+    from treediff.parse.source import IndexedLogSource
+    from treediff.render.progress import step
+
+    if not isinstance(source, IndexedLogSource):
+        return source
+    searches = source.searches["search"].tolist()
+    label = f"reading search {searches[0]} of {path}" if len(searches) == 1 else f"reading {path}"
+    with step(label, total=source.span_bytes(), unit="bytes") as tick:
+        parsed = source.parsed(progress=tick)
+    echo_warnings(parsed.warnings)
+    return parsed
 
 
 def check_budget(source_a, source_b, budget, paths: tuple[str, str]) -> None:

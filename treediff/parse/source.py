@@ -15,12 +15,14 @@ import weakref
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from treediff.model.errors import InputError
-from treediff.store.dataset import is_parquet_file
+from treediff.store.dataset import finish_searches, is_parquet_file
 from treediff.store.files import display_path
 from treediff.store.source import BATCH_RECORDS, CombinedSource, DatasetSource, Source, parquet_source
 
-__all__ = ["Source", "open_each", "open_source", "open_sources"]
+__all__ = ["IndexedLogSource", "Source", "open_each", "open_one_search", "open_source", "open_sources"]
 
 
 def _missing(path: str | os.PathLike) -> InputError:
@@ -59,15 +61,21 @@ def _spilled_log(path: str | os.PathLike, **parse_options) -> Source:
     """
     from treediff.parse.core import parse_to_parquet
 
+    return _spilled(lambda out: parse_to_parquet([str(path)], out, **parse_options))
+
+
+def _spilled(parse: Callable[[Path], object]) -> Source:
+    """``parse(out)`` writes a Parquet pair at ``out`` in a new scratch directory and returns its ParseResult:
+    the pair as a Source (with the result's warnings), the directory removed with the last source over it."""
     scratch = scratch_dir("log")
     try:
         out = scratch / "records.parquet"
-        result = parse_to_parquet([str(path)], out, **parse_options)
+        result = parse(out)
         source = parquet_source(out)
     except BaseException:
         remove_scratch(scratch)
         raise
-    source.warnings = list(result.warnings)
+    source.warnings = list(result.warnings)  # type: ignore[attr-defined]
     # The read closure is shared by every select() of the source: the files live as long as it does.
     weakref.finalize(source._read, remove_scratch, scratch)
     return SearchChunks(source)
@@ -140,6 +148,102 @@ class SearchChunks(Source):
 
     def with_searches(self, searches) -> Source:
         return SearchChunks(self._inner.with_searches(searches))
+
+
+def open_one_search(path: str | os.PathLike, engine: str = "auto", positions=None, keep_complete: bool = False,
+                    progress: Callable[[int], None] | None = None) -> Source:
+    """An input of which one search will be read (``treediff diff``, ``browse``), as a Source.
+
+    A plain log of several searches is an :class:`IndexedLogSource`: its searches found by a byte scan
+    (:mod:`treediff.parse.index`), nothing parsed until :meth:`IndexedLogSource.parsed`, which parses only
+    the lines of the search selected.  Any other input (a Parquet pair, a dataset, a compressed log, a log
+    of one search, ``TREEDIFF_DIFF_FULL_PARSE=1``, ...) is :func:`open_source`'s, parsed whole.
+    ``engine``, ``positions`` (an EPD file) and ``keep_complete`` are the parse's options.
+    """
+    from treediff.parse.index import full_parse_forced, index_log
+    from treediff.parse.pipeline import _options
+
+    options = {"engine": engine, "keep_complete": keep_complete, "positions": positions}
+    p = Path(path)
+    if full_parse_forced() or str(path) == "-" or not p.is_file() or is_parquet_file(p):
+        return open_source(path, progress=progress, **options)
+    parse_options = _options(engine, positions, False, False, keep_complete)  # (reads the EPD file once)
+    options["positions"] = parse_options.positions
+    index = index_log(path, parse_options)
+    if index is None:
+        return open_source(path, progress=progress, **options)
+    if progress is not None:
+        progress(index.size)  # (the scan read every byte)
+    return IndexedLogSource(index, np.arange(len(index.spans)), options)
+
+
+class IndexedLogSource(Source):
+    """A plain log's searches as a byte scan found them (:func:`treediff.parse.index.index_log`); no line parsed.
+
+    :meth:`select` narrows the searches (nothing read); :meth:`parsed` reads the selected ones: one search
+    by parsing its lines alone (:func:`treediff.parse.index.parse_span`), numbered as in a full parse;
+    several, or a search whose lines read alone could differ, by a full parse of the log (then selected).
+    Reading records (:meth:`batches`) parses first.
+    """
+
+    def __init__(self, index, rows, options: dict, searches=None):
+        import pandas as pd
+
+        self.index = index
+        self._rows = np.asarray(rows, dtype=np.int64)
+        self._options = options
+        self.warnings: list[str] = []
+        if searches is None:
+            cols = index.rows
+            searches = pd.DataFrame({
+                "engine": pd.array([cols["engine"][r] for r in self._rows], dtype="string"),
+                "search": np.asarray([cols["search"][r] for r in self._rows], dtype=np.int32),
+                "position": pd.array([cols["position"][r] for r in self._rows], dtype="string"),
+                "fen": pd.Series([cols["fen"][r] for r in self._rows], dtype=object),
+                "phase": pd.array([cols["phase"][r] for r in self._rows], dtype="string"),
+            })
+        self._searches = searches.reset_index(drop=True)
+
+    @property
+    def searches(self):
+        return self._searches
+
+    def select(self, keep) -> Source:
+        rows = np.flatnonzero(np.asarray(keep, dtype=bool))
+        if len(keep) != len(self._searches):
+            raise ValueError(f"select needs one flag per searches row ({len(keep)} for {len(self._searches)})")
+        return IndexedLogSource(self.index, self._rows[rows], self._options, self._searches.iloc[rows])
+
+    def with_searches(self, searches) -> Source:
+        return self.parsed().with_searches(searches)
+
+    def batches(self, columns=None, target: int = BATCH_RECORDS):
+        yield from self.parsed().batches(columns, target)
+
+    def span_bytes(self) -> int:
+        """Bytes :meth:`parsed` reads for one search (the log's size for several)."""
+        if len(self._rows) != 1:
+            return self.index.size
+        span = self.index.spans[int(self._rows[0])]
+        return (span.stop if span.stop >= 0 else self.index.size) - span.start
+
+    def parsed(self, progress: Callable[[int], None] | None = None) -> Source:
+        """The selected searches parsed (only their lines for one search; else the whole log, then selected)."""
+        from treediff.parse.index import SpanMismatch, parse_span
+
+        if len(self._rows) == 1:
+            span = self.index.spans[int(self._rows[0])]
+            try:
+                inner = _spilled(lambda out: parse_span(self.index, span, out, progress))
+            except SpanMismatch:
+                pass
+            else:
+                searches = inner.searches.copy()
+                searches["search"] = np.full(len(searches), span.search, dtype=np.int32)
+                return CombinedSource([(inner, np.array([0], dtype=np.int64), span.search)], finish_searches([searches]))
+        whole = open_source(self.index.path, progress=progress, **self._options)
+        numbers = whole.searches["search"].to_numpy(dtype=np.int64)
+        return whole.select(np.isin(numbers, self._searches["search"].to_numpy(dtype=np.int64)))
 
 
 #: Scratch directories not yet removed (removed at exit whatever happened).
