@@ -187,21 +187,18 @@ class IndexedLogSource(Source):
     """
 
     def __init__(self, index, rows, options: dict, searches=None):
-        import pandas as pd
-
         self.index = index
         self._rows = np.asarray(rows, dtype=np.int64)
         self._options = options
         self.warnings: list[str] = []
         if searches is None:
-            cols = index.rows
-            searches = pd.DataFrame({
-                "engine": pd.array([cols["engine"][r] for r in self._rows], dtype="string"),
-                "search": np.asarray([cols["search"][r] for r in self._rows], dtype=np.int32),
-                "position": pd.array([cols["position"][r] for r in self._rows], dtype="string"),
-                "fen": pd.Series([cols["fen"][r] for r in self._rows], dtype=object),
-                "phase": pd.array([cols["phase"][r] for r in self._rows], dtype="string"),
-            })
+            # The searches table's columns as a parse's pair reads back (Arrow, then finish_searches).
+            import pyarrow as pa
+
+            table = pa.table({name: pa.array([index.rows[name][r] for r in self._rows.tolist()],
+                                             pa.int32() if name == "search" else pa.string())
+                              for name in ("engine", "search", "position", "fen", "phase")})
+            searches = finish_searches([table.to_pandas()])
         self._searches = searches.reset_index(drop=True)
 
     @property
