@@ -205,3 +205,55 @@ def test_report_and_compare_import_no_charting_or_terminal_ui(argv):
     heavy = set(out.stdout.split())
     assert {"numpy", "pyarrow"} <= heavy  # the child did run the command
     assert not heavy & {"matplotlib", "rich", "textual", "scipy"}, heavy
+
+
+# ------------------------------------------------------------------ issue 17 item 4: info and parse on UCI logs
+_TYPHOON = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "typhoon_start.log"
+
+
+@pytest.mark.parametrize("command", ["info", "parse"])
+def test_info_and_parse_of_a_uci_log_import_no_pandas_and_no_python_chess(command, tmp_path):
+    """A UCI log whose header names its phase reads no FEN and replays no SAN: python-chess (~30 ms) and pandas
+    are not imported; the compiled checker validates the moves (without it, python-chess does so under --strict
+    only).  Nor the dataset layer (treediff.store.dataset): `info` tells Parquet from a log by its magic bytes."""
+    argv = [command, str(_TYPHOON)] + (["-o", str(tmp_path / "o.parquet")] if command == "parse" else [])
+    code = _RUN_THEN_LIST_HEAVY.replace('print(" ".join(sorted(heavy)))',
+                                        'print(" ".join(sorted(heavy)), "treediff.store.dataset" in sys.modules)')
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120,
+                         check=True).stdout.split()
+    assert {"polars", "pyarrow"} <= set(out)  # the child did run the command
+    assert not {"pandas", "chess", "matplotlib", "rich"} & set(out), out
+    assert out[-1] == "False"  # treediff.store.dataset not imported
+
+
+def test_info_and_parse_of_a_san_log_still_load_python_chess(tmp_path):
+    """The other side of the lazy import: a SAN (crafty) log's paths are replayed on python-chess boards."""
+    crafty = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "crafty_start.log"
+    out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_HEAVY, "parse", str(crafty), "-o",
+                          str(tmp_path / "c.parquet")], capture_output=True, text=True, timeout=120, check=True)
+    assert "chess" in out.stdout.split() and "pandas" not in out.stdout.split()
+
+
+def test_parser_modules_import_no_python_chess():
+    """treediff.model.positions, treediff.parse.paths and the parser's state import python-chess on first use."""
+    code = ("import sys, treediff.model.positions, treediff.model.notation, treediff.parse.paths, "
+            "treediff.parse.state, treediff.parse.core; print('chess' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["False"]
+
+
+def test_info_tells_parquet_by_the_same_magic_as_the_dataset_layer(tmp_path):
+    """cli/parse.py's own _is_parquet (no treediff.store.dataset import) answers as store.dataset.is_parquet_file."""
+    from treediff.cli.parse import _is_parquet
+    from treediff.store.dataset import is_parquet_file
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "t.parquet")
+    (tmp_path / "short").write_bytes(b"PA")
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "dir").mkdir()
+    cases = [tmp_path / "t.parquet", _TYPHOON, tmp_path / "short", tmp_path / "empty", tmp_path / "dir",
+             tmp_path / "missing"]
+    assert [_is_parquet(p) for p in cases] == [is_parquet_file(p) for p in cases] == [True] + [False] * 5

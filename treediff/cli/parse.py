@@ -234,9 +234,13 @@ def schema_lines(path: str, engine: str) -> list[str]:
 
 
 def _is_parquet(path: Path) -> bool:
-    from treediff.store.dataset import is_parquet_file
-
-    return is_parquet_file(path)
+    """:func:`treediff.store.dataset.is_parquet_file`, without importing that module: it loads pyarrow.parquet
+    and the dataset layout, which `treediff info small.log` does not need (issue 17 item 4; a test compares)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"  # Parquet's magic bytes
+    except OSError:
+        return False
 
 
 @click.command("info")

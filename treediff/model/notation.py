@@ -8,6 +8,10 @@ worker process loads this module and starts faster without anything else.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: The null move in UCI, as every normalized path writes it.
 NULL_UCI = "0000"
@@ -49,3 +53,20 @@ def coordinate_move(token: str) -> str | None:
 def looks_uci(move: str) -> bool:
     """A quick test that ``move`` starts like a UCI move (4 or 5 characters, a square first)."""
     return len(move) in (4, 5) and move[0] in "abcdefgh" and move[1] in "12345678"
+
+
+def normalize_coord_paths(paths: "pl.Series", null_spellings: tuple[str, ...]) -> "pl.Series":
+    """Lower-case coordinate paths and write null moves as ``0000``; the root ``-`` becomes ``""``.
+
+    Only safe for paths whose elements are coordinate/UCI moves or nulls;
+    callers check the result against :data:`~treediff.model.notation.UCI_PATH_PATTERN`.
+    """
+    out = paths.str.to_lowercase()
+    for spelling in sorted(set(null_spellings) | COMMON_NULL_SPELLINGS, key=len, reverse=True):
+        if spelling == NULL_UCI:
+            continue
+        escaped = re.escape(spelling.lower())
+        # Applied twice because a match consumes the separator after it.
+        for _ in range(2):
+            out = out.str.replace_all(rf"(^|/){escaped}(/|$)", r"${1}0000${2}")
+    return out.replace("-", "")

@@ -21,21 +21,29 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
-
-import chess
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from treediff.model.errors import InputError
 
+if TYPE_CHECKING:
+    import chess
+
+# python-chess is imported where a FEN is read (about 30 ms): `treediff info small.log` and a parse of
+# logs whose headers carry a phase label never read one (issue 17 item 4).
+
 PHASES = ("opening", "middlegame", "endgame")
 
-#: Non-pawn material per piece type for the phase rule (pawns and kings count 0).
-_PHASE_MATERIAL = {chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 ENDGAME_MAX_MATERIAL = 26
 OPENING_MIN_MATERIAL = 56
 #: Of the 16 back-rank squares, how many must still hold their initial piece for "opening".
 OPENING_MIN_HOME_PIECES = 8
-_INITIAL = chess.Board()
+
+
+@functools.cache
+def _initial() -> "chess.Board":
+    import chess
+
+    return chess.Board()
 
 
 def fen_key(fen: str) -> str:
@@ -56,6 +64,8 @@ def position_key(fen: str | None) -> str | None:
     if fen is None or not str(fen).strip():
         return None
     text = str(fen).strip()
+    import chess
+
     try:
         return chess.Board(text).epd()
     except ValueError:
@@ -95,21 +105,26 @@ def material_phase(fen: str) -> str | None:
     used: EPD lines and hand-typed FENs rarely carry real ones); middlegame
     otherwise.
     """
+    import chess
+
     try:
         board = chess.Board(fen)
     except ValueError:
         return None
+    # Non-pawn material per piece type for the phase rule (pawns and kings count 0).
+    weights = {chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
     material = sum(
         value * len(board.pieces(piece_type, color))
-        for piece_type, value in _PHASE_MATERIAL.items()
+        for piece_type, value in weights.items()
         for color in chess.COLORS
     )
     if material <= ENDGAME_MAX_MATERIAL:
         return "endgame"
+    initial = _initial()
     home = sum(
         1
         for square in chess.SquareSet(chess.BB_RANK_1 | chess.BB_RANK_8)
-        if board.piece_at(square) is not None and board.piece_at(square) == _INITIAL.piece_at(square)
+        if board.piece_at(square) is not None and board.piece_at(square) == initial.piece_at(square)
     )
     if material >= OPENING_MIN_MATERIAL and home >= OPENING_MIN_HOME_PIECES:
         return "opening"
@@ -174,6 +189,8 @@ def epd_phase(operations: Mapping[str, object], where: str = "EPD") -> str | Non
 
 
 def _check_board(board: chess.Board, where: str) -> None:
+    import chess
+
     status = board.status()
     if status != chess.STATUS_VALID:
         problems = [flag.name.lower().replace("_", " ") for flag in chess.Status
@@ -200,6 +217,8 @@ def validate_fen(fen: str, where: str = "--fen") -> str:
         text += " 0 1"
     elif len(fields) == 5:
         text += " 1"
+    import chess
+
     try:
         board = chess.Board(text)
     except ValueError as exc:
@@ -234,6 +253,8 @@ def parse_epd_line(line: str, where: str, number: int = 0) -> Position | None:
     # A full FEN (halfmove and fullmove counters) before the opcodes.
     if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
         candidates.insert(0, " ".join(fields[:4] + fields[6:]))
+    import chess
+
     board: chess.Board | None = None
     ops: Mapping[str, object] = {}
     error: Exception | None = None

@@ -1,31 +1,30 @@
 """Move-notation normalization: every move becomes UCI (lower-case promotion, null ``0000``).
 
 Coordinate and UCI moves are normalized column-wise (see
-:func:`normalize_coord_paths`).  SAN needs the position, so
+:func:`~treediff.model.notation.normalize_coord_paths`, re-exported here: the parser uses it
+without importing python-chess).  SAN needs the position, so
 :class:`PathResolver` replays paths from the search's FEN, keeping the
 positions it reached by path and converting each distinct (parent path, move)
-once.  This module imports only python-chess (polars just for type hints): the
-SAN worker process loads it, and starts faster without polars and pyarrow.
+once.  This module imports only python-chess: the SAN worker process loads it, and
+starts faster without polars and pyarrow; the parser imports it only for paths that
+are not UCI (python-chess costs ~30 ms of start-up).
 """
 from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import chess
 
 from treediff.model.notation import (
-    COMMON_NULL_SPELLINGS,
     NULL_SPELLINGS,
     NULL_UCI,
     TYPED_ROOTS,
     UCI_MOVE_RE,
     coordinate_move,
+    normalize_coord_paths as normalize_coord_paths,  # re-exported: its home was here
 )
-
-if TYPE_CHECKING:
-    import polars as pl
 
 _SAN_RE = re.compile(
     r"(?P<piece>[NBRQK])?(?P<ff>[a-h])?(?P<fr>[1-8])?x?(?P<to>[a-h][1-8])(?:=?(?P<promo>[NBRQnbrq]))?[+#!?]*\Z"
@@ -47,23 +46,6 @@ def chess_internals_usable(board_class: Any = chess.Board) -> bool:
 
 #: Set once at import; tests switch it off to run the public-API path.
 CHESS_INTERNALS = chess_internals_usable()
-
-
-def normalize_coord_paths(paths: "pl.Series", null_spellings: tuple[str, ...]) -> "pl.Series":
-    """Lower-case coordinate paths and write null moves as ``0000``; the root ``-`` becomes ``""``.
-
-    Only safe for paths whose elements are coordinate/UCI moves or nulls;
-    callers check the result against :data:`~treediff.model.notation.UCI_PATH_PATTERN`.
-    """
-    out = paths.str.to_lowercase()
-    for spelling in sorted(set(null_spellings) | COMMON_NULL_SPELLINGS, key=len, reverse=True):
-        if spelling == NULL_UCI:
-            continue
-        escaped = re.escape(spelling.lower())
-        # Applied twice because a match consumes the separator after it.
-        for _ in range(2):
-            out = out.str.replace_all(rf"(^|/){escaped}(/|$)", r"${1}0000${2}")
-    return out.replace("-", "")
 
 
 # Token shapes, as parsed by _parse_token (board-independent, so cached by spelling).

@@ -2,7 +2,7 @@
 
 Most paths are UCI already (the tokenizer says so per line).  Coordinate
 dialects' paths are normalized column-wise
-(:func:`~treediff.parse.moves.normalize_coord_paths`); only what is neither
+(:func:`~treediff.model.notation.normalize_coord_paths`); only what is neither
 (SAN, odd spellings) is replayed on boards (:class:`~treediff.parse.moves.PathResolver`),
 in large logs partly in a worker process (:mod:`treediff.parse.san_worker`)
 so that SAN logs use a second core.  :class:`PathNormalizer` owns that
@@ -23,21 +23,25 @@ import functools
 import os
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import chess
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from treediff.model.notation import UCI_OR_ROOT_PATTERN, UCI_PATH_PATTERN
+from treediff.model.notation import UCI_OR_ROOT_PATTERN, UCI_PATH_PATTERN, normalize_coord_paths
 from treediff.parse.assemble import UciPaths
 from treediff.parse.dialects import Notation, get_dialect
-from treediff.parse.moves import normalize_coord_paths, resolve_paths
 from treediff.parse.problems import FIRST_LINES_SHOWN, Problems
 from treediff.parse.san_worker import SanWorker, SanWorkerError
 from treediff.parse.state import SearchState
 from treediff.parse.tokenizer import PATH_ROOT, PATH_SHAPE, PATH_UCI
+
+if TYPE_CHECKING:
+    import chess
+
+# python-chess (~30 ms of start-up) and treediff.parse.moves, which needs it, are imported where a board is
+# replayed: a parse of UCI logs with the compiled checker never does (issue 17 item 4).
 
 #: SAN paths resolved (about 5 µs each) before a worker process is worth its start-up (~0.5 s):
 #: small logs never start one.
@@ -94,6 +98,8 @@ _PLAIN_FEN = re.compile(r"([1-8pnbrqkPNBRQK]{1,8}(?:/[1-8pnbrqkPNBRQK]{1,8}){7})
 
 def board_checker_args(board: chess.Board) -> CheckerArgs:
     """:class:`treediff.parse._cmoves.Checker`'s arguments for a python-chess board (a standard board)."""
+    import chess
+
     squares = bytearray(64)
     for square, piece in board.piece_map().items():
         squares[square] = (piece.piece_type if piece.color else -piece.piece_type) & 0xFF
@@ -113,6 +119,8 @@ def fen_checker_args(fen: str) -> CheckerArgs | None:
     """
     m = _PLAIN_FEN.match(fen)
     if m is None:
+        import chess
+
         try:
             return board_checker_args(chess.Board(fen))
         except ValueError:
@@ -133,6 +141,8 @@ def fen_checker_args(fen: str) -> CheckerArgs | None:
                     squares[rank * 8 + file] = _PIECE_CODES[ch] & 0xFF
                 file += 1
         if file != 8:
+            import chess
+
             try:  # a rank that is not 8 squares: python-chess says what it makes of it
                 return board_checker_args(chess.Board(fen))
             except ValueError:
@@ -145,7 +155,8 @@ def fen_checker_args(fen: str) -> CheckerArgs | None:
                 | (2 if "Q" in flags and white_king and squares[0] == white_rook else 0)
                 | (4 if "k" in flags and black_king and squares[63] == black_rook else 0)
                 | (8 if "q" in flags and black_king and squares[56] == black_rook else 0))
-    ep = -1 if m.group(4) == "-" else chess.parse_square(m.group(4))
+    square = m.group(4)  # [a-h][36]: chess.parse_square's number, file + 8 * rank
+    ep = -1 if square == "-" else (ord(square[0]) - ord("a")) + 8 * (int(square[1]) - 1)
     return bytes(squares), m.group(2) == "w", castling, ep
 
 
@@ -364,6 +375,8 @@ class PathNormalizer:
             if self._aborting:
                 raise
             self._worker_failed = True  # no further requests: the main thread resolves everything
+            from treediff.parse.moves import resolve_paths
+
             return resolve_paths(fen, paths)
 
     def _worker_for(self, count: int) -> SanWorker | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 import polars as pl
@@ -19,9 +19,11 @@ import polars as pl
 from treediff.model.errors import InputError
 from treediff.model.positions import PositionBook, fen_hash_id, material_phase, normalize_phase, position_key
 from treediff.parse.dialects import DIALECTS, Dialect, get_dialect
-from treediff.parse.moves import PathResolver
 from treediff.parse.problems import Problems
 from treediff.parse.tokenizer import is_int
+
+if TYPE_CHECKING:  # imported on first use: it loads python-chess (~30 ms), which UCI logs never need
+    from treediff.parse.moves import PathResolver
 
 NO_CTX = ""  # the effective context of lines that name none
 
@@ -85,6 +87,8 @@ class SearchState:
     @property
     def resolver(self) -> PathResolver:
         if self._resolver is None:
+            from treediff.parse.moves import PathResolver
+
             self._resolver = PathResolver(self.fen)
         return self._resolver
 
