@@ -772,11 +772,13 @@ static inline void short_key(const unsigned char *view, int inline_view, const u
 }
 
 PyDoc_STRVAR(view_dictionary_doc,
-"view_dictionary(views, validity, offset, n, datas, codes, max_distinct, mode) -> (values, value_offsets) or None\n\n"
+"view_dictionary(views, validity, offset, n, datas, codes, out_validity, max_distinct, mode)\n"
+"    -> (values, value_offsets, null_count) or None\n\n"
 "views: an Arrow string-view array's views buffer; rows offset..offset+n are encoded.\n"
 "validity: its validity bitmap (bits offset..offset+n) or None (no nulls); datas: its variadic\n"
 "data buffers (a tuple).  codes (int32, n, writable): each row's index into the dictionary, -1\n"
-"for a null.  The dictionary lists the distinct non-null values in order of first appearance\n"
+"for a null; out_validity (ceil(n/8) bytes, writable): the codes' validity bitmap, from bit 0.\n"
+"The dictionary lists the distinct non-null values in order of first appearance\n"
 "(what pyarrow.compute.dictionary_encode gives), returned as the values' bytes joined and their\n"
 "int32 offsets (k+1 of them).  mode 0 encodes the values; mode 1 their UCI last moves: the last\n"
 "five bytes without the leading '/'s (an empty value gives a null), or None when one of those\n"
@@ -785,11 +787,11 @@ PyDoc_STRVAR(view_dictionary_doc,
 
 static PyObject *view_dictionary(PyObject *self, PyObject *args)
 {
-    PyObject *views_obj, *valid_obj, *datas_obj, *codes_obj;
+    PyObject *views_obj, *valid_obj, *datas_obj, *codes_obj, *out_valid_obj;
     Py_ssize_t offset, n, max_distinct;
     int mode;
-    if (!PyArg_ParseTuple(args, "OOnnOOni", &views_obj, &valid_obj, &offset, &n, &datas_obj, &codes_obj,
-                          &max_distinct, &mode))
+    if (!PyArg_ParseTuple(args, "OOnnOOOni", &views_obj, &valid_obj, &offset, &n, &datas_obj, &codes_obj,
+                          &out_valid_obj, &max_distinct, &mode))
         return NULL;
     if (!PyTuple_Check(datas_obj)) {
         PyErr_SetString(PyExc_TypeError, "view_dictionary: datas must be a tuple of buffers");
@@ -800,7 +802,7 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "view_dictionary: bad offset, n, max_distinct or mode");
         return NULL;
     }
-    Py_buffer views = {0}, valid = {0}, codes = {0};
+    Py_buffer views = {0}, valid = {0}, codes = {0}, out_valid = {0};
     Py_buffer *datas = NULL;
     DictEntry *entries = NULL;
     int32_t *table = NULL;
@@ -814,6 +816,8 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
         goto done;
     if (PyObject_GetBuffer(codes_obj, &codes, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
         goto done;
+    if (PyObject_GetBuffer(out_valid_obj, &out_valid, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
     datas = PyMem_Calloc((size_t)(n_datas ? n_datas : 1), sizeof(Py_buffer));
     if (datas == NULL) {
         PyErr_NoMemory();
@@ -823,7 +827,7 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(datas_obj, got_datas), &datas[got_datas], PyBUF_C_CONTIGUOUS) < 0)
             goto done;
     }
-    if (views.len < (offset + n) * VIEW_BYTES || codes.len != n * 4
+    if (views.len < (offset + n) * VIEW_BYTES || codes.len != n * 4 || out_valid.len != (n + 7) / 8
             || (has_valid && valid.len * 8 < offset + n)) {
         PyErr_SetString(PyExc_ValueError, "view_dictionary: buffers too small for offset + n rows");
         goto done;
@@ -842,15 +846,18 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
     const unsigned char *vw = (const unsigned char *)views.buf + offset * VIEW_BYTES;
     const unsigned char *vb = has_valid ? (const unsigned char *)valid.buf : NULL;
     int32_t *out = (int32_t *)codes.buf;
-    Py_ssize_t k = 0, total = 0;
+    unsigned char *ov = (unsigned char *)out_valid.buf;
+    Py_ssize_t k = 0, total = 0, nulls = 0;
     int32_t last = -1;
     int stop = 0; /* 1: too many values, 2: a non-ASCII move (mode 1), 3: a view outside its buffer */
 
     Py_BEGIN_ALLOW_THREADS
+    memset(ov, 0, (size_t)out_valid.len);
     for (Py_ssize_t r = 0; r < n; r++) {
         Py_ssize_t bit = offset + r;
         if (vb != NULL && !((vb[bit >> 3] >> (bit & 7)) & 1)) {
             out[r] = -1;
+            nulls++;
             continue;
         }
         const unsigned char *view = vw + r * VIEW_BYTES;
@@ -879,6 +886,7 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
         if (mode == 1) {
             if (len == 0) { /* the root: no move */
                 out[r] = -1;
+                nulls++;
                 continue;
             }
             int32_t from = len > 5 ? len - 5 : 0;
@@ -899,6 +907,7 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
             short_key(view, inline_view, p, len, &w0, &w1);
             if (last >= 0 && entries[last].w0 == w0 && entries[last].w1 == w1 && entries[last].len == len) {
                 out[r] = last; /* (runs of one value are common: the same tag, act or bound) */
+                ov[r >> 3] |= (unsigned char)(1u << (r & 7));
                 continue;
             }
             h = w0 ^ (w1 * 0x9E3779B97F4A7C15ULL); /* splitmix64's finalizer: every bit reaches the low ones */
@@ -947,6 +956,7 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
         }
         last = code;
         out[r] = code;
+        ov[r >> 3] |= (unsigned char)(1u << (r & 7));
     }
     Py_END_ALLOW_THREADS
 
@@ -974,7 +984,7 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
         pos += entries[e].len;
     }
     memcpy(od + k * 4, &pos, 4);
-    result = Py_BuildValue("(NN)", values, value_offsets);
+    result = Py_BuildValue("(NNn)", values, value_offsets, nulls);
 
 done:
     PyMem_Free(entries);
@@ -990,6 +1000,8 @@ done:
         PyBuffer_Release(&valid);
     if (codes.obj)
         PyBuffer_Release(&codes);
+    if (out_valid.obj)
+        PyBuffer_Release(&out_valid);
     return result;
 }
 

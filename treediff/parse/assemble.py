@@ -160,7 +160,8 @@ def records_table(
     table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
     # From polars: pyarrow's ChunkedArray.to_numpy imports pandas (0.15 s of start-up).
     search_arr = frame.get_column("search").to_numpy().astype(np.int64)
-    columns = {name: _constant_column(constants[name], present, search_arr) for name in SEARCH_CONSTANTS}
+    shared: dict[bytes, pa.Array] = {}  # (position and fen usually have the same codes: one gather for both)
+    columns = {name: _constant_column(constants[name], present, search_arr, shared) for name in SEARCH_CONSTANTS}
     other: list[tuple[int, str, int]] = []
     for fld in RECORDS_SCHEMA:
         if fld.name in columns:
@@ -222,17 +223,16 @@ def _compiled_dictionary(col: pa.ChunkedArray, last_move: bool) -> pa.ChunkedArr
     n = len(chunk)
     buffers = chunk.buffers()
     codes = np.empty(n, dtype=np.int32)
+    validity = np.empty((n + 7) // 8, dtype=np.uint8)
     found = view_dictionary(buffers[1], buffers[0] if chunk.null_count else None, chunk.offset, n,
-                            tuple(buffers[2:]), codes, _MAX_DISTINCT, 1 if last_move else 0)
+                            tuple(buffers[2:]), codes, validity, _MAX_DISTINCT, 1 if last_move else 0)
     if found is None:
         return None
-    values, value_offsets = found
+    values, value_offsets, nulls = found
     dictionary = pa.Array.from_buffers(pa.string(), len(value_offsets) // 4 - 1,
                                        [None, pa.py_buffer(value_offsets), pa.py_buffer(values)])
-    valid = codes >= 0
-    nulls = n - int(np.count_nonzero(valid))
-    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-    indices = pa.Array.from_buffers(pa.int32(), n, [validity, pa.py_buffer(codes)], null_count=nulls)
+    indices = pa.Array.from_buffers(pa.int32(), n, [pa.py_buffer(validity) if nulls else None, pa.py_buffer(codes)],
+                                    null_count=nulls)
     # (safe=False: the codes are within the dictionary by construction; checking them costs a pass)
     return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, dictionary, safe=False)], type=DICT_STR)
 
@@ -282,28 +282,39 @@ def _record_columns(has_kind: bool) -> list[pl.Expr]:
     ]
 
 
-def _constant_column(per_search: dict[int, str | None], present: list[int], search_arr: np.ndarray) -> pa.DictionaryArray:
-    """A per-search column as a dictionary array: one entry per distinct value (searches often share one)."""
+def _constant_column(per_search: dict[int, str | None], present: list[int], search_arr: np.ndarray,
+                     shared: dict[bytes, pa.Array] | None = None) -> pa.DictionaryArray:
+    """A per-search column as a dictionary array: one entry per distinct value (searches often share one).
+
+    ``shared``: index arrays already made for this chunk, by their per-search codes (reused, not rebuilt).
+    """
     base = min(present)
     values = list(dict.fromkeys(per_search.values()))
     code_of = {v: i for i, v in enumerate(values)}
     codes = np.full(max(present) - base + 1, -1, dtype=np.int32)
     for s, v in per_search.items():
         codes[s - base] = code_of[v]
-    if len(values) == 1:
-        row_codes = np.zeros(len(search_arr), dtype=np.int32)  # (one value: no gather)
-    else:
-        row_codes = codes[search_arr - base]
-    validity = None
-    nulls = 0
-    if None in code_of:
-        # A null value is a null index, not a null dictionary entry (Arrow cannot unify those).
-        valid = row_codes != code_of[None]
-        nulls = len(valid) - int(np.count_nonzero(valid))
-        validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    null_code = code_of.get(None, -1)
+    key = codes.tobytes() + null_code.to_bytes(4, "little", signed=True)
+    indices = shared.get(key) if shared is not None else None
+    if indices is None:
+        if len(values) == 1:
+            row_codes = np.zeros(len(search_arr), dtype=np.int32)  # (one value: no gather)
+        else:
+            row_codes = codes[search_arr - base]
+        validity = None
+        nulls = 0
+        if null_code >= 0:
+            # A null value is a null index, not a null dictionary entry (Arrow cannot unify those).
+            valid = row_codes != null_code
+            nulls = len(valid) - int(np.count_nonzero(valid))
+            validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+        # Arrays from buffers: pa.array() imports pandas (0.15 s of start-up) the first time.
+        indices = pa.Array.from_buffers(pa.int32(), len(row_codes), [validity, pa.py_buffer(row_codes)],
+                                        null_count=nulls)
+        if shared is not None:
+            shared[key] = indices
     names = [v if v is not None else "" for v in values]
-    # Arrays from buffers: pa.array() imports pandas (0.15 s of start-up) the first time.
-    indices = pa.Array.from_buffers(pa.int32(), len(row_codes), [validity, pa.py_buffer(row_codes)], null_count=nulls)
     return pa.DictionaryArray.from_arrays(indices, _string_array(names), safe=False)
 
 
