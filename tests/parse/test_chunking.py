@@ -106,3 +106,30 @@ def test_unknown_acts_are_other_and_counted_per_search(monkeypatch, tmp_path, ch
         kinds = dict(zip(records.column("act").to_pylist(), records.column("kind").to_pylist()))
         assert kinds["WEIRD"] == "OTHER" and kinds["FULL"] == "SEARCH" and kinds["LMR"] == "REDUCE"
         assert kinds.get(None, None) is None  # RESULT rows: no act, no kind
+
+
+def _chunks_of(stream, chunk_bytes: int, monkeypatch) -> tuple[list[bytes], bytes, int]:
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
+    read: list[int] = []
+    reader = chunks.ChunkReader(stream, "x.log", read.append)
+    got = [bytes(tail) + bytes(memoryview(block)[:cut]) for tail, block, cut in reader]
+    return got, reader.tail, sum(read)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+       st.booleans(), st.integers(min_value=1, max_value=50))
+def test_reading_in_place_gives_the_same_chunks(lines, last_newline, chunk_bytes):
+    """A plain stream (BufferedReader: read into a buffer after the tail) and any other stream (read, then joined by
+    the consumer) are cut into the same chunks, leave the same tail and report the same bytes; lines longer than a
+    block included."""
+    data = b"\n".join(lines) + (b"\n" if last_newline else b"")
+    with pytest.MonkeyPatch.context() as mp:
+        plain = _chunks_of(io.BufferedReader(io.BytesIO(data)), chunk_bytes, mp)
+        other = _chunks_of(io.BytesIO(data), chunk_bytes, mp)
+    assert plain == other
+    assert b"".join(plain[0]) + plain[1] == data and plain[2] == len(data)

@@ -9,6 +9,7 @@ free of shared state.
 """
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Callable
 
@@ -44,7 +45,9 @@ class ChunkReader:
     The chunk is ``tail + block[:cut]``: the bytes left over from the previous
     block, then this block up to its last newline.  Joining and splitting them
     is left to the consumer (a helper thread).  After the loop, ``tail`` holds
-    the bytes after the last newline.  ``progress`` gets the bytes read.
+    the bytes after the last newline.  ``progress`` gets the bytes read.  A
+    plain file or pipe (``io.BufferedReader``) is read into a buffer that
+    starts with the tail: its chunks come as ``(b"", buffer, cut)``.
     """
 
     def __init__(self, stream, source: str, progress: Callable[[int], None] | None, keep_complete: bool = False):
@@ -57,6 +60,9 @@ class ChunkReader:
         self.truncated: TruncatedInput | None = None
 
     def __iter__(self):
+        if isinstance(self._stream, io.BufferedReader):  # a plain file or a pipe: read in place, after the tail
+            yield from self._read_into()
+            return
         while True:
             try:
                 block = self._stream.read(CHUNK_BYTES)
@@ -79,6 +85,50 @@ class ChunkReader:
             tail, self.tail = self.tail, block[cut:]
             yield tail, block, cut
 
+    def _read_into(self):
+        """:meth:`__iter__` with each block read into a buffer that starts with the tail (``readinto``), so the
+        chunk is whole as read: yields ``(b"", buffer, cut)``, and the consumer copies nothing (``tail + block``
+        was an 8 MiB copy per chunk, and the pages of a fresh 8 MiB string)."""
+        while True:
+            head = len(self.tail)
+            buf = np.empty(head + CHUNK_BYTES, dtype=np.uint8)  # (not zeroed: the read fills it)
+            buf[:head] = np.frombuffer(self.tail, dtype=np.uint8)
+            view = buf.data  # (a memoryview of the buffer)
+            try:
+                got = self._stream.readinto(view[head:])
+            except TruncatedInput as exc:  # (not raised by plain streams; kept as in __iter__)
+                if self._keep_complete:
+                    self.truncated = exc
+                    return
+                raise InputError(f"{self._source}: {exc}; --keep-complete keeps the searches before the cut "
+                                 "(and drops the one it cuts)") from None
+            except (OSError, EOFError) as exc:
+                raise InputError(f"{self._source}: cannot read ({exc})") from None
+            if not got:
+                return
+            if self._progress is not None:
+                self._progress(got)
+            end = head + got
+            cut = _last_newline(buf, head, end) + 1
+            if cut == 0:  # no line ends in this block (a very long line)
+                self.tail = bytes(view[:end])
+                continue
+            self.tail = bytes(view[cut:end])
+            yield b"", view[:end], cut
+
+
+def _last_newline(buf: np.ndarray, start: int, end: int) -> int:
+    """Index of the last newline in ``buf[start:end]``, or -1: searched from the end in growing windows (a line
+    is short, so the first window of 64 KiB almost always holds one)."""
+    hi, window = end, 1 << 16
+    while hi > start:
+        lo = max(start, hi - window)
+        hits = np.flatnonzero(buf[lo:hi] == 10)
+        if len(hits):
+            return lo + int(hits[-1])
+        hi, window = lo, window * 4
+    return -1
+
 
 @dataclass
 class PreparedChunk:
@@ -94,7 +144,7 @@ class PreparedChunk:
     problems: Problems
 
 
-def prepare_chunk(tail: bytes, block: bytes, cut: int) -> PreparedChunk:
+def prepare_chunk(tail: bytes, block: bytes | memoryview, cut: int) -> PreparedChunk:
     """Split ``tail + block[:cut]`` (whole lines) and do all that needs no parser state; runs on a helper thread."""
     data = tail + memoryview(block)[:cut] if tail else memoryview(block)[:cut]
     lines, _ = split_lines(data)
