@@ -257,3 +257,22 @@ def test_info_tells_parquet_by_the_same_magic_as_the_dataset_layer(tmp_path):
     cases = [tmp_path / "t.parquet", _TYPHOON, tmp_path / "short", tmp_path / "empty", tmp_path / "dir",
              tmp_path / "missing"]
     assert [_is_parquet(p) for p in cases] == [is_parquet_file(p) for p in cases] == [True] + [False] * 5
+
+
+@pytest.mark.parametrize("words", ["treediff ", "treediff report --ta", "treediff compare a.log b.log --to",
+                                   "treediff diff a.log b.log --memory-limit 1GB --un", "treediff info --sc",
+                                   "treediff parse x.log --eng"],
+                         ids=lambda w: w.strip().replace(" ", "_"))
+def test_shell_completion_imports_no_data_library(words):
+    """A TAB (click's shell completion) parses the command line resiliently without running the command: no
+    data library is imported (the --memory-limit callback loaded the aligner and pandas: ~1 s a TAB)."""
+    env = {**os.environ, "_TREEDIFF_COMPLETE": "bash_complete", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split(" ")) - 1)}
+    code = ("import sys\nfrom treediff.cli import main\ntry:\n    main(prog_name='treediff')\nexcept SystemExit:\n"
+            "    pass\nprint('HEAVY', *sorted({m.split('.')[0] for m in sys.modules} & set(%r)))" % (_HEAVY,))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                         env=env).stdout
+    completions, heavy = out.split("HEAVY")
+    assert heavy.split() == []
+    word = words.split(" ")[-1]
+    assert completions.strip() and all(line.split(",", 1)[1].startswith(word) for line in completions.split())

@@ -106,6 +106,8 @@ def _memory_limit(ctx, param, value):
     """click callback: ``--memory-limit`` text -> a :class:`~treediff.align.stream.MemoryBudget`."""
     import click
 
+    if ctx.resilient_parsing:  # shell completion: not run, so no aligner (and pandas: ~1 s a TAB) to import
+        return None
     from treediff.align.stream import MemoryBudget, parse_memory_limit
 
     try:

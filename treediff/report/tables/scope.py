@@ -40,9 +40,8 @@ records costs nothing beyond reading the columns.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import chess
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -52,6 +51,9 @@ from treediff.parse.paths import compiled_checker, compiled_checker_available, l
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
 from treediff.report.tables.acts import ALL_ROW
+
+if TYPE_CHECKING:  # python-chess (~30 ms of start-up) is imported where a PRUNE's position is replayed
+    import chess
 
 TITLE = "Prune scope: % of nodes still deciding moves after the prune, and the moves left unrecorded"
 
@@ -130,6 +132,8 @@ def _legal_counts_compiled(fens: Sequence[str | None], paths: Sequence[str]) -> 
     rows, moves = rows[order], moves.take(pa.array(order))
     row_fens = fen_codes[rows]
     bounds = np.flatnonzero(np.diff(row_fens)) + 1
+    import chess
+
     for lo, hi in zip(np.r_[0, bounds].tolist(), np.r_[bounds, len(rows)].tolist()):
         fen = fen_values[row_fens[lo]]
         try:  # python-chess decides whether the FEN reads, as in the fallback
@@ -149,6 +153,8 @@ def _legal_counts_compiled(fens: Sequence[str | None], paths: Sequence[str]) -> 
 
 def _legal_counts_python(fens: Sequence[str | None], paths: Sequence[str]) -> np.ndarray:
     """:func:`_legal_counts` on python-chess boards (the fallback: about 0.2 ms a node)."""
+    import chess
+
     out = np.full(len(paths), -1, dtype=np.int64)
     boards: dict[tuple[str, str], chess.Board | None] = {}
 
