@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,16 +95,37 @@ def settle(path: str) -> None:
             pass
 
 
-def bench(dialect: str, lines: int, workdir: str, baseline_lines: int, baseline_tree: str = "") -> dict:
+def median_runs(runs: list[dict]) -> dict:
+    """The median of each figure over ``runs`` (each figure on its own), with the runs' count and spread."""
+    out = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    out["runs"] = len(runs)
+    out["cpu_range"] = (min(r["cpu_seconds"] for r in runs), max(r["cpu_seconds"] for r in runs))
+    return out
+
+
+def bench(dialect: str, lines: int, workdir: str, baseline_lines: int, baseline_tree: str = "",
+          repeat: int = 1) -> dict:
     log = os.path.join(workdir, f"{dialect}_{lines}.log")
     n = generate(dialect, lines, log)
     settle(log)
-    td = run_child("treediff", log, os.path.join(workdir, "td.parquet"))
+    if baseline_tree and repeat > 1:
+        # Alternating runs, this tree then the other, so both see the same load; medians of each.
+        mine, theirs = [], []
+        for _ in range(repeat):
+            mine.append(run_child("treediff", log, os.path.join(workdir, "td.parquet")))
+            theirs.append(run_child("treediff", log, os.path.join(workdir, "tree.parquet"), baseline_tree))
+        td, other = median_runs(mine), median_runs(theirs)
+    else:
+        td = run_child("treediff", log, os.path.join(workdir, "td.parquet"))
+        other = run_child("treediff", log, os.path.join(workdir, "tree.parquet"), baseline_tree) if baseline_tree else {}
     result = {"dialect": dialect, "lines": n, "treediff_s": td["seconds"],
               "treediff_mlines_s": n / td["seconds"] / 1e6, "treediff_peak_mb": td["peak_rss_mb"],
               "treediff_cpu_us_per_line": td["cpu_seconds"] / n * 1e6, "load": td["load"]}
+    result["out_bytes"] = os.path.getsize(os.path.join(workdir, "td.parquet"))
+    if "runs" in td:
+        result.update({"runs": td["runs"], "cpu_range": td["cpu_range"], "tree_cpu_range": other["cpu_range"]})
     if baseline_tree:
-        other = run_child("treediff", log, os.path.join(workdir, "tree.parquet"), baseline_tree)
+        result["tree_out_bytes"] = os.path.getsize(os.path.join(workdir, "tree.parquet"))
         result.update({"tree_mlines_s": n / other["seconds"] / 1e6,
                        "tree_cpu_us_per_line": other["cpu_seconds"] / n * 1e6, "tree_peak_mb": other["peak_rss_mb"],
                        "tree_load": other["load"], "wall_ratio_vs_tree": td["seconds"] / other["seconds"],
@@ -138,6 +160,9 @@ def main() -> None:
     ap.add_argument("--baseline-tree", default="",
                     help="another checkout (e.g. a git worktree of the previous commit, _ctok built in it): "
                          "each log is parsed by it too and the ratios printed")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --baseline-tree: parse each log this many times with each tree, alternating, and "
+                         "report the medians (the machine is shared: single runs scatter by 10-15%%)")
     ap.add_argument("--sizes", default=None, help="comma-separated line counts for the UCI dialects "
                                                    "(default 5M,20M; --quick: 1M)")
     args = ap.parse_args()
@@ -157,11 +182,11 @@ def main() -> None:
         for dialect in [d for d in ("stockfish", "typhoon") if d in dialects]:
             for size in sizes:
                 results.append(bench(dialect, size, workdir, baseline_lines=args.baseline_lines,
-                                     baseline_tree=args.baseline_tree))
+                                     baseline_tree=args.baseline_tree, repeat=args.repeat))
                 print(json.dumps(results[-1]), flush=True)
         if "crafty" in dialects:
             results.append(bench("crafty", 1_000_000 if not args.quick else 300_000, workdir, 0,
-                                 baseline_tree=args.baseline_tree))
+                                 baseline_tree=args.baseline_tree, repeat=args.repeat))
             print(json.dumps(results[-1]), flush=True)
     print("\nsummary")
     for r in results:
@@ -173,7 +198,10 @@ def main() -> None:
         if "wall_ratio_vs_tree" in r:
             line += (f"; {args.baseline_tree}: {r['tree_mlines_s']:.2f} M lines/s ({r['tree_cpu_us_per_line']:.2f}"
                      f" CPU-us/line, peak {r['tree_peak_mb']:.0f} MB) -> this tree's wall x{r['wall_ratio_vs_tree']:.2f},"
-                     f" CPU x{r['cpu_ratio_vs_tree']:.2f} of it")
+                     f" CPU x{r['cpu_ratio_vs_tree']:.2f} of it; output {r['out_bytes']:,} bytes against"
+                     f" {r['tree_out_bytes']:,}")
+            if "runs" in r:
+                line += f" (medians of {r['runs']} alternating runs each)"
         print(line)
 
 
