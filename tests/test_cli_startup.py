@@ -276,3 +276,23 @@ def test_shell_completion_imports_no_data_library(words):
     assert heavy.split() == []
     word = words.split(" ")[-1]
     assert completions.strip() and all(line.split(",", 1)[1].startswith(word) for line in completions.split())
+
+
+def test_plain_rendering_tells_numbers_from_the_dtypes_as_from_each_column():
+    """render/text.py's _numeric reads frame.dtypes (no Series built per column): the same answer as the per-column
+    test it replaced, for every dtype the tables use and more, and with duplicate column names."""
+    import pandas as pd
+
+    from treediff.render.text import _numeric
+
+    frame = pd.DataFrame({
+        "int": [1, 2], "float": [1.5, None], "str": ["x", "y"], "bool": [True, False],
+        "Int64": pd.array([1, None], dtype="Int64"), "cat": pd.Categorical(["u", "v"]),
+        "arrow_str": pd.array(["p", None], dtype="string[pyarrow]"), "boolean": pd.array([True, None], dtype="boolean"),
+        "time": pd.to_datetime(["2020-01-01", "2020-01-02"]), "Float64": pd.array([1.0, None], dtype="Float64"),
+        "complex": [1 + 2j, 3j], "none": [None, None], "int8": pd.Series([1, 2], dtype="int8"),
+        "uint64": pd.Series([1, 2], dtype="uint64"), "arrow_int": pd.array([1, None], dtype="int64[pyarrow]")})
+    expected = [True, True, False, False, True, False, False, False, False, True, True, False, True, True, True]
+    assert _numeric(frame) == expected
+    duplicated = frame[["int", "str"]].set_axis(["a", "a"], axis=1)
+    assert _numeric(duplicated) == [pd.api.types.is_numeric_dtype(duplicated["a"])] * 2
