@@ -25,12 +25,11 @@ def build_model(a: str, b: str, position: str | None = None, iteration: int | No
     """
     from treediff.align import align
     from treediff.align.view import normalize_path
-    from treediff.cli.sides import choose_pair, fen_of, open_side, read_side
+    from treediff.cli.sides import choose_pair, fen_of, open_sides, read_side
     from treediff.render.browse_model import BrowseModel, log_lines_for
     from treediff.render.diffview import side_notation
 
-    source_a = open_side(a, "A", engine_a, dialect=dialect, positions=positions)
-    source_b = open_side(b, "B", engine_b, dialect=dialect, positions=positions)
+    source_a, source_b = open_sides(a, b, engine_a, engine_b, dialect=dialect, positions=positions)
     # The one search per side, paired by position as diff pairs them; only those searches are read.
     source_a, source_b, _ = choose_pair(source_a, source_b, position, (a, b))
     records_a, records_b = read_side(source_a, a, "A"), read_side(source_b, b, "B")

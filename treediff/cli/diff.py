@@ -130,15 +130,14 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     import numpy as np
 
     from treediff.cli.common import format_from_output
-    from treediff.cli.sides import check_budget, choose_pair, fen_of, open_side, read_side
+    from treediff.cli.sides import check_budget, choose_pair, fen_of, open_sides, read_side
 
     fmt = format_from_output(fmt, output, default="", choices=FORMATS)
     if output is not None:
         from treediff.store.files import check_output
 
         check_output(output, [a, b, *([positions] if positions else [])])
-    source_a = open_side(a, "A", engine_a, keep_complete, dialect, positions)
-    source_b = open_side(b, "B", engine_b, keep_complete, dialect, positions)
+    source_a, source_b = open_sides(a, b, engine_a, engine_b, keep_complete, dialect, positions)
     source_a, source_b, _ = choose_pair(source_a, source_b, position, (a, b))
     check_budget(source_a, source_b, memory_limit, (a, b))  # only the pair is read (row groups of its searches)
     records_a = read_side(source_a, a, "A")

@@ -13,6 +13,31 @@ from __future__ import annotations
 from treediff.model.errors import InputError
 
 
+def open_sides(a: str, b: str, engine_a: str | None, engine_b: str | None, keep_complete: bool = False,
+               dialect: str = "auto", positions: str | None = None):
+    """A and B as Sources (logs read with ``dialect`` / ``positions``), each restricted to its engine.
+
+    Both inputs are opened at the same time (:func:`treediff.parse.source.open_each`: a log's byte scan,
+    or its parse, on its own thread), the warnings shown in input order, A's errors first.
+    """
+    import contextlib
+
+    from treediff.cli.common import echo_warnings
+    from treediff.parse.source import IndexedLogSource, open_each, open_one_search
+    from treediff.render.progress import parsing
+
+    options = {"engine": dialect, "positions": positions or None, "keep_complete": keep_complete}
+    sides = []
+    with contextlib.ExitStack() as steps:  # a byte count per input on a terminal only (ticks None otherwise)
+        ticks = [steps.enter_context(parsing([path])) for path in (a, b)]
+        opened = open_each([a, b], progresses=ticks, opener=open_one_search, **options)
+        for source, label, engine in zip(opened, ("A", "B"), (engine_a, engine_b)):
+            if not isinstance(source, IndexedLogSource):  # (a log read search by search warns once it is read)
+                echo_warnings(source.warnings)
+            sides.append(_engine_only(source, label, engine))
+    return sides[0], sides[1]
+
+
 def open_side(path: str, label: str, engine: str | None, keep_complete: bool = False, dialect: str = "auto",
               positions: str | None = None):
     """One side as a Source (a log parsed with ``dialect`` / ``positions``), restricted to ``engine``."""
@@ -25,6 +50,11 @@ def open_side(path: str, label: str, engine: str | None, keep_complete: bool = F
                                  progress=tick)
     if not isinstance(source, IndexedLogSource):  # (a log read search by search warns once it is read)
         echo_warnings(source.warnings)
+    return _engine_only(source, label, engine)
+
+
+def _engine_only(source, label: str, engine: str | None):
+    """``source`` restricted to the searches of ``engine`` (None: all); an engine it lacks is an error."""
     if engine is not None:
         names = source.searches["engine"].astype(str)
         if not (names == engine).any():

@@ -40,12 +40,13 @@ import numpy as np
 from treediff.model.errors import InputError
 from treediff.parse.problems import Problems
 from treediff.parse.state import ParseOptions, SearchStates
-from treediff.parse.tokenizer import _ctok, tokenize_line
+from treediff.parse import tokenizer
+from treediff.parse.tokenizer import tokenize_line
 
 #: Set to 1 (or any value but "" and "0") to parse every log of diff and browse whole.
 FULL_PARSE_ENV = "TREEDIFF_DIFF_FULL_PARSE"
 #: Bytes scanned at a time (a line longer than this turns the shortcut off).
-SCAN_BYTES = 64 * 1024 * 1024
+SCAN_BYTES = 16 * 1024 * 1024
 #: What the parser strips from a line's ends (``tokenize_line``'s ASCII blanks) and the UTF-8 byte-order mark.
 _BLANKS = b" \t\r\n\f\v"
 _BOM = b"\xef\xbb\xbf"
@@ -91,11 +92,12 @@ class LogIndex:
     rows: dict[str, list]
 
 
-def index_log(path: str | os.PathLike, options: ParseOptions) -> LogIndex | None:
+def index_log(path: str | os.PathLike, options: ParseOptions,
+              progress: Callable[[int], None] | None = None) -> LogIndex | None:
     """The searches of the log at ``path`` found by a byte scan; None where only a full parse is safe.
 
     ``options``: the parse's (``engine``, ``positions`` as a PositionBook; ``strict`` and ``all_contexts``
-    are not shortcut: None).
+    are not shortcut: None).  ``progress`` is called with 0 after each block (it may raise to stop the scan).
     """
     if options.strict or options.all_contexts or str(path) == "-":
         return None
@@ -110,7 +112,7 @@ def index_log(path: str | os.PathLike, options: ParseOptions) -> LogIndex | None
             if fh.read(4)[:4].startswith((_GZIP_MAGIC, _ZSTD_MAGIC)):
                 return None
             fh.seek(0)
-            headers = _header_lines(fh)
+            headers = _header_lines(fh, progress)
             size = fh.tell()
     except (OSError, UnicodeError):
         return None  # (the full parse names the problem)
@@ -138,8 +140,9 @@ def index_log(path: str | os.PathLike, options: ParseOptions) -> LogIndex | None
 
 def _line_starts(data: memoryview) -> np.ndarray:
     """Offsets of the complete lines of ``data``: 0, then one past each newline (``split_lines``' offsets)."""
-    if _ctok is not None:
-        return np.frombuffer(_ctok.line_offsets(data), dtype=np.int64)
+    ctok = getattr(tokenizer, "_ctok", None)  # (None without the compiled tokenizer, or a stale build)
+    if ctok is not None and hasattr(ctok, "line_offsets"):
+        return np.frombuffer(ctok.line_offsets(data), dtype=np.int64)
     newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
     out = np.empty(len(newlines) + 1, dtype=np.int64)
     out[0] = 0
@@ -151,7 +154,7 @@ def _line_starts(data: memoryview) -> np.ndarray:
 MAX_D_BYTES = 20_000
 
 
-def _header_lines(fh) -> list[tuple[int, int, dict]] | None:
+def _header_lines(fh, progress: Callable[[int], None] | None = None) -> list[tuple[int, int, dict]] | None:
     """(byte offset, line number, fields) of every line the parser reads as a ``TREEDUMP`` header, in order.
 
     Lines are what the parser reads: ended by a newline (the bytes after the last one are no line).  None when
@@ -184,6 +187,8 @@ def _header_lines(fh) -> list[tuple[int, int, dict]] | None:
         tail = bytes(view[complete:filled])  # the incomplete last line, carried over
         buf[:len(tail)] = tail
         offset, line, filled = offset + complete, line + lines, len(tail)
+        if progress is not None:
+            progress(0)  # (a stop point: open_each's callback raises once its consumer has gone)
 
 
 def _block_by_d(buf: bytearray, complete: int, newline: np.ndarray):

@@ -169,7 +169,7 @@ def open_one_search(path: str | os.PathLike, engine: str = "auto", positions=Non
         return open_source(path, progress=progress, **options)
     parse_options = _options(engine, positions, False, False, keep_complete)  # (reads the EPD file once)
     options["positions"] = parse_options.positions
-    index = index_log(path, parse_options)
+    index = index_log(path, parse_options, progress)
     if index is None:
         return open_source(path, progress=progress, **options)
     if progress is not None:
@@ -296,10 +296,12 @@ class _OpenAborted(Exception):
 
 
 def open_each(paths: Iterable[str | os.PathLike], progresses: Sequence[Callable[[int], None] | None] | None = None,
-              **parse_options) -> Iterator[Source]:
+              opener: Callable[..., Source] | None = None, **parse_options) -> Iterator[Source]:
     """Each input as its own :func:`open_source` Source, yielded in input order, the logs parsed at the same time.
 
-    ``progresses``: each input's ``progress`` callback (bytes read), in input order.
+    ``progresses``: each input's ``progress`` callback (bytes read), in input order.  ``opener``: what opens
+    one input (``opener(path, progress=..., **parse_options)``; default :func:`open_source`; ``diff`` gives
+    :func:`open_one_search`).
     A parse spends most of its time in compiled code and polars, without the GIL, so two logs on two
     threads take less wall time than one after the other (``compare A B``: docs/PERFORMANCE.md).  Inputs
     are yielded in order as they are ready; the first one that fails raises its error when its turn
@@ -313,8 +315,9 @@ def open_each(paths: Iterable[str | os.PathLike], progresses: Sequence[Callable[
     paths = list(paths)
     ticks = list(progresses) if progresses is not None else [parse_options.pop("progress", None)] * len(paths)
     parse_options.pop("progress", None)
+    open_one: Callable[..., Source] = opener or open_source
     if len(paths) < 2:
-        yield from (open_source(p, progress=t, **parse_options) for p, t in zip(paths, ticks))
+        yield from (open_one(p, progress=t, **parse_options) for p, t in zip(paths, ticks))
         return
     stop = threading.Event()
 
@@ -327,7 +330,7 @@ def open_each(paths: Iterable[str | os.PathLike], progresses: Sequence[Callable[
         return progress
 
     with ThreadPoolExecutor(max_workers=min(len(paths), PARALLEL_PARSES), thread_name_prefix="treediff-open") as pool:
-        futures = [pool.submit(open_source, p, progress=guarded(t), **parse_options) for p, t in zip(paths, ticks)]
+        futures = [pool.submit(open_one, p, progress=guarded(t), **parse_options) for p, t in zip(paths, ticks)]
         try:
             for future in futures:
                 yield future.result()
