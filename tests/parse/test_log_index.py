@@ -79,9 +79,11 @@ def assert_same_as_full_parse(path: Path, **options) -> IndexedLogSource:
         # (Values: a column with nulls in some search, e.g. end_nodes, is float in the full parse's frame.)
         pd.testing.assert_frame_equal(alone.searches, whole.searches, check_dtype=False)
         pd.testing.assert_frame_equal(_columns(alone.records()), _columns(whole.records()))
-        number, pid = int(full.searches["search"].iloc[row]), full.searches["position"].iloc[row]
-        about = [w for w in full.warnings if f": search {number} ({pid}, line " in w]
-        assert [w for w in alone.warnings if ": search " in w] == about
+        number = int(full.searches["search"].iloc[row])
+        own = f"{path}: search {number} ("  # (the prefix of the warnings about this search)
+        assert [w for w in alone.warnings if w.startswith(own)] == [w for w in full.warnings if w.startswith(own)]
+        if len(alone._parts[0][1]) == 1:  # read alone: no warning about another search
+            assert all(w.startswith(own) for w in alone.warnings if ": search " in w)
     return lazy
 
 
@@ -112,6 +114,8 @@ def test_scan_methods_and_blocks_agree(tmp_path, monkeypatch, method, block):
     got = log_index.index_log(path, ParseOptions())
     assert got is not None and expected is not None
     assert got.spans == expected.spans and got.rows == expected.rows and len(got.spans) == 11
+    assert got.end_lines == (expected.end_lines if method == "d-bytes" else None)
+    assert expected.end_lines == [1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1]  # (noend and unfinished have none)
 
 
 @pytest.mark.parametrize("name", ["typhoon_batch3.log", "stockfish_batch3.log", "crafty_batch3.log"])
@@ -192,3 +196,39 @@ def test_a_search_read_alone_that_could_differ_is_parsed_whole(tmp_path):
         assert (len(ids) == 1 and offset == row) == alone
         pd.testing.assert_frame_equal(_columns(parsed.records()), _columns(full.select(keep).records()))
         pd.testing.assert_frame_equal(parsed.searches, full.select(keep).searches, check_dtype=False)
+
+
+def _spy_alone(lazy: IndexedLogSource, row: int) -> bool:
+    """Whether search ``row`` of ``lazy`` is read alone (its own parse, numbered on), not by a full parse."""
+    (_, ids, offset), = lazy.select(np.arange(len(lazy.searches)) == row).parsed()._parts
+    return len(ids) == 1 and offset == row
+
+
+def test_searches_without_end(tmp_path):
+    """A search without END is read alone when the scan's END counts prove no later search names it."""
+    no_end = BODY[:-1]
+    # An engine that never writes END: every search is read alone, as the full parse reads it.
+    path = tmp_path / "noend.log"
+    path.write_text("\n".join(line for k in range(4) for line in
+                              [f"TREEDUMP engine=stockfish v=1 id=s{k} fen={KIWI}", *no_end]) + "\n")
+    lazy = assert_same_as_full_parse(path)
+    assert lazy.index.end_lines == [0, 0, 0, 0] and all(_spy_alone(lazy, k) for k in range(4))
+    # s0 without END; s1 with one; s2 without: nothing after s0 can name it (a later search would name s2 first).
+    # s2: s3 has no END either.  s3 without END, s4 with two END lines: s4 names s3 (not proven otherwise).
+    lines = [f"TREEDUMP engine=stockfish v=1 id=s0 fen={KIWI}", *no_end,
+             f"TREEDUMP engine=stockfish v=1 id=s1 fen={KIWI}", *BODY,
+             f"TREEDUMP engine=stockfish v=1 id=s2 fen={KIWI}", *no_end,
+             f"TREEDUMP engine=stockfish v=1 id=s3 fen={KIWI}", *no_end,
+             f"TREEDUMP engine=stockfish v=1 id=s4 fen={KIWI}", *BODY, "END nodes=2"]
+    path = tmp_path / "mixed.log"
+    path.write_text("\n".join(lines) + "\n")
+    lazy = assert_same_as_full_parse(path)
+    assert lazy.index.end_lines == [0, 1, 0, 0, 2]
+    assert [_spy_alone(lazy, k) for k in range(5)] == [True, True, True, False, False]
+    # Split into lines (END lines not counted): only the last search without END is read alone.
+    monkey = pytest.MonkeyPatch()
+    with monkey.context() as m:
+        m.setattr(log_index, "MAX_D_BYTES", -1)
+        lazy = open_one_search(path)
+        assert lazy.index.end_lines is None
+        assert [_spy_alone(lazy, k) for k in range(5)] == [False, True, False, False, False]

@@ -22,9 +22,9 @@ standard input, compressed logs (no seeking; ``--keep-complete``'s cut searches)
 the full parse raises its error), a header line that is not UTF-8, a line longer than the scan's block, an
 unknown ``--engine``.  :func:`parse_span` raises :class:`SpanMismatch` (the caller then parses the whole
 log) when the search it read is not the one the index found, or when its warnings would name another
-search (two END lines in one search: two searches' lines interleaved; a search without END that is not the
-log's last, which a later one may name), or its id came from its search number (a header without ``id=`` and
-``fen=``).
+search (two END lines in one search: two searches' lines interleaved; a search without END that a later
+search may name, unless the scan's counts of END lines prove none can), or its id came from its search number
+(a header without ``id=`` and ``fen=``).
 
 ``TREEDIFF_DIFF_FULL_PARSE=1`` turns the shortcut off (every log parsed whole, as before).
 """
@@ -90,6 +90,9 @@ class LogIndex:
     #: One row per search, in log order (``search`` 0, 1, ...): the searches table's engine, search, position,
     #: fen and phase, as a full parse gives them.
     rows: dict[str, list]
+    #: Per search, the lines holding ``END`` (at least its END records; the first search's count includes the
+    #: lines before its header); None when the scan did not count them.
+    end_lines: list[int] | None = None
 
 
 def index_log(path: str | os.PathLike, options: ParseOptions,
@@ -112,12 +115,13 @@ def index_log(path: str | os.PathLike, options: ParseOptions,
             if fh.read(4)[:4].startswith((_GZIP_MAGIC, _ZSTD_MAGIC)):
                 return None
             fh.seek(0)
-            headers = _header_lines(fh, progress)
+            scanned = _header_lines(fh, progress)
             size = fh.tell()
     except (OSError, UnicodeError):
         return None  # (the full parse names the problem)
-    if headers is None or len(headers) < 2:
+    if scanned is None or len(scanned[0]) < 2:
         return None
+    headers, end_lines = scanned
     source = str(path)
     try:
         states = SearchStates(options)
@@ -135,7 +139,12 @@ def index_log(path: str | os.PathLike, options: ParseOptions,
         first = (0, 1) if i == 0 else (start, line_no)  # the first search is read with the lines before it
         spans.append(Span(search=i, start=first[0], stop=stop if stop is not None else -1, first_line=first[1],
                           header_line=line_no))
-    return LogIndex(path=name, source=source, size=size, options=options, spans=spans, rows=rows)
+    ends = None
+    if end_lines is not None:  # lines holding END per search (its header line to the next header line)
+        bounds = np.asarray([h[0] for h in headers[1:]], dtype=np.int64)
+        ends = np.bincount(np.searchsorted(bounds, np.asarray(end_lines, dtype=np.int64), side="right"),
+                           minlength=len(headers)).tolist()
+    return LogIndex(path=name, source=source, size=size, options=options, spans=spans, rows=rows, end_lines=ends)
 
 
 def _line_starts(data: memoryview) -> np.ndarray:
@@ -150,12 +159,13 @@ def _line_starts(data: memoryview) -> np.ndarray:
     return out
 
 
-#: A block with more ``D`` bytes than this is scanned line by line (:func:`_block_by_lines`) instead.
+#: A block with more ``D`` bytes than this is split into lines (:func:`_block_by_lines`) instead.
 MAX_D_BYTES = 20_000
 
 
-def _header_lines(fh, progress: Callable[[int], None] | None = None) -> list[tuple[int, int, dict]] | None:
-    """(byte offset, line number, fields) of every line the parser reads as a ``TREEDUMP`` header, in order.
+def _header_lines(fh, progress: Callable[[int], None] | None = None):
+    """(byte offset, line number, fields) of every line the parser reads as a ``TREEDUMP`` header, in order,
+    and the byte offsets of the lines holding ``END`` (every END record's line among them; None if not known).
 
     Lines are what the parser reads: ended by a newline (the bytes after the last one are no line).  None when
     a header line is not UTF-8 or a line is longer than :data:`SCAN_BYTES`.  The file is read a block at a
@@ -166,13 +176,14 @@ def _header_lines(fh, progress: Callable[[int], None] | None = None) -> list[tup
     view = memoryview(buf)
     newline = np.empty(SCAN_BYTES, dtype=bool)
     found: list[tuple[int, int, dict]] = []
+    end_lines: list[int] | None = []
     offset, line, filled = 0, 1, 0  # file offset of buf[0], its line number, bytes held
     while True:
         if filled == len(buf):
             return None  # a line longer than the buffer
         got = fh.readinto(view[filled:])
         if not got:
-            return found  # the end: what is left has no newline (the parser drops it)
+            return found, end_lines  # the end: what is left has no newline (the parser drops it)
         filled += got
         complete = buf.rfind(b"\n", 0, filled) + 1  # the block's whole lines: buf[:complete]
         if complete == 0:
@@ -182,8 +193,12 @@ def _header_lines(fh, progress: Callable[[int], None] | None = None) -> list[tup
             block = _block_by_lines(buf, view, complete)
         if block is False:
             return None
-        headers, lines = block
+        headers, lines, ends = block
         found.extend((offset + start, line + k, fields) for start, k, fields in headers)
+        if end_lines is not None and ends is not None:
+            end_lines.extend(offset + start for start in ends)
+        else:
+            end_lines = None
         tail = bytes(view[complete:filled])  # the incomplete last line, carried over
         buf[:len(tail)] = tail
         offset, line, filled = offset + complete, line + lines, len(tail)
@@ -192,27 +207,34 @@ def _header_lines(fh, progress: Callable[[int], None] | None = None) -> list[tup
 
 
 def _block_by_d(buf: bytearray, complete: int, newline: np.ndarray):
-    """The headers of ``buf[:complete]`` (whole lines) as (offset, line index, fields), and its number of lines;
-    found from its ``D`` bytes (``memchr``: a header's ``TREEDUMP`` has one, and few other lines have any).
-    None when the block has more than :data:`MAX_D_BYTES` of them; False for a header line that is not UTF-8."""
+    """The headers of ``buf[:complete]`` (whole lines) as (offset, line index, fields), its number of lines and
+    the offsets of its lines holding ``END``; found from its ``D`` bytes (``memchr``: a header's ``TREEDUMP``
+    has one, an END record's ``END`` one, and few other lines have any).  None when the block has more than
+    :data:`MAX_D_BYTES` of them; False for a header line that is not UTF-8."""
     starts: list[int] = []
-    at = buf.find(b"D", 4, complete)
+    ends: list[int] = []
+    hits = 0
+    at = buf.find(b"D", 0, complete)
     while at >= 0:
-        if buf[at - 4:at + 4] == b"TREEDUMP":
+        hits += 1
+        if hits > MAX_D_BYTES:
+            return None
+        if at >= 4 and buf[at - 4:at + 4] == b"TREEDUMP":
             start = buf.rfind(b"\n", 0, at - 4) + 1
             if not starts or starts[-1] != start:
                 starts.append(start)
-                if len(starts) > MAX_D_BYTES:
-                    return None
+        elif at >= 2 and buf[at - 2:at + 1] == b"END":
+            start = buf.rfind(b"\n", 0, at - 2) + 1
+            if not ends or ends[-1] != start:
+                ends.append(start)
         at = buf.find(b"D", at + 1, complete)
-    # (Counted after the loop: a block with many D bytes is cheaper line by line, and one without is common.)
     arr = np.frombuffer(buf, dtype=np.uint8, count=complete)
-    ends = newline[:complete]
-    np.equal(arr, 10, out=ends)
+    is_newline = newline[:complete]
+    np.equal(arr, 10, out=is_newline)
     headers = []
     counted, lines = 0, 0
     for start in starts:
-        lines += int(np.count_nonzero(ends[counted:start]))
+        lines += int(np.count_nonzero(is_newline[counted:start]))
         counted = start
         raw = bytes(buf[start:buf.find(b"\n", start) + 1])
         fields = _header_fields(raw)
@@ -220,13 +242,14 @@ def _block_by_d(buf: bytearray, complete: int, newline: np.ndarray):
             return False
         if fields is not None:
             headers.append((start, lines, fields))
-    lines += int(np.count_nonzero(ends[counted:complete]))
-    return headers, lines
+    lines += int(np.count_nonzero(is_newline[counted:complete]))
+    return headers, lines, ends
 
 
 def _block_by_lines(buf: bytearray, view: memoryview, complete: int):
-    """:func:`_block_by_d`'s answer found by splitting the block into lines: each line whose first byte may start
-    a header (``T``, a blank, a byte-order mark's first byte) is looked at."""
+    """:func:`_block_by_d`'s headers and lines found by splitting the block into lines: each line whose first
+    byte may start a header (``T``, a blank, a byte-order mark's first byte) is looked at.  Its END lines are
+    not looked for (None)."""
     starts = _line_starts(view[:complete])
     first = np.frombuffer(buf, dtype=np.uint8, count=complete)[starts[:-1]]
     headers = []
@@ -236,7 +259,7 @@ def _block_by_lines(buf: bytearray, view: memoryview, complete: int):
             return False
         if fields is not None:
             headers.append((int(starts[k]), k, fields))
-    return headers, len(starts) - 1
+    return headers, len(starts) - 1, None
 
 
 def _header_fields(raw: bytes) -> dict | None | bool:
@@ -325,13 +348,28 @@ def _check_span(index: LogIndex, span: Span, states: list, result) -> None:
         raise SpanMismatch(f"header at line {state.first_line}, not {span.header_line}")
     from treediff.parse.summary import _kept_ends
 
-    last = span.search == len(index.spans) - 1
-    if any(len(lines) > 1 for lines in state.end_lines.values()) or (
-            not last and not _kept_ends(state, index.options.all_contexts)):
-        # Two END lines: its warning names an earlier search; no END of its own: a later search with two END
-        # lines would name it (the last search has none after it).  Both need the other searches
-        # (docs/TREEDUMP_FORMAT.md, interleaved searches).
-        raise SpanMismatch("a search with several END lines, or without END before another search")
+    if any(len(lines) > 1 for lines in state.end_lines.values()):
+        # Two END lines in one context: its warning names an earlier search (docs/TREEDUMP_FORMAT.md,
+        # interleaved searches).
+        raise SpanMismatch("a search with several END lines")
+    if not _kept_ends(state, index.options.all_contexts) and not _named_by_none(index, span.search):
+        raise SpanMismatch("a search without END that a later search may name")
+
+
+def _named_by_none(index: LogIndex, search: int) -> bool:
+    """Whether no later search can name ``search`` (one without END of its own) as the other of two interleaved
+    searches: that is a later search with two END lines in one context, all searches between them with an END.
+    Proven from the scan's counts of lines holding END (an over-count): the searches after it are walked until
+    one with none (it has no END: any later search would name that one) or the log's end; a search with two or
+    more on the way may name it (not proven)."""
+    if index.end_lines is None:
+        return search == len(index.spans) - 1  # (the last search has nothing after it)
+    for count in index.end_lines[search + 1:]:
+        if count == 0:
+            return True
+        if count > 1:
+            return False
+    return True
 
 
 def _renumbered(warnings: list[str], index: LogIndex, span: Span) -> list[str]:
