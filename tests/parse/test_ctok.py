@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -79,6 +80,7 @@ def assert_same_records(lines: pa.LargeBinaryArray, reference: pl.DataFrame, tex
     """The compact C scan (matched lines only) == the regex frame's matched rows, and tokenize_records
     (fast rows, slow lines and their text) is the same with either tokenizer."""
     matched = reference.get_column("tag").is_not_null()
+    _poison_free_scan_buffers()  # (reused buffers hold anything: the scan must write every entry it gives)
     compiled = record_fields_c(lines)
     assert compiled is not None
     frame, idx = compiled
@@ -91,6 +93,53 @@ def assert_same_records(lines: pa.LargeBinaryArray, reference: pl.DataFrame, tex
     assert with_c.slow_idx.tolist() == regex.slow_idx.tolist() == (~matched).arg_true().to_list()
     assert with_c.slow_text.to_list() == regex.slow_text.to_list() == text.gather(with_c.slow_idx).to_list()
     assert with_c.slow_bad_utf8.tolist() == regex.slow_bad_utf8.tolist()
+
+
+def _poison_free_scan_buffers() -> None:
+    """Fill the compact scan's free pooled buffers with junk, as a reused buffer may hold."""
+    for kept in tokenizer.SCAN_BUFFERS._free.values():
+        for buf in kept:
+            if sys.getrefcount(buf) == 3:  # (the list, this name, the argument: free)
+                buf.view(np.uint8).fill(0xA5)
+
+
+def test_buffer_pool_reuses_only_free_buffers():
+    """(Buffers told apart by id: holding one here would count as a use.)"""
+    pool = tokenizer.BufferPool(keep=3)
+    a = pool.take("r", 100, np.int64)
+    a[:] = 7
+    a_id = id(a.base)
+    b = pool.take("r", 100, np.int64)  # a is in use: another buffer
+    assert not np.shares_memory(a, b)
+    del a
+    c = pool.take("r", 90, np.int64, zero=True)  # a's buffer is free again: reused, zeroed
+    assert id(c.base) == a_id and len(c) == 90 and not c.any()
+    derived = pa.py_buffer(c[10:20])  # an Arrow buffer over part of it keeps it in use
+    del c
+    d = pool.take("r", 90, np.int64)
+    assert id(d.base) != a_id
+    del derived, d
+    e = pool.take("r", 50, np.int64)
+    assert id(e.base) == a_id
+    big = pool.take("r", 10_000, np.int64)  # larger than any kept one: a new buffer
+    assert len(big) == 10_000 and id(big.base) != a_id
+    assert pool.take("other", 5, np.uint8).dtype == np.uint8
+    pool.clear()
+    assert pool._free == {}
+
+
+def test_record_fields_on_reused_buffers():
+    """The compact scan over chunks of different shapes in turn, each time into buffers full of junk, gives the
+    regex path's rows every time (nulls included: every entry of a row is written)."""
+    chunks = [
+        b"MOVE path=e2e4 ply=1 mn=1 d=10 nd=9 act=FULL a=-30 b=30 nt=PV see=5 hist=7\n" * 50,
+        b"RESULT path=e2e4 ply=1 d=9 score=12 bound=exact ctx=x\nMOVE path=- act=X\nJUNK\n" * 40,
+        b"MOVE path=e2e4/e7e5 ply=2 mn=3 d=8 act=LMR red=2 why=late\nRESULT path=- ply=0 d=1 score=-4\n" * 30,
+    ]
+    for _ in range(3):
+        for data in chunks:
+            lines, _ = tokenizer.split_lines(data)
+            assert_same(lines)
 
 
 def test_keys_match_the_python_order():

@@ -255,7 +255,9 @@ PyDoc_STRVAR(typed_fields_doc,
 "typed_fields(data, offsets, views, validity, ints, int_validity, bad, shapes, plies) -> null_counts\n\n"
 "data: the chunk's bytes (any contiguous buffer, at most 2**31-1 bytes).\n"
 "offsets: int64 buffer of n+1 line boundaries into data (as split_lines makes them).\n"
-"All output buffers writable and ZEROED; entries of null values are left untouched:\n"
+"All output buffers writable; the validity bitmaps ZEROED (bits are only set).  Every entry of a\n"
+"matched line's row is written (zero for a null value); an unmatched line's row (typed_fields)\n"
+"is left untouched, so typed_fields needs zeroed buffers, record_fields only zeroed bitmaps:\n"
 "views (7*n*16 bytes), validity (7*ceil(n/8)): Arrow string views of the tag, path, act, nt,\n"
 "why, bound, ctx (field f at views[f*n*16:...], validity[f*ceil(n/8):...]); views longer than\n"
 "12 bytes point into data as variadic buffer 0.\n"
@@ -358,10 +360,14 @@ static PyObject *scan_fields(PyObject *args, int compact)
         for (int j = 0; j < N_KEYS; j++) {
             int slot = SLOT[j];
             if (len[j + 1] < 0) {
-                if (slot >= 0)
+                /* (every entry of a written row is written, zero for a null: the buffers need not be zeroed) */
+                if (slot >= 0) {
                     str_nulls[slot]++;
-                else
+                    memset(vw + ((Py_ssize_t)slot * n + r) * VIEW_BYTES, 0, VIEW_BYTES);
+                } else {
                     int_nulls[-1 - slot]++;
+                    iv[(Py_ssize_t)(-1 - slot) * n + r] = 0;
+                }
                 continue;
             }
             if (slot >= 0) {
@@ -377,12 +383,17 @@ static PyObject *scan_fields(PyObject *args, int compact)
                 } else {
                     bad_bits |= (uint16_t)(1u << k);
                     int_nulls[k]++;
+                    iv[(Py_ssize_t)k * n + r] = 0;
                 }
             }
         }
         bad[r] = bad_bits;
-        if (len[1] >= 0) /* field 1 is path */
+        if (len[1] >= 0) { /* field 1 is path */
             shape[r] = path_shape(line + start[1], len[1], &plies[r]);
+        } else {
+            shape[r] = PATH_NONE;
+            plies[r] = 0;
+        }
     }
     Py_END_ALLOW_THREADS
 

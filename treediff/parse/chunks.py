@@ -26,6 +26,8 @@ from treediff.parse.tokenizer import (
     ROW_KEYS,
     SLOW_ROW_KEYS,
     is_int,
+    SCAN_BUFFERS,
+    BufferPool,
     split_lines,
     tokenize_records,
     tokenize_line,
@@ -37,6 +39,17 @@ from treediff.parse.tokenizer import (
 CHUNK_BYTES = 8 * 1024 * 1024
 
 ROOT_MOVE_PROBLEM = "with a MOVE at the root (path=- names no move; dropped)"
+
+#: The blocks :class:`ChunkReader` reads plain files into, reused once nothing made from a chunk refers to
+#: its block (string views of long values point into it until the chunk's table is built).
+READ_BUFFERS = BufferPool()
+
+
+def release_buffers() -> None:
+    """Let the reused read and scan buffers go (:class:`~treediff.parse.tokenizer.BufferPool`): after a file,
+    so a finished parse holds no memory for the next (the buffers still in use go with their users)."""
+    READ_BUFFERS.clear()
+    SCAN_BUFFERS.clear()
 
 
 class ChunkReader:
@@ -91,7 +104,7 @@ class ChunkReader:
         was an 8 MiB copy per chunk, and the pages of a fresh 8 MiB string)."""
         while True:
             head = len(self.tail)
-            buf = np.empty(head + CHUNK_BYTES, dtype=np.uint8)  # (not zeroed: the read fills it)
+            buf = READ_BUFFERS.take("read", head + CHUNK_BYTES, np.uint8)  # (not zeroed: the read fills it)
             buf[:head] = np.frombuffer(self.tail, dtype=np.uint8)
             view = buf.data  # (a memoryview of the buffer)
             try:

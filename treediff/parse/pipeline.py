@@ -41,7 +41,7 @@ from treediff.model.schema import (
     with_format,
 )
 from treediff.parse import assemble
-from treediff.parse.chunks import ChunkReader, PreparedChunk, prepare_chunk
+from treediff.parse.chunks import ChunkReader, PreparedChunk, prepare_chunk, release_buffers
 from treediff.parse.paths import PathNormalizer
 from treediff.parse.problems import Problems
 from treediff.parse.state import ParseOptions, SearchState, SearchStates, count_records
@@ -176,6 +176,7 @@ class TreedumpParser:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             self._paths.close(abort=not finished)
+            release_buffers()
         return line_base
 
     # ------------------------------------------------------------------ chunks
