@@ -2,9 +2,9 @@
 
 ``treediff diff`` and ``treediff browse`` align one search per side, but a full parse reads every line of
 both logs (about 1.5 CPU-us a line).  For a plain log file, :func:`index_log` instead finds every search's
-header line by a scan of the bytes (compiled ``memchr`` passes, no Python per line: the lines whose first
-byte may start a header, a few per search, are looked at one by one), and reads each header exactly as the
-parser does (:func:`~treediff.parse.tokenizer.tokenize_line`, then the parser's own
+header line by a scan of the bytes, with no Python per line (:func:`_header_lines`: ``memchr`` for the ``D``
+bytes, which a header's ``TREEDUMP`` and an END record's ``END`` hold and few other lines do, the lines
+counted with numpy), and reads each header exactly as the parser does (:func:`~treediff.parse.tokenizer.tokenize_line`, then the parser's own
 :meth:`~treediff.parse.state.SearchStates.start_search` in log order: the same search numbers, dialects,
 position ids, EPD labels and FENs, and the same errors).  :func:`parse_span` then parses one search's
 bytes (from its header line to the next header line) with the existing parser, told the line number its
@@ -38,9 +38,9 @@ from typing import Callable
 import numpy as np
 
 from treediff.model.errors import InputError
+from treediff.parse import tokenizer
 from treediff.parse.problems import Problems
 from treediff.parse.state import ParseOptions, SearchStates
-from treediff.parse import tokenizer
 from treediff.parse.tokenizer import tokenize_line
 
 #: Set to 1 (or any value but "" and "0") to parse every log of diff and browse whole.
