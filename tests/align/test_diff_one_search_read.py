@@ -278,3 +278,18 @@ def test_positions_epd_and_engine_options(tmp_path, spy):
     out = same_both_ways(c, d)
     assert json.loads(out["json"][0].stdout)["a"]["position"].startswith("fen:")
     assert (c.name, 1) in spy["spans"] and (d.name, 0) in spy["spans"]
+
+
+def test_browse_model_same_both_ways(monkeypatch, spy):
+    """``browse`` pairs and reads as diff does: the same rows and title with the shortcut and the full parse."""
+    from treediff.cli.browse import build_model
+
+    models = {}
+    for full in (False, True):
+        monkeypatch.setenv(log_index.FULL_PARSE_ENV, "1" if full else "")
+        models[full] = build_model(str(BATCH3["typhoon"]), str(BATCH3["crafty"]), position="kiwipete")
+    (quick, title), (whole, whole_title) = models[False], models[True]
+    assert title == whole_title and "position kiwipete" in title
+    pd_testing = pytest.importorskip("pandas").testing
+    pd_testing.assert_frame_equal(quick.rows, whole.rows)
+    assert (BATCH3["typhoon"].name, 1) in spy["spans"] and (BATCH3["crafty"].name, 1) in spy["spans"]
