@@ -191,6 +191,7 @@ class IndexedLogSource(Source):
         self._rows = np.asarray(rows, dtype=np.int64)
         self._options = options
         self.warnings: list[str] = []
+        self._parsed: Source | None = None  # (parsed once)
         if searches is None:
             # The searches table's columns as a parse's pair reads back (Arrow, then finish_searches).
             import pyarrow as pa
@@ -206,9 +207,9 @@ class IndexedLogSource(Source):
         return self._searches
 
     def select(self, keep) -> Source:
-        rows = np.flatnonzero(np.asarray(keep, dtype=bool))
         if len(keep) != len(self._searches):
             raise ValueError(f"select needs one flag per searches row ({len(keep)} for {len(self._searches)})")
+        rows = np.flatnonzero(np.asarray(keep, dtype=bool))
         return IndexedLogSource(self.index, self._rows[rows], self._options, self._searches.iloc[rows])
 
     def with_searches(self, searches) -> Source:
@@ -225,7 +226,13 @@ class IndexedLogSource(Source):
         return (span.stop if span.stop >= 0 else self.index.size) - span.start
 
     def parsed(self, progress: Callable[[int], None] | None = None) -> Source:
-        """The selected searches parsed (only their lines for one search; else the whole log, then selected)."""
+        """The selected searches parsed (only their lines for one search; else the whole log, then selected);
+        parsed once, the same Source on later calls."""
+        if self._parsed is None:
+            self._parsed = self._parse(progress)
+        return self._parsed
+
+    def _parse(self, progress: Callable[[int], None] | None) -> Source:
         from treediff.parse.index import SpanMismatch, parse_span
 
         if len(self._rows) == 1:
