@@ -353,12 +353,13 @@ class BufferPool:
     to them, so a buffer is free once everything made from it is gone).
 
     A fresh large buffer costs its first-touch page faults, the kernel zeroing every page; a reused one costs
-    nothing.  At most ``keep`` buffers a role are kept (the chunks alive at once: one tokenized ahead, one in
-    the state machine, two waiting for the conversion, two for the writer, and the visit stage's held ones);
-    beyond that a buffer is allocated and dropped as before.  Thread-safe.
+    nothing.  At most ``keep`` buffers a role are kept; when more chunks are alive at once (one tokenized
+    ahead, one in the state machine, two waiting for the conversion, two for the writer, the visit stage's
+    held ones), the others are allocated and dropped as before.  Kept buffers that are free still hold their
+    memory, so ``keep`` is small: it bounds what a parse holds beyond its chunks in flight.  Thread-safe.
     """
 
-    def __init__(self, keep: int = 8):
+    def __init__(self, keep: int = 3):
         self._keep = keep
         self._free: dict[str, list[np.ndarray]] = {}
         self._lock = threading.Lock()
@@ -378,9 +379,12 @@ class BufferPool:
                 out = buf[:count]
                 if len(kept) < self._keep:
                     kept.append(buf)
-                else:  # (the pool is full of buffers still in use: the oldest busy one is dropped from it)
-                    kept.pop(0)
-                    kept.append(buf)
+                else:
+                    # Full: a free one too small goes (chunks grew); else this buffer is not kept (the kept
+                    # ones cycle as they come free, so a few serve however many chunks are in flight).
+                    small = [i for i, k in enumerate(kept) if sys.getrefcount(k) == 2 and len(k) < count]
+                    if small:
+                        kept[small[0]] = buf
         if zero:
             out.fill(0)
         return out
