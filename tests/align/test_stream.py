@@ -158,3 +158,75 @@ def test_scratch_directory_removed_after_sigterm(tmp_path):
     assert proc.returncode != 0
     assert re.search("Traceback", err) is None
     assert _scratch_dirs(tmpdir) == []
+
+
+def test_pending_slices_are_counted_whole_and_copied_out_of_their_batch(logs):
+    """A pending position's records are a slice of their batch and keep the whole batch alive: held() counts
+    the batch, and compact() makes copies that share no buffer with it (pandas' take of every row and
+    copy(deep=True) would still view it), after which only the copies count."""
+    import numpy as np
+
+    from treediff.align.core import LOAD_COLUMNS
+    from treediff.align.summaries import paired_positions
+
+    sa, sb = open_source(logs[0]), open_source(logs[1])
+    paired = paired_positions(sa, sb)
+    side = stream._Side(sa, [rows_a for _, rows_a, _ in paired], LOAD_COLUMNS, target=10**9)  # one batch
+    completed = side.pull()
+    assert sorted(completed) == list(range(SEARCHES))  # every position of A, waiting for B
+    frames = [side.pending[p].frames[0] for p in completed]
+    whole = sum(stream.frame_bytes(f) for f in frames)  # the slices' own shares add up to the batch
+    assert side.held() == side._batch_bytes[0] and abs(side.held() - whole) <= 0.05 * whole
+    for p in completed[1:]:
+        side.take(p)
+    last = side.pending[completed[0]].frames[0]
+    assert side.held() == side._batch_bytes[0] > 3 * stream.frame_bytes(last)  # one slice still pins it all
+    side.compact()
+    copy = side.pending[completed[0]].frames[0]
+    assert copy.equals(last) and list(copy.dtypes) == list(last.dtypes)
+    assert side.held() == stream.frame_bytes(copy) < side._batch_bytes.get(0, 0) + 3 * stream.frame_bytes(copy)
+    for name in copy.columns:
+        new, old = copy[name].array, last[name].array
+        if hasattr(new, "_pa_array"):  # Arrow strings: their buffers are new
+            old_buffers = {b.address for c in old._pa_array.chunks for b in c.buffers() if b is not None}
+            assert not {b.address for c in new._pa_array.chunks for b in c.buffers() if b is not None} & old_buffers
+        else:
+            assert not np.shares_memory(np.asarray(copy[name].to_numpy()), np.asarray(last[name].to_numpy()))
+
+
+def _peak_rss_kb(args: list[str], cwd: Path) -> int:
+    """Peak RSS (KB) of one treediff run in a fresh interpreter, from RUSAGE_CHILDREN around that child alone."""
+    code = ("import resource, subprocess, sys; "
+            "r = subprocess.run([sys.executable, '-c', 'from treediff.cli import main; main()', *sys.argv[1:]]); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
+    run = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    return int(run.stdout.strip().splitlines()[-1])
+
+
+def test_compare_peak_rss_stays_within_a_small_memory_limit(tmp_path):
+    """compare at --memory-limit 300MB on two generated 400k-line inputs (Parquet, so the parser's own memory
+    is not in the figure): the peak RSS stays under the limit plus the floor, the peak of the same compare of
+    a two-search pair (interpreter, libraries, thread pools) measured here; same JSON as at the default."""
+    gen = load_benchmark("gen_logs")
+    for name, lines in (("big", 400_000), ("tiny", 17_000)):
+        for dialect in ("typhoon", "stockfish"):
+            log = tmp_path / f"{name}_{dialect}.log"
+            gen.generate_distinct(dialect, lines, str(log))
+            result = CliRunner().invoke(cli, ["parse", str(log), "-o", str(tmp_path / f"{name}_{dialect}.parquet")])
+            assert result.exit_code == 0, result.output
+    limit = 300 * 1024**2
+
+    def compare(name: str, *extra: str) -> tuple[int, dict]:
+        out = tmp_path / f"{name}{'_'.join(extra)}.json"
+        peak = _peak_rss_kb(["compare", f"{name}_typhoon.parquet", f"{name}_stockfish.parquet",
+                             "--allow-different-positions", "-o", str(out), *extra], tmp_path)
+        return peak * 1024, json.loads(out.read_text())
+
+    floor, _ = compare("tiny")
+    peak, small = compare("big", "--memory-limit", "300MB")
+    _, default = compare("big")
+    assert small == default
+    positions = {t["name"]: t for t in small["tables"]}["divergence_total"]["rows"][0]["positions"]
+    assert positions > 40  # (400k lines: ~47 positions, each aligned)
+    assert peak < limit + floor, f"peak {peak >> 20} MB, limit 300 MB + floor {floor >> 20} MB"

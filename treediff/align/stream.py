@@ -8,9 +8,11 @@ batches once, side by side (a batch holds whole searches), and hands the
 aligner one position's records of A and of B as soon as both sides are
 complete.  Inputs that list their positions in the same order (two engines run
 over one EPD batch) keep about one batch per side in memory; otherwise the
-positions still waiting for the other side are spilled to a scratch directory
-(removed on every exit path) whenever they pass half of the budget, and read
-back when their partner arrives.  A position pair too large for the budget on
+positions still waiting for the other side are counted by the bytes they keep
+alive (a slice of a batch keeps the whole batch), copied out of their batches
+when that passes half of the budget, and spilled to a scratch directory
+(removed on every exit path) when even the copies do, and read back when their
+partner arrives.  A position pair too large for the budget on
 its own is an error naming the files and the position, never swapping.
 
 Units: ``MemoryBudget.limit`` is bytes; record budgets are records (rows of
@@ -97,6 +99,12 @@ class MemoryBudget:
 
         return max(1, min(BATCH_RECORDS, self.records // 4))
 
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes the positions waiting for the other input may keep in memory (half of the limit; counted
+        as the batches their frames keep alive, :meth:`_Side.held`); beyond, they are spilled."""
+        return max(1, self.limit // 2)
+
     def check_pair(self, label: str, n_a: int, n_b: int, paths: Sequence[str]) -> None:
         """Refuse, before aligning, a position pair larger than the budget (exit 2 naming files and position)."""
         if n_a + n_b > self.records:
@@ -106,14 +114,27 @@ class MemoryBudget:
                 f"{self.records:,} records at {BYTES_PER_RECORD} bytes each); give a larger --memory-limit")
 
 
+def frame_bytes(frame: pd.DataFrame) -> int:
+    """Bytes of a records frame's column buffers (numpy arrays, Arrow string buffers, categorical codes).
+
+    The columns compare reads are numbers, categoricals and Arrow-backed strings: their ``nbytes`` is
+    what they hold (an Arrow slice reports its share of the buffers it views)."""
+    return int(frame.memory_usage(index=False, deep=False).sum()) if len(frame.columns) else 0
+
+
 @dataclass
 class _Pending:
-    """One side's records of one position, in memory (frames) or spilled (files), and searches seen."""
+    """One side's records of one position, in memory (frames) or spilled (files), and searches seen.
+
+    ``pins``: per frame, the id of the batch it is a slice of (a view that keeps the whole batch alive),
+    or -1 when the frame owns its data (a copy: :meth:`_Side.compact`); ``owned``: bytes of those."""
 
     frames: list = field(default_factory=list)
+    pins: list[int] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     records: int = 0
     seen: int = 0
+    owned: int = 0
 
     def load(self) -> list:
         frames = list(self.frames)
@@ -147,6 +168,12 @@ class _Side:
         self.done = np.zeros(len(masks), dtype=bool)
         self._batches = iter(source.select(wanted).batches(columns, target=target)) if wanted.any() else iter(())
         self.exhausted = False
+        #: Bytes of each batch some pending frame is a slice of (by batch id); the whole batch stays alive.
+        self._batch_bytes: dict[int, int] = {}
+        self._batch_rows: dict[int, int] = {}
+        self._next_batch = 0
+        #: Bytes of the largest batch read so far (a batch is alive while it is split, the next one is read ahead).
+        self.batch_peak = 0
 
     def pull(self) -> list[int]:
         """Read the next batch into the pending positions; the positions it completed (all of them at the end)."""
@@ -157,6 +184,9 @@ class _Side:
             rest = [p for p in self.pending if not self.done[p]]
             self.done[rest] = True
             return rest
+        bid, self._next_batch = self._next_batch, self._next_batch + 1
+        size = frame_bytes(batch)
+        self.batch_peak = max(self.batch_peak, size)
         search = batch["search"].to_numpy(dtype=np.int64)
         pos = self.of_search[search]
         order = np.argsort(pos, kind="stable")  # records keep their order within a position
@@ -177,20 +207,65 @@ class _Side:
             first, last = int(order[start]), int(order[end - 1])
             # A position's records are usually one run of the batch: a slice, not a take of the batch reordered
             # (the positions are numbered in label order, not in the inputs' order).
-            part = batch.iloc[first:last + 1] if last - first == end - start - 1 else batch.iloc[order[start:end]]
-            entry.frames.append(part)
+            if last - first == end - start - 1:
+                entry.frames.append(batch.iloc[first:last + 1])  # a view: the batch stays alive with it
+                entry.pins.append(bid)
+                self._batch_bytes[bid], self._batch_rows[bid] = size, len(batch)
+            else:  # a take: its own copy
+                part = batch.iloc[order[start:end]]
+                entry.frames.append(part)
+                entry.pins.append(-1)
+                entry.owned += frame_bytes(part)
             entry.records += end - start
             entry.seen += int(searches_in[p])
             if self.known and entry.seen >= self.expected[p]:
                 self.done[p] = True
                 completed.append(p)
+        self._compact_sparse(bid)
         return completed
+
+    def _compact_sparse(self, current: int) -> None:
+        """Copy the pending slices of older batches that hold less than half of their batch's records: a
+        position still waiting after its batch was split (e.g. the other input's search of it comes much
+        later) would otherwise keep the whole batch alive; the current batch's positions usually pair soon."""
+        pinned: dict[int, int] = {}
+        for entry in self.pending.values():
+            for frame, pin in zip(entry.frames, entry.pins):
+                if pin >= 0 and pin != current:
+                    pinned[pin] = pinned.get(pin, 0) + len(frame)
+        sparse = {b for b, rows in pinned.items() if 2 * rows < self._batch_rows.get(b, 0)}
+        if sparse:
+            self.compact(sparse)
 
     def buffered(self) -> int:
         return sum(sum(len(f) for f in e.frames) for e in self.pending.values())
 
+    def held(self) -> int:
+        """Bytes the pending frames keep alive: every batch one of them is a slice of, whole, plus the
+        frames that own their data (what the memory holds, not just the pending records' share)."""
+        pinned = {b for e in self.pending.values() for b in e.pins if b >= 0}
+        for b in [b for b in self._batch_bytes if b not in pinned]:
+            del self._batch_bytes[b]  # (no pending frame views it any more: freed)
+            self._batch_rows.pop(b, None)
+        return sum(self._batch_bytes[b] for b in pinned) + sum(e.owned for e in self.pending.values())
+
+    def compact(self, batches: set[int] | None = None) -> None:
+        """Copy every pending frame that is a slice of a batch (of ``batches``; None: of any), so the
+        batches are freed: a few positions still waiting for the other input no longer keep them alive."""
+        for entry in self.pending.values():
+            for k, pin in enumerate(entry.pins):
+                if pin >= 0 and (batches is None or pin in batches):
+                    frame = entry.frames[k]
+                    entry.frames[k] = _owned(frame)
+                    entry.pins[k] = -1
+                    entry.owned += frame_bytes(entry.frames[k])
+        for b in list(self._batch_bytes) if batches is None else batches:
+            self._batch_bytes.pop(b, None)
+            self._batch_rows.pop(b, None)
+
     def spill(self, directory: Path) -> None:
         """Write every in-memory pending frame to ``directory`` (pickles: exact dtypes and categories)."""
+        self.compact()  # (a pickled slice would carry only its rows; the copy makes that certain)
         for p, entry in self.pending.items():
             if not entry.frames:
                 continue
@@ -198,7 +273,7 @@ class _Side:
             with open(name, "wb") as fh:
                 pickle.dump(entry.frames, fh, protocol=pickle.HIGHEST_PROTOCOL)
             entry.files.append(str(name))
-            entry.frames = []
+            entry.frames, entry.pins, entry.owned = [], [], 0
 
     def take(self, p: int) -> tuple[list, int]:
         entry = self.pending.pop(p, None)
@@ -214,16 +289,44 @@ def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.
     ``masks``: per position, A's and B's searches rows (int indices, as
     :func:`~treediff.align.summaries.paired_positions` gives them, or boolean masks); ``labels``:
     each position's name for errors.  Each source is read once, in batches of
-    about :attr:`MemoryBudget.batch_records`; positions waiting for the other
-    side are spilled into ``scratch()`` (a directory made on first need) when
-    they pass half of :attr:`MemoryBudget.records`.  A position whose records
-    exceed the budget raises :class:`InputError` (see :meth:`MemoryBudget.check_pair`).
+    about :attr:`MemoryBudget.batch_records`.  Positions waiting for the other
+    side are counted by the bytes they keep alive (a pending slice keeps its whole batch:
+    :meth:`_Side.held`); past :attr:`MemoryBudget.pending_bytes`, or when they and the pair about to be
+    aligned (:data:`BYTES_PER_RECORD` a record) and the batches in flight would pass the limit, the slices
+    are first copied (the batches freed), then, if still too much, spilled into ``scratch()`` (a directory
+    made on first need).  A position whose records exceed the budget raises :class:`InputError` (see
+    :meth:`MemoryBudget.check_pair`).
     """
     from treediff.store.dataset import concat_keeping_categories
 
     sides = [_Side(source, [m[i] for m in masks], columns, budget.batch_records)
              for i, source in enumerate((source_a, source_b))]
     directory: Path | None = None
+
+    def room(need: int, share: int) -> None:
+        """Keep the pending frames' bytes within ``share`` of the budget less ``need``: first copy the
+        slices that keep whole batches alive, then, if that is not enough, spill them."""
+        nonlocal directory
+        if sum(s.held() for s in sides) + need <= share:
+            return
+        for s in sides:
+            s.compact()
+        if sum(s.held() for s in sides) + need <= share:
+            return
+        if directory is None:
+            directory = scratch() if scratch is not None else _scratch()
+        for s in sides:
+            s.spill(directory)
+
+    def pair(p: int) -> tuple[int, pd.DataFrame, pd.DataFrame]:
+        (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
+        budget.check_pair(labels[p], n_a, n_b, paths)
+        # The aligner's working set, the batches being split and read ahead (two a side) and the pending
+        # frames together stay within the limit: make room before aligning.
+        room((n_a + n_b) * BYTES_PER_RECORD + 2 * sum(s.batch_peak for s in sides), budget.limit)
+        return (p, _one(frames_a, columns, concat_keeping_categories),
+                _one(frames_b, columns, concat_keeping_categories))
+
     try:
         turn = 0
         while not (sides[0].exhausted and sides[1].exhausted):
@@ -238,25 +341,28 @@ def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.
             for p in side.pull():
                 if not sides[0].done[p] or not sides[1].done[p]:
                     continue
-                (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
-                budget.check_pair(labels[p], n_a, n_b, paths)
-                yield (p, _one(frames_a, columns, concat_keeping_categories),
-                       _one(frames_b, columns, concat_keeping_categories))
-            if sides[0].buffered() + sides[1].buffered() > budget.records // 2:
-                if directory is None:
-                    directory = scratch() if scratch is not None else _scratch()
-                for s in sides:
-                    s.spill(directory)
+                yield pair(p)
+            room(0, budget.pending_bytes)
         # Positions one side never recorded (every search without records) are still aligned (and fail there).
         for p in range(len(masks)):
             if p in sides[0].pending or p in sides[1].pending or not (sides[0].done[p] and sides[1].done[p]):
-                (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
-                budget.check_pair(labels[p], n_a, n_b, paths)
-                yield (p, _one(frames_a, columns, concat_keeping_categories),
-                       _one(frames_b, columns, concat_keeping_categories))
+                yield pair(p)
     finally:
         if directory is not None:  # spilled frames not read back (an error, or the consumer stopped)
             _remove(directory)
+
+
+def _owned(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` that shares no buffer with it (numpy, categorical codes and Arrow strings alike).
+
+    ``DataFrame.take`` of every row and ``copy(deep=True)`` both keep viewing the batch (pandas returns a view
+    for a take of 0..n-1, and Arrow arrays are never copied): each column's array is taken instead."""
+    import pandas as pd
+
+    every = np.arange(len(frame))
+    out = pd.DataFrame({name: frame[name].array.take(every) for name in frame.columns}, copy=False)
+    out.index = frame.index
+    return out
 
 
 def _one(frames: list, columns: Sequence[str], concat: Callable) -> pd.DataFrame:

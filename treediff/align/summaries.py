@@ -36,7 +36,7 @@ from treediff.align.core import LOAD_COLUMNS, STATUS_VALUES, RowArrays
 from treediff.align.stream import MemoryBudget, position_pairs
 from treediff.model.errors import InputError
 from treediff.model.schema import KIND_VALUES
-from treediff.store.source import Source
+from treediff.store.source import Source, release_freed_memory
 
 #: The label for a shared path one side reached without a MOVE decision (the root, RESULT-only paths).
 NO_DECISION = "(none)"
@@ -394,6 +394,7 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
     """
     from treediff.align.api import align_arrays
 
+    release_freed_memory()
     paired = paired_positions(source_a, source_b)
     labels = [position for position, _, _ in paired]
     per: dict[int, _PositionResult | str] = {}

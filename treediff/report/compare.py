@@ -34,7 +34,7 @@ from treediff.model.errors import InputError
 from treediff.report.core import Report, Section, build_report
 from treediff.report.filters import IterationCut
 from treediff.report.pairing import LETTERS, Pairing, cut_filter, cut_view, pair_positions, side_depths
-from treediff.store.source import BATCH_RECORDS, Source
+from treediff.store.source import BATCH_RECORDS, Source, release_freed_memory
 
 
 @dataclass
@@ -315,6 +315,7 @@ def compare(*sides: Side, allow_different_positions: bool = False, depth: int | 
     for i, side in enumerate(sides):
         if len(side.searches) == 0:
             raise InputError(f"{LETTERS[i].upper()} ({side.label}) holds no searches")
+    release_freed_memory()  # (the tables read every batch of every side: freed batches go back to the system)
     depths = [side_depths(side.source, target) for side in sides]
     pairing = pair_positions(depths, [side.searches for side in sides], depth)
     everywhere = all(all(pairing.present[k]) for k in pairing.order)
