@@ -79,14 +79,9 @@ class ChunkReader:
         while True:
             try:
                 block = self._stream.read(CHUNK_BYTES)
-            except TruncatedInput as exc:
-                if self._keep_complete:
-                    self.truncated = exc
-                    return
-                raise InputError(f"{self._source}: {exc}; --keep-complete keeps the searches before the cut "
-                                 "(and drops the one it cuts)") from None
-            except (OSError, EOFError) as exc:
-                raise InputError(f"{self._source}: cannot read ({exc})") from None
+            except (TruncatedInput, OSError, EOFError) as exc:
+                self._read_failed(exc)
+                return
             if not block:
                 return
             if self._progress is not None:
@@ -97,6 +92,17 @@ class ChunkReader:
                 continue
             tail, self.tail = self.tail, block[cut:]
             yield tail, block, cut
+
+    def _read_failed(self, exc: BaseException) -> None:
+        """A read raised ``exc``: a cut stream under --keep-complete is kept as :attr:`truncated` (the reading
+        stops there); anything else is an :class:`InputError` naming the input."""
+        if isinstance(exc, TruncatedInput):
+            if self._keep_complete:
+                self.truncated = exc
+                return
+            raise InputError(f"{self._source}: {exc}; --keep-complete keeps the searches before the cut "
+                             "(and drops the one it cuts)") from None
+        raise InputError(f"{self._source}: cannot read ({exc})") from None
 
     def _read_into(self):
         """:meth:`__iter__` with each block read into a buffer that starts with the tail (``readinto``), so the
@@ -109,14 +115,9 @@ class ChunkReader:
             view = buf.data  # (a memoryview of the buffer)
             try:
                 got = self._stream.readinto(view[head:])
-            except TruncatedInput as exc:  # (not raised by plain streams; kept as in __iter__)
-                if self._keep_complete:
-                    self.truncated = exc
-                    return
-                raise InputError(f"{self._source}: {exc}; --keep-complete keeps the searches before the cut "
-                                 "(and drops the one it cuts)") from None
-            except (OSError, EOFError) as exc:
-                raise InputError(f"{self._source}: cannot read ({exc})") from None
+            except (TruncatedInput, OSError, EOFError) as exc:  # (TruncatedInput: not from plain streams)
+                self._read_failed(exc)
+                return
             if not got:
                 return
             if self._progress is not None:
