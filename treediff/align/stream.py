@@ -114,12 +114,21 @@ class MemoryBudget:
                 f"{self.records:,} records at {BYTES_PER_RECORD} bytes each); give a larger --memory-limit")
 
 
+#: Bytes counted for each value of an object column besides its pointer: a short Python str (``e2e4/e7e5``: 58).
+OBJECT_VALUE_BYTES = 56
+
+
 def frame_bytes(frame: pd.DataFrame) -> int:
     """Bytes of a records frame's column buffers (numpy arrays, Arrow string buffers, categorical codes).
 
-    The columns compare reads are numbers, categoricals and Arrow-backed strings: their ``nbytes`` is
-    what they hold (an Arrow slice reports its share of the buffers it views)."""
-    return int(frame.memory_usage(index=False, deep=False).sum()) if len(frame.columns) else 0
+    The columns compare reads are numbers, categoricals and strings: with pandas 3 the strings are Arrow-backed
+    and their ``nbytes`` is what they hold (an Arrow slice reports its share of the buffers it views); with
+    pandas 2 they are object columns, whose shallow size counts only the pointers, so each value is counted
+    :data:`OBJECT_VALUE_BYTES` more (an estimate: ``deep=True`` would visit every string)."""
+    if not len(frame.columns):
+        return 0
+    objects = sum(1 for dtype in frame.dtypes if dtype == object)
+    return int(frame.memory_usage(index=False, deep=False).sum()) + objects * len(frame) * OBJECT_VALUE_BYTES
 
 
 @dataclass

@@ -165,12 +165,22 @@ def visit_columns(table: pa.Table, primary: dict[int, str | None] | None = None,
 
 # Columns to numpy straight from their Arrow buffers: pyarrow's to_numpy imports pandas (0.15 s of
 # start-up, see tests/test_cli_startup.py), and going through polars costs conversions.
+def _numpy_dtype(arrow_type: pa.DataType) -> np.dtype:
+    """The numpy dtype of a fixed-width integer or float Arrow type, without ``to_pandas_dtype`` (which imports
+    pandas in the oldest pyarrow the package allows)."""
+    if pa.types.is_integer(arrow_type):
+        return np.dtype(f"{'u' if pa.types.is_unsigned_integer(arrow_type) else ''}int{arrow_type.bit_width}")
+    if pa.types.is_floating(arrow_type):
+        return np.dtype(f"float{arrow_type.bit_width}")
+    return np.dtype(arrow_type.to_pandas_dtype())
+
+
 def _numbers(column: pa.ChunkedArray, dtype, fill) -> np.ndarray:
     """A primitive column as numpy ``dtype``, ``fill`` where null."""
     parts = []
     for chunk in column.chunks:
         buffers = chunk.buffers()
-        values = np.frombuffer(buffers[1], dtype=chunk.type.to_pandas_dtype(), count=len(chunk),
+        values = np.frombuffer(buffers[1], dtype=_numpy_dtype(chunk.type), count=len(chunk),
                                offset=chunk.offset * chunk.type.byte_width)
         values = values.astype(dtype, copy=bool(chunk.null_count))
         if chunk.null_count:
@@ -189,7 +199,7 @@ def _equals(column: pa.ChunkedArray, value: str) -> np.ndarray:
             parts.append(np.zeros(len(chunk), dtype=bool))
             continue
         idx = chunk.indices
-        codes = np.frombuffer(idx.buffers()[1], dtype=idx.type.to_pandas_dtype(), count=len(idx),
+        codes = np.frombuffer(idx.buffers()[1], dtype=_numpy_dtype(idx.type), count=len(idx),
                               offset=idx.offset * idx.type.byte_width)
         hit = codes == labels.index(value)
         if chunk.null_count:
