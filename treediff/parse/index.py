@@ -42,6 +42,7 @@ from treediff.parse import tokenizer
 from treediff.parse.problems import Problems
 from treediff.parse.state import ParseOptions, SearchStates
 from treediff.parse.tokenizer import tokenize_line
+from treediff.store.files import is_compressed
 
 #: Set to 1 (or any value but "" and "0") to parse every log of diff and browse whole.
 FULL_PARSE_ENV = "TREEDIFF_DIFF_FULL_PARSE"
@@ -52,7 +53,6 @@ _BLANKS = b" \t\r\n\f\v"
 _BOM = b"\xef\xbb\xbf"
 #: First bytes of a line that may be a header: ``T``, a blank other than the newline, or a byte-order mark's.
 _FIRST_BYTES = np.frombuffer(b"T \t\r\f\v\xef", dtype=np.uint8)
-_GZIP_MAGIC, _ZSTD_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
 
 
 def full_parse_forced() -> bool:
@@ -112,7 +112,7 @@ def index_log(path: str | os.PathLike, options: ParseOptions,
         if not Path(path).is_file():
             return None
         with open(path, "rb") as fh:
-            if fh.read(4)[:4].startswith((_GZIP_MAGIC, _ZSTD_MAGIC)):
+            if is_compressed(fh.read(4)):
                 return None
             fh.seek(0)
             scanned = _header_lines(fh, progress)

@@ -60,7 +60,9 @@ class LogLines:
         self._cache: dict[int, str] = {}
         with open(self.path, "rb") as fh:
             head = fh.read(4)
-        self.compressed = head.startswith(b"\x1f\x8b") or head.startswith(b"\x28\xb5\x2f\xfd")
+        from treediff.store.files import is_compressed
+
+        self.compressed = is_compressed(head)
 
     def _index(self) -> np.ndarray:
         if self._starts is None:

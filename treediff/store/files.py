@@ -37,6 +37,12 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+def is_compressed(head: bytes) -> bool:
+    """Whether a file starting with ``head`` (its first 4 bytes or more) is one :func:`open_input` decompresses
+    (gzip or zstd)."""
+    return head.startswith((_GZIP_MAGIC, _ZSTD_MAGIC))
+
+
 class OutputError(TreediffError, OSError):
     """An output cannot be written (where, and what to do, in the message); nothing partial is left.
 
