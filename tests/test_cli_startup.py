@@ -243,9 +243,8 @@ def test_parser_modules_import_no_python_chess():
 
 
 def test_info_tells_parquet_by_the_same_magic_as_the_dataset_layer(tmp_path):
-    """cli/parse.py's own _is_parquet (no treediff.store.dataset import) answers as store.dataset.is_parquet_file."""
-    from treediff.cli.parse import _is_parquet
-    from treediff.store.dataset import is_parquet_file
+    """info's Parquet test (store.magic: no treediff.store.dataset import) on Parquet and on what is not."""
+    from treediff.store.magic import is_parquet_file
 
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -256,7 +255,7 @@ def test_info_tells_parquet_by_the_same_magic_as_the_dataset_layer(tmp_path):
     (tmp_path / "dir").mkdir()
     cases = [tmp_path / "t.parquet", _TYPHOON, tmp_path / "short", tmp_path / "empty", tmp_path / "dir",
              tmp_path / "missing"]
-    assert [_is_parquet(p) for p in cases] == [is_parquet_file(p) for p in cases] == [True] + [False] * 5
+    assert [is_parquet_file(p) for p in cases] == [True] + [False] * 5
 
 
 @pytest.mark.parametrize("words", ["treediff ", "treediff report --ta", "treediff compare a.log b.log --to",

@@ -9,6 +9,7 @@ import click
 
 from treediff.model.errors import InputError
 from treediff.model.text import printable
+from treediff.store.magic import is_parquet_file
 from treediff.cli.common import echo_warnings, keep_complete_option
 from treediff.parse.dialects import DIALECTS
 
@@ -125,7 +126,7 @@ def _searches_rows(path: str, engine: str) -> list[dict]:
     `treediff info small.log` starts 0.2 s faster), through the Source of a dataset."""
     p = Path(path)
     if path == "-" or p.is_file():
-        if path != "-" and _is_parquet(p):
+        if path != "-" and is_parquet_file(p):
             import pyarrow.parquet as pq
 
             from treediff.model.schema import searches_path_for
@@ -196,7 +197,7 @@ def schema_lines(path: str, engine: str) -> list[str]:
             tables.append((f"{path}/{name}", {"treediff.format": table["format"],
                                               "treediff.format_version": str(table["format_version"])},
                            table["columns"]))
-    elif path != "-" and p.exists() and _is_parquet(p):
+    elif path != "-" and p.exists() and is_parquet_file(p):
         import pyarrow.parquet as pq
 
         from treediff.model.schema import searches_path_for
@@ -231,16 +232,6 @@ def schema_lines(path: str, engine: str) -> list[str]:
             lines.append("column\ttype\tunit\tdescription")
             lines += [f"{c['column']}\t{c['type']}\t{c['unit']}\t{c['description']}" for c in columns]
     return lines
-
-
-def _is_parquet(path: Path) -> bool:
-    """:func:`treediff.store.dataset.is_parquet_file`, without importing that module: it loads pyarrow.parquet
-    and the dataset layout, which `treediff info small.log` does not need (issue 17 item 4; a test compares)."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == b"PAR1"  # Parquet's magic bytes
-    except OSError:
-        return False
 
 
 @click.command("info")

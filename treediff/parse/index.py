@@ -42,7 +42,7 @@ from treediff.parse import tokenizer
 from treediff.parse.problems import Problems
 from treediff.parse.state import ParseOptions, SearchStates
 from treediff.parse.tokenizer import tokenize_line
-from treediff.store.files import is_compressed
+from treediff.store.magic import is_compressed
 
 #: Set to 1 (or any value but "" and "0") to parse every log of diff and browse whole.
 FULL_PARSE_ENV = "TREEDIFF_DIFF_FULL_PARSE"

@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from treediff.model.errors import InputError
-from treediff.store.dataset import finish_searches, is_parquet_file
+from treediff.store.dataset import finish_searches
+from treediff.store.magic import is_parquet_file
 from treediff.store.files import display_path
 from treediff.store.source import BATCH_RECORDS, CombinedSource, DatasetSource, Source, parquet_source
 

@@ -60,7 +60,7 @@ class LogLines:
         self._cache: dict[int, str] = {}
         with open(self.path, "rb") as fh:
             head = fh.read(4)
-        from treediff.store.files import is_compressed
+        from treediff.store.magic import is_compressed
 
         self.compressed = is_compressed(head)
 
@@ -439,7 +439,7 @@ class BrowseModel:
 
 def log_lines_for(path: str | os.PathLike[str]) -> LogLines | None:
     """A :class:`LogLines` for a log input, None for a Parquet file or a dataset directory."""
-    from treediff.store.dataset import is_parquet_file
+    from treediff.store.magic import is_parquet_file
 
     p = Path(path)
     if p.is_dir() or not p.is_file() or is_parquet_file(p):

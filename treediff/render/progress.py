@@ -140,7 +140,7 @@ def log_bytes(paths) -> int | None:
     import os
     from pathlib import Path
 
-    from treediff.store.dataset import is_parquet_file
+    from treediff.store.magic import is_parquet_file
 
     total = 0
     for path in paths:

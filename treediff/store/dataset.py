@@ -13,16 +13,6 @@ from treediff.store.layout import ENGINE_PARTITION_SCHEMA, PARTITION_COLUMN, SEA
 if TYPE_CHECKING:
     import pandas as pd
 
-_PARQUET_MAGIC = b"PAR1"
-
-
-def is_parquet_file(path: Path) -> bool:
-    """True when ``path`` starts with Parquet's magic bytes."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == _PARQUET_MAGIC
-    except OSError:
-        return False
 
 
 def read_dataset_searches(path: str | Path) -> pa.Table:

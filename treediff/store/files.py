@@ -33,14 +33,8 @@ import pyarrow.parquet as pq
 
 from treediff.model.errors import InputError, TreediffError
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
-def is_compressed(head: bytes) -> bool:
-    """Whether a file starting with ``head`` (its first 4 bytes or more) is one :func:`open_input` decompresses
-    (gzip or zstd)."""
-    return head.startswith((_GZIP_MAGIC, _ZSTD_MAGIC))
+from treediff.store.magic import GZIP_MAGIC as _GZIP_MAGIC
+from treediff.store.magic import ZSTD_MAGIC as _ZSTD_MAGIC
 
 
 class OutputError(TreediffError, OSError):
