@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -258,13 +259,28 @@ def derive(batch: Batch, full: bool = True, compiled: bool | None = None) -> Tri
     use = compiled_available() if compiled is None else compiled
     if use and _ctries is None:
         raise RuntimeError("treediff.report._ctries is not built (reinstall with a C compiler)")
+    # One derivation a batch, whatever number of tables read it (cutoffs, fh and residual each ask: three
+    # kernel runs a batch cost `report --table all` ~1 CPU-s a million records).  A full derivation answers
+    # a ``full=False`` request too: what such a request reads is the same in both.
+    done = _DERIVED.setdefault(batch, {})
+    for key in ((use, True),) if full else ((use, False), (use, True)):
+        if key in done:
+            return done[key]
     inp = _inputs(batch, compiled=use)
     if not len(inp.order):
         empty = np.zeros(0, dtype=np.int64)
         none = np.zeros(0, bool)
-        return Tries(empty, empty, none, empty, empty, empty, empty, empty, empty, empty, none, empty, empty,
-                     empty, empty, empty, none, none, empty, empty)
-    return _derive_compiled(batch, inp, full) if use else _derive_numpy(batch, inp, full)
+        tries = Tries(empty, empty, none, empty, empty, empty, empty, empty, empty, empty, none, empty, empty,
+                      empty, empty, empty, none, none, empty, empty)
+    else:
+        tries = _derive_compiled(batch, inp, full) if use else _derive_numpy(batch, inp, full)
+    done[(use, full)] = tries
+    return tries
+
+
+#: Each live batch's derivations, by (compiled, full); an entry goes with its batch.  The arrays are shared by
+#: every table that reads them: no caller writes into a :class:`Tries`.
+_DERIVED: weakref.WeakKeyDictionary[Batch, dict[tuple[bool, bool], Tries]] = weakref.WeakKeyDictionary()
 
 
 def _back(values: np.ndarray, inp: _Inputs) -> np.ndarray:

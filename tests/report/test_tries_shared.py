@@ -1,0 +1,64 @@
+"""The tables that read a batch's move tries share one derivation a batch, with the same numbers as alone.
+
+`cutoffs` and `fh` ask for the light derivation, `residual` (and whatif) for the full one; the full one
+answers light requests too.  The figures must not depend on which table asked first or on what else ran.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from treediff.parse.source import open_source
+from treediff.report import tries
+from treediff.report.core import _row_of, build_report
+from treediff.report.table import Batch
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+REAL = FIXTURES / "real" / "mid_a_d7.log"  # one search of real Stockfish 15.1
+BATCH3 = FIXTURES / "traces" / "crafty_batch3.log"  # three searches: several batches at a small target
+
+
+def _count_kernel_runs(monkeypatch) -> list[bool]:
+    calls: list[bool] = []
+    for name in ("_derive_compiled", "_derive_numpy"):
+        real = getattr(tries, name)
+
+        def counted(batch, inp, full, _real=real):
+            calls.append(full)
+            return _real(batch, inp, full)
+
+        monkeypatch.setattr(tries, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("log", [REAL, BATCH3], ids=["stockfish-real", "crafty-3-searches"])
+@pytest.mark.parametrize("order", [("cutoffs", "fh", "residual"), ("residual", "fh", "cutoffs")])
+def test_tables_together_equal_tables_alone(log: Path, order: tuple[str, ...]) -> None:
+    together = build_report(open_source(log), list(order), by="position", target=2_000)
+    alone = {name: build_report(open_source(log), [name], by="position", target=2_000).sections for name in order}
+    want = [s for name in ("cutoffs", "fh", "residual") for s in alone[name]]  # sections come in registry order
+    assert [s.name for s in together.sections] == [s.name for s in want]
+    for got, alone in zip(together.sections, want):
+        pd.testing.assert_frame_equal(got.frame, alone.frame)
+
+
+def test_one_kernel_run_per_batch_and_kind(monkeypatch) -> None:
+    calls = _count_kernel_runs(monkeypatch)
+    source = open_source(BATCH3)
+    n_batches = sum(1 for _ in source.batches(["search"], 2_000))
+    assert n_batches > 1
+    build_report(source, ["cutoffs", "fh"], target=2_000)
+    assert calls == [False] * n_batches  # fh reuses what cutoffs derived
+    calls.clear()
+    build_report(source, ["residual", "cutoffs", "fh"], target=2_000)
+    # cutoffs runs first (registry order): one light and one full derivation a batch, not three.
+    assert calls == [False, True] * n_batches
+    calls.clear()
+    batch_source = open_source(BATCH3)
+    for records in batch_source.batches(None, 2_000):
+        batch = Batch(records, batch_source.searches, _row_of(batch_source.searches))
+        full = tries.derive(batch)
+        assert tries.derive(batch, full=False) is full  # the full derivation answers a light request
+    assert calls == [True] * n_batches
