@@ -222,6 +222,33 @@ def test_path_shapes():
     assert assert_same(_from_lines([b"RESULT score=3\n"])).get_column(PATH_SHAPE).to_list() == [PATH_NONE]
 
 
+def test_path_walk_a_move_at_a_time():
+    """Shapes and lengths (hand-counted: one more move than '/') where a move-by-move walk of a path could go wrong:
+    promotions (5 bytes) before and after 4-byte moves, a '/' where a fifth byte would be, a bad move after good
+    ones (the '/' then counted over the whole path)."""
+    cases = {
+        b"e7e8q/e2e4": (PATH_UCI, 2), b"e2e4/e7e8q": (PATH_UCI, 2), b"0000/0000/0000": (PATH_UCI, 3),
+        b"a7a8n/b2b1r/c7c8b/d2d1q": (PATH_UCI, 4), b"e2e4/e7e5/g1f3/b8c6/f1b5/a7a6": (PATH_UCI, 6),
+        b"e2e4/e7e5/": (PATH_OTHER, 3), b"e2e4/e7e5/x": (PATH_OTHER, 3), b"e2e4/e7e5q5/g1f3": (PATH_OTHER, 3),
+        b"e2e4/e7/e5": (PATH_OTHER, 3), b"e7e8q5": (PATH_OTHER, 1), b"e7e8qq/e2e4": (PATH_OTHER, 2),
+        b"e2e4/0000x/a1a2": (PATH_OTHER, 3), b"/": (PATH_OTHER, 2), b"//": (PATH_OTHER, 3), b"a/b/c": (PATH_OTHER, 3),
+    }
+    frame = assert_same(_from_lines([b"MOVE path=" + path + b" d=1\n" for path in cases]))
+    assert list(zip(frame.get_column(PATH_SHAPE).to_list(), frame.get_column(PLIES).to_list())) == list(cases.values())
+
+
+def test_integers_near_eighteen_digits():
+    """Integers of 17 to 21 digits, signs and leading zeros (values by hand: int64 holds up to 9223372036854775807)."""
+    cases = {
+        b"99999999999999999": 10**17 - 1, b"999999999999999999": 10**18 - 1, b"-999999999999999999": -(10**18 - 1),
+        b"+999999999999999999": 10**18 - 1, b"1000000000000000000": 10**18, b"-9999999999999999999": None,
+        b"000000000000000000001": 1, b"-000000000000000000009": -9, b"9223372036854775807": 2**63 - 1,
+        b"09223372036854775808": None, b"99999999999999999x": None, b"-99999999999999999x": None,
+    }
+    frame = assert_same(_from_lines([b"RESULT path=e2e4 score=" + v + b"\n" for v in cases]))
+    assert frame.get_column("score").to_list() == list(cases.values())
+
+
 @pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.name)
 def test_fixture_logs(path: Path):
     lines, _ = split_lines(path.read_bytes())

@@ -156,26 +156,39 @@ static inline int is_uci_move(const unsigned char *m, Py_ssize_t len)
 }
 
 /* The shape of path value v, and (in *plies) its length in moves: 0 for the root "-", else one more
- * than its '/' count (what treediff.parse.assemble.check_ply compares ply= with). */
+ * than its '/' count (what treediff.parse.assemble.check_ply compares ply= with).
+ * A UCI path is walked a move at a time (a move is 4 or 5 bytes, none of them '/'); only a path that
+ * turns out not to be one has its '/' counted byte by byte. */
 static inline unsigned char path_shape(const unsigned char *v, Py_ssize_t len, int32_t *plies)
 {
     if (len == 1 && v[0] == '-') {
         *plies = 0;
         return PATH_ROOT;
     }
-    int32_t slashes = 0;
-    int uci = 1;
+    int32_t moves = 1;
     Py_ssize_t from = 0;
-    for (Py_ssize_t i = 0; i <= len; i++) {
-        if (i == len || v[i] == '/') {
-            if (uci && !is_uci_move(v + from, i - from))
-                uci = 0;
-            slashes += i < len;
-            from = i + 1;
+    for (;;) {
+        Py_ssize_t rest = len - from, size;
+        if (rest == 4 || (rest > 4 && v[from + 4] == '/'))
+            size = 4;
+        else if (rest == 5 || (rest > 5 && v[from + 5] == '/'))
+            size = 5;
+        else
+            break; /* a move of another length: not UCI */
+        if (!is_uci_move(v + from, size))
+            break;
+        if (from + size == len) {
+            *plies = moves;
+            return PATH_UCI;
         }
+        moves++;
+        from += size + 1;
     }
+    int32_t slashes = 0;
+    for (Py_ssize_t i = 0; i < len; i++)
+        slashes += v[i] == '/';
     *plies = slashes + 1;
-    return uci ? PATH_UCI : PATH_OTHER;
+    return PATH_OTHER;
 }
 
 /* Write the Arrow string view of data[offset, offset+length) (little-endian, like Arrow itself).
@@ -237,8 +250,18 @@ static inline int parse_int64(const unsigned char *v, int32_t len, int64_t *out)
     }
     if (i >= len)
         return 0;
-    uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     uint64_t acc = 0;
+    if (len - i <= 18) { /* at most 18 digits: below 10**18, within int64 whatever they are */
+        for (; i < len; i++) {
+            unsigned d = (unsigned)v[i] - '0';
+            if (d > 9)
+                return 0;
+            acc = acc * 10 + d;
+        }
+        *out = negative ? -(int64_t)acc : (int64_t)acc;
+        return 1;
+    }
+    uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     for (; i < len; i++) {
         unsigned d = (unsigned)v[i] - '0';
         if (d > 9)
@@ -336,6 +359,24 @@ static PyObject *scan_fields(PyObject *args, int compact)
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t start[N_FIELDS];
     int32_t len[N_FIELDS];
+    /* The validity bits of the bitmap byte being filled (rows 8*acc_byte .. 8*acc_byte+7), stored (OR) when
+     * a row of the next byte comes and at the end: one store a bitmap per 8 rows, not a load and store a
+     * value. */
+    unsigned char str_acc[N_STR] = {0}, int_acc[N_INT] = {0};
+    Py_ssize_t acc_byte = 0;
+#define FLUSH_VALIDITY()                                                     \
+    do {                                                                     \
+        for (int f_ = 0; f_ < N_STR; f_++)                                   \
+            if (str_acc[f_]) {                                               \
+                vb[f_ * bitmap_bytes + acc_byte] |= str_acc[f_];             \
+                str_acc[f_] = 0;                                             \
+            }                                                                \
+        for (int k_ = 0; k_ < N_INT; k_++)                                   \
+            if (int_acc[k_]) {                                               \
+                ib[k_ * bitmap_bytes + acc_byte] |= int_acc[k_];             \
+                int_acc[k_] = 0;                                             \
+            }                                                                \
+    } while (0)
     for (Py_ssize_t i = 0; i < n; i++) {
         const unsigned char *line = buf + off[i];
         if (!match_line(line, (Py_ssize_t)(off[i + 1] - off[i]), data_len - off[i], start, len)) {
@@ -353,9 +394,13 @@ static PyObject *scan_fields(PyObject *args, int compact)
             idx[r] = (uint32_t)i;
         unsigned char bit = (unsigned char)(1u << (r & 7));
         Py_ssize_t byte = r >> 3;
+        if (byte != acc_byte) {
+            FLUSH_VALIDITY();
+            acc_byte = byte;
+        }
         /* the tag, always there */
         write_view(vw + r * VIEW_BYTES, buf, data_len, off[i] + start[0], len[0]);
-        vb[byte] |= bit;
+        str_acc[0] |= bit;
         uint16_t bad_bits = 0;
         for (int j = 0; j < N_KEYS; j++) {
             int slot = SLOT[j];
@@ -373,13 +418,13 @@ static PyObject *scan_fields(PyObject *args, int compact)
             if (slot >= 0) {
                 write_view(vw + ((Py_ssize_t)slot * n + r) * VIEW_BYTES, buf, data_len, off[i] + start[j + 1],
                            len[j + 1]);
-                vb[slot * bitmap_bytes + byte] |= bit;
+                str_acc[slot] |= bit;
             } else {
                 int k = -1 - slot;
                 int64_t value;
                 if (parse_int64(line + start[j + 1], len[j + 1], &value)) {
                     iv[(Py_ssize_t)k * n + r] = value;
-                    ib[k * bitmap_bytes + byte] |= bit;
+                    int_acc[k] |= bit;
                 } else {
                     bad_bits |= (uint16_t)(1u << k);
                     int_nulls[k]++;
@@ -395,6 +440,8 @@ static PyObject *scan_fields(PyObject *args, int compact)
             plies[r] = 0;
         }
     }
+    FLUSH_VALIDITY(); /* (only bits set are stored: nothing when there was no row) */
+#undef FLUSH_VALIDITY
     Py_END_ALLOW_THREADS
 
     PyObject *counts = PyTuple_New(N_STR + N_INT);
