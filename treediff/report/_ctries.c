@@ -28,7 +28,8 @@
 #ifdef CTRIES_TIMING
 #include <stdio.h>
 #include <time.h>
-#define PHASE(name) do { clock_t now_ = clock(); fprintf(stderr, "%-12s %.3f\n", name, (double)(now_ - t0_) / CLOCKS_PER_SEC); t0_ = now_; } while (0)
+/* Thread CPU seconds of each phase: the read-ahead thread decoding the next batch is not counted. */
+#define PHASE(name) do { struct timespec ts_; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts_); double now_ = ts_.tv_sec + ts_.tv_nsec * 1e-9; fprintf(stderr, "%-12s %.3f\n", name, now_ - t0_); t0_ = now_; } while (0)
 #else
 #define PHASE(name) do { } while (0)
 #endif
@@ -178,6 +179,20 @@ static int64_t strtab_get(StrTab *t, const unsigned char *data, int64_t st, int6
     t->hash[c] = h;
     t->slots[i] = (tag << 32) | (uint64_t)(c + 1);
     return c;
+}
+
+/* The path code of a whole string looked up in ``t``: ``t``'s own numbers are mapped to the walk's codes
+ * (``to_code``), a new string taking the next one (``*n_codes``); -1 when memory runs out. */
+static inline int64_t whole_string_code(StrTab *t, int64_t *to_code, int64_t *n_codes, const unsigned char *data,
+                                        int64_t st, int64_t ln)
+{
+    int64_t before = t->n;
+    int64_t c = strtab_get(t, data, st, ln);
+    if (c < 0)
+        return -1;
+    if (c == before)
+        to_code[c] = (*n_codes)++;
+    return to_code[c];
 }
 
 /* ------------------------------------------------------------------ (int64, int64) -> id */
@@ -405,7 +420,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
     memset(&st, 0, sizeof st);
     memset(&vt, 0, sizeof vt);
     memset(&tt, 0, sizeof tt);
-    int64_t *tmp_own = NULL, *tmp_par = NULL, *renum = NULL, *stamp = NULL, *nid = NULL, *par_node = NULL,
+    int64_t n_codes = 0;
+    int64_t *st_code = NULL, *tmp_own = NULL, *tmp_par = NULL, *renum = NULL, *stamp = NULL, *nid = NULL, *par_node = NULL,
             *parent_of = NULL, *ply_of = NULL, *rec_v = NULL, *res_pos = NULL, *res_of_v = NULL,
             *first_res_of_v = NULL, *last_move_of = NULL, *last_res_of = NULL, *prev_res = NULL,
             *first_move = NULL, *last_dec = NULL, *r_pv = NULL, *main_visit = NULL, *lvl_start = NULL,
@@ -489,15 +505,24 @@ static PyObject *derive(PyObject *self, PyObject *args)
 
     Py_BEGIN_ALLOW_THREADS
 #ifdef CTRIES_TIMING
-    clock_t t0_ = clock();
+    double t0_;
+    {
+        struct timespec ts0_;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts0_);
+        t0_ = ts0_.tv_sec + ts0_.tv_nsec * 1e-9;
+    }
     int64_t n_look = 0, n_plook = 0, n_comp = 0;
 #endif
     /* -------- paths: own path and parent path (without its last move) of every record, one dictionary */
     tmp_own = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
     tmp_par = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
-    if (!tmp_own || !tmp_par || !strtab_init(&st, 2 * n + 1, n / 2 + 1))
+    st_code = big_alloc0(sizeof(int64_t) * (size_t)(2 * n + 2));
+    /* st holds only the strings whose last component is long (and ""): a path is reached by one route only,
+     * its last component's (a short one: the pair table; a long one: its whole string), so a pair-table miss
+     * is a new path and needs no whole-string hash.  Codes count the paths in the order they are first met. */
+    if (!tmp_own || !tmp_par || !st_code || !strtab_init(&st, 2 * n + 1, 1024))
         goto nogil_done;
-    if (!pairtab_init(&pt, 1024))
+    if (!pairtab_init(&pt, n + 1))
         goto nogil_done;
     {
         /* A walk down each path's prefixes (its text before each '/'), starting from the prefixes it shares
@@ -517,7 +542,7 @@ static PyObject *derive(PyObject *self, PyObject *args)
         PHASE("path-init");
         int64_t top = 0, p_st = 0, p_ln = 0;
         s_bnd[0] = 0;
-        if ((s_code[0] = strtab_get(&st, data, 0, 0)) < 0)
+        if ((s_code[0] = whole_string_code(&st, st_code, &n_codes, data, 0, 0)) < 0)
             goto nogil_done;
         for (int64_t i = 0; i < n; i++) {
             int64_t s0 = off[i], ln = off[i + 1] - off[i];
@@ -556,15 +581,15 @@ static PyObject *derive(PyObject *self, PyObject *args)
 #ifdef CTRIES_TIMING
                         n_look++;
 #endif
-                        if ((code = strtab_get(&st, data, s0, next)) < 0
-                                || pairtab_get(&pt, s_code[d], (int64_t)packed, code) == -2)
+                        code = n_codes++;
+                        if (pairtab_get(&pt, s_code[d], (int64_t)packed, code) == -2)
                             goto nogil_done;
                     }
                 } else {
 #ifdef CTRIES_TIMING
                     n_plook++;
 #endif
-                    if ((code = strtab_get(&st, data, s0, next)) < 0)
+                    if ((code = whole_string_code(&st, st_code, &n_codes, data, s0, next)) < 0)
                         goto nogil_done;
                 }
                 d++;
@@ -580,17 +605,17 @@ static PyObject *derive(PyObject *self, PyObject *args)
         }
     }
 #ifdef CTRIES_TIMING
-    fprintf(stderr, "own lookups %lld parent lookups %lld unique %lld components %lld pt size %lld\n", (long long)n_look, (long long)n_plook, (long long)st.n, (long long)n_comp, (long long)(pt.mask + 1));
+    fprintf(stderr, "own lookups %lld parent lookups %lld unique %lld components %lld pt size %lld\n", (long long)n_look, (long long)n_plook, (long long)n_codes, (long long)n_comp, (long long)(pt.mask + 1));
 #endif
     pairtab_free(&pt);
     memset(&pt, 0, sizeof pt);
     PHASE("paths");
     /* Codes numbered like a dictionary encoding of the own paths followed by the parent paths. */
     int64_t n_paths = 0;
-    renum = big_alloc0(sizeof(int64_t) * (size_t)(st.n + 1));
+    renum = big_alloc0(sizeof(int64_t) * (size_t)(n_codes + 1));
     if (!renum)
         goto nogil_done;
-    memset(renum, 0xff, sizeof(int64_t) * (size_t)(st.n + 1));
+    memset(renum, 0xff, sizeof(int64_t) * (size_t)(n_codes + 1));
     for (int64_t i = 0; i < n; i++) {
         if (renum[tmp_own[i]] < 0)
             renum[tmp_own[i]] = n_paths++;
@@ -607,6 +632,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
     memset(&st, 0, sizeof st);
     free(renum);
     renum = NULL;
+    free(st_code);
+    st_code = NULL;
 
     PHASE("renumber");
     /* -------- nodes: (run, path); runs are contiguous, so a stamp per path code numbers them */
@@ -1006,7 +1033,7 @@ done:
     pairtab_free(&vt);
     pairtab_free(&tt);
     pairtab_free(&pt);
-    free(tmp_own); free(tmp_par); free(renum); free(stamp); free(nid); free(par_node); free(parent_of);
+    free(st_code); free(tmp_own); free(tmp_par); free(renum); free(stamp); free(nid); free(par_node); free(parent_of);
     free(ply_of); free(rec_v); free(res_pos); free(res_of_v); free(first_res_of_v); free(last_move_of);
     free(last_res_of); free(prev_res); free(first_move); free(last_dec); free(r_pv); free(main_visit);
     free(lvl_start); free(lvl_items); free(r_level); free(best); free(buf); free(span_end); free(t_end);
