@@ -141,3 +141,33 @@ def test_kinds_from_acts_by_hand():
     kinds, unknown = assemble._kinds_from_acts(acts, {"LMR": "REDUCE", "FULL": "SEARCH"})
     assert kinds.to_pylist() == ["REDUCE", None, "SEARCH", "OTHER", "REDUCE", None]
     assert kinds.chunk(0).dictionary.to_pylist() == ["REDUCE", "SEARCH", "OTHER"] and unknown == ["ODD"]
+
+
+# ---------------------------------------------------------------------- per-search columns (with_search_columns)
+from types import SimpleNamespace  # noqa: E402
+
+
+def _searches(units: list[int], dialects: list[str]) -> dict:
+    """Stand-ins for SearchState with what with_search_columns reads (unit, dialect.name), searches 5, 6, ..."""
+    return {5 + i: SimpleNamespace(unit=u, dialect=SimpleNamespace(name=d)) for i, (u, d) in enumerate(zip(units, dialects))}
+
+
+@pytest.mark.parametrize("units, dialects, expected_units, expected_dialects", [
+    # one unit and dialect for every search of the chunk (the usual case), then mixed ones; by hand
+    ([1, 1], ["stockfish", "stockfish"], [1.0, 1.0, 1.0, 1.0], ["stockfish"] * 4),
+    ([64, 1], ["typhoon", "stockfish"], [64.0, 64.0, 1.0, 1.0], ["typhoon", "typhoon", "stockfish", "stockfish"]),
+    ([64, 64], ["typhoon", "crafty"], [64.0] * 4, ["typhoon", "typhoon", "crafty", "crafty"]),
+])
+def test_search_columns_by_hand(units, dialects, expected_units, expected_dialects):
+    rows = pl.DataFrame({"search": pl.Series([5, 5, 6, 6], dtype=pl.Int32), "d": [64, 128, 1, 2]})
+    out = assemble.with_search_columns(rows, _searches(units, dialects), [5, 6])
+    assert out.schema["_unit"] == pl.Float64 and out.schema["_dialect"] == pl.String
+    assert out.get_column("_unit").to_list() == expected_units
+    assert out.get_column("_dialect").to_list() == expected_dialects
+    assert out.height == 4 and out.get_column("d").to_list() == [64, 128, 1, 2]
+
+
+def test_search_columns_of_no_rows():
+    rows = pl.DataFrame({"search": pl.Series([], dtype=pl.Int32)})
+    out = assemble.with_search_columns(rows, _searches([1], ["stockfish"]), [5])
+    assert out.height == 0 and out.schema["_unit"] == pl.Float64 and out.schema["_dialect"] == pl.String
