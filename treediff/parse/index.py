@@ -301,19 +301,20 @@ class _RangeReader:
 
 
 def parse_span(index: LogIndex, span: Span, out: Path, progress: Callable[[int], None] | None = None):
-    """Parse the lines of one search (``span``) of ``index``'s log straight to ``out`` and its searches file,
-    as :func:`~treediff.parse.pipeline.parse_to_parquet` writes a parse, its ``search`` numbered 0.
+    """Parse the lines of one search (``span``) of ``index``'s log into the spill directory ``out``
+    (:mod:`treediff.store.spill`, as :func:`~treediff.parse.pipeline.parse_to_spill` writes a log), its
+    ``search`` numbered 0.
 
     Returns the :class:`~treediff.parse.pipeline.ParseResult` with the warnings as a full parse words them
     (``search N``).  Raises :class:`SpanMismatch` where the search read alone could differ from a full
     parse's (see the module docstring); InputError as the parser does.
     """
-    from treediff.model.schema import RECORDS_FORMAT, RECORDS_SCHEMA, SEARCHES_FORMAT, dialects_of, format_metadata
-    from treediff.model.schema import searches_path_for, with_format
-    from treediff.parse.pipeline import RECORDS_PARQUET_OPTIONS, TreedumpParser, _BackgroundSink
-    from treediff.store.files import AtomicParquetWriter, write_table_atomic
+    from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_FORMAT, dialects_of, with_format
+    from treediff.parse.pipeline import TreedumpParser, _BackgroundSink
+    from treediff.store.files import write_table_atomic
+    from treediff.store.spill import SpillWriter, spill_searches_path
 
-    with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer:
+    with SpillWriter(out, RECORDS_SCHEMA) as writer:
         with _BackgroundSink(writer.write, name="treediff-writer") as encode, \
                 _BackgroundSink(encode.put, name="treediff-convert") as convert:
             parser = TreedumpParser(index.options, deferred_sink=convert.put)
@@ -328,8 +329,7 @@ def parse_span(index: LogIndex, span: Span, out: Path, progress: Callable[[int],
             result = parser.finish()
             _check_span(index, span, states, result)
             write_table_atomic(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)),
-                               searches_path_for(str(out)))
-        writer.add_metadata(format_metadata(RECORDS_FORMAT, dialects_of(result.searches)))
+                               spill_searches_path(out))
     result.warnings = _renumbered(result.warnings, index, span)
     return result
 

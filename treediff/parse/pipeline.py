@@ -398,15 +398,18 @@ def parse_to_parquet(
     # then encoding it to Parquet; both take about as long as the parser itself.
     with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer:
         held = _HoldOpenSearch(writer.write) if keep_complete else None
-        result = _parse_into(paths, out, parser_options, progress, held.write if held else writer.write, held)
+        result = _parse_into(paths, searches_path_for(out), parser_options, progress,
+                             held.write if held else writer.write, held)
         # The schema's metadata, plus the dialects found (known only now; in the footer's key-value metadata).
         writer.add_metadata(format_metadata(RECORDS_FORMAT, dialects_of(result.searches)))
     return result
 
 
-def _parse_into(paths: Iterable[str | os.PathLike], out: str, parser_options: ParseOptions,
+def _parse_into(paths: Iterable[str | os.PathLike], searches_out: str, parser_options: ParseOptions,
                 progress: Callable[[int], None] | None, sink: Callable[[pa.Table], None],
                 held: _HoldOpenSearch | None) -> ParseResult:
+    """Parse ``paths`` into ``sink`` (the records, a chunk at a time, on a writer thread) and write the
+    searches table to ``searches_out`` (Parquet)."""
     with _BackgroundSink(sink, name="treediff-writer") as encode, \
             _BackgroundSink(encode.put, name="treediff-convert") as convert:
         parser = TreedumpParser(parser_options, deferred_sink=convert.put)
@@ -421,9 +424,34 @@ def _parse_into(paths: Iterable[str | os.PathLike], out: str, parser_options: Pa
         if held is not None:
             held.finish()
         # Written before the records file is renamed into place, so a reader never sees records alone.
-        write_table_atomic(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)),
-                           searches_path_for(out))
+        write_table_atomic(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)), searches_out)
     return result
+
+
+def parse_to_spill(
+    paths: Iterable[str | os.PathLike],
+    directory: str | os.PathLike,
+    engine: str = "auto",
+    positions: str | os.PathLike | PositionBook | None = None,
+    strict: bool = False,
+    all_contexts: bool = False,
+    progress: Callable[[int], None] | None = None,
+    keep_complete: bool = False,
+) -> ParseResult:
+    """Parse logs into a scratch ``directory`` as Arrow IPC parts (:mod:`treediff.store.spill`), streaming.
+
+    What a command reading a log does (:func:`treediff.parse.source.open_source`): the same parse as
+    :func:`parse_to_parquet`, written at memory speed instead of Parquet-encoded (only this process
+    reads it), the searches table as Parquet beside.  Read back with
+    :func:`treediff.store.spill.spill_source`.  The options are :func:`parse_to_parquet`'s.
+    """
+    from treediff.store.spill import SpillWriter, spill_searches_path
+
+    parser_options = _options(engine, positions, strict, all_contexts, keep_complete)
+    with SpillWriter(directory, RECORDS_SCHEMA) as writer:
+        held = _HoldOpenSearch(writer.write) if keep_complete else None
+        return _parse_into(paths, str(spill_searches_path(directory)), parser_options, progress,
+                           held.write if held else writer.write, held)
 
 
 class _BackgroundSink:

@@ -53,26 +53,31 @@ def _open_one(path: str | os.PathLike, **parse_options) -> Source:
 
 
 def _spilled_log(path: str | os.PathLike, **parse_options) -> Source:
-    """A log stream-parsed once into a Parquet pair in a scratch directory, read back as any Parquet pair is.
+    """A log stream-parsed once into a scratch directory (Arrow IPC parts, :mod:`treediff.store.spill`), read
+    back in batches as a Parquet pair is.
 
     One path for every size (issue 17): the streaming parse holds a chunk and the open search, not the
-    log, and consumers read the pair in batches (report tables) or a position at a time (the aligner).
+    log, and consumers read the spill in batches (report tables) or a position at a time (the aligner).
+    The spill is IPC, not Parquet: only this process reads it, several times (compare: four passes),
+    and IPC is written and read at memory speed (docs/PERFORMANCE.md).
     The directory is removed when the last source over it is garbage-collected, and at exit whatever
     happened (an error, Ctrl-C, SIGTERM: the CLI turns those into exceptions, so atexit runs).
     """
-    from treediff.parse.core import parse_to_parquet
+    from treediff.parse.pipeline import parse_to_spill
 
-    return _spilled(lambda out: parse_to_parquet([str(path)], out, **parse_options))
+    return _spilled(lambda directory: parse_to_spill([str(path)], directory, **parse_options))
 
 
 def _spilled(parse: Callable[[Path], object]) -> Source:
-    """``parse(out)`` writes a Parquet pair at ``out`` in a new scratch directory and returns its ParseResult:
-    the pair as a Source (with the result's warnings), the directory removed with the last source over it."""
+    """``parse(directory)`` writes a spill (:mod:`treediff.store.spill`) into a new scratch directory and
+    returns its ParseResult: the spill as a Source (with the result's warnings), the directory removed
+    with the last source over it (or at once, if the parse fails)."""
+    from treediff.store.spill import spill_source
+
     scratch = scratch_dir("log")
     try:
-        out = scratch / "records.parquet"
-        result = parse(out)
-        source = parquet_source(out)
+        result = parse(scratch)
+        source = spill_source(scratch)
     except BaseException:
         remove_scratch(scratch)
         raise

@@ -13,7 +13,9 @@ and never which kind of input it is:
 
 The kinds here need nothing above the store layer: :class:`FrameSource`
 (DataFrames already in memory), :class:`ArrowSource` (Arrow tables, e.g. a
-parsed log), :class:`ParquetSource` (a ``treediff parse`` pair),
+parsed log), :class:`GroupedSource` (records read group by group: a ``treediff parse`` pair through
+:func:`parquet_source`, whose class is also named :class:`ParquetSource`, or a log spilled by
+:mod:`treediff.store.spill`),
 :class:`DatasetSource` (a ``treediff batch`` directory, read a few searches'
 files at a time) and :class:`CombinedSource` (several inputs, ``search``
 renumbered to stay unique).  Logs are parsed by the parse layer, whose
@@ -221,20 +223,26 @@ def _same_rows(new: pd.DataFrame, old: pd.DataFrame) -> None:
         raise ValueError("with_searches needs the same rows")
 
 
-def parquet_source(path: str | Path) -> ParquetSource:
-    """A ``treediff parse`` output: ``X.parquet`` (records, read column by column and row group by row
-    group on demand) and ``X.searches.parquet`` (read whole)."""
-    path = Path(path)
-    spath = Path(searches_path_for(str(path)))
-    if not spath.exists():
-        raise InputError(f"{path}: its searches table {spath.name} is missing (write both with `treediff parse`)")
+def read_searches(spath: Path) -> pd.DataFrame:
+    """A pair's searches table (``X.searches.parquet``), read whole and checked: its schema, and one
+    number per search."""
     searches_table = read_parquet(spath, "searches")
     check_searches_schema(spath, searches_table.schema)
     ids = searches_table.column("search")
     if pc.count_distinct(ids).as_py() != len(ids) or ids.null_count:
         raise InputError(f"{spath}: search numbers repeat (or are missing) in the searches table: each search "
                          "has its own number (write the pair again with `treediff parse`)")
-    searches = searches_table.to_pandas()
+    return searches_table.to_pandas()
+
+
+def parquet_source(path: str | Path) -> GroupedSource:
+    """A ``treediff parse`` output: ``X.parquet`` (records, read column by column and row group by row
+    group on demand) and ``X.searches.parquet`` (read whole)."""
+    path = Path(path)
+    spath = Path(searches_path_for(str(path)))
+    if not spath.exists():
+        raise InputError(f"{path}: its searches table {spath.name} is missing (write both with `treediff parse`)")
+    searches = read_searches(spath)
     parquet = open_parquet(path, "records")
     schema = parquet.schema_arrow
     check_records_schema(path, schema)
@@ -259,7 +267,7 @@ def parquet_source(path: str | Path) -> ParquetSource:
         check_finite(path, table)
         return table
 
-    return ParquetSource(read, searches, row_group_spans(parquet))
+    return GroupedSource(read, searches, row_group_spans(parquet))
 
 
 def row_group_spans(parquet: pq.ParquetFile) -> list[tuple[int, int, int]] | None:
@@ -384,14 +392,14 @@ def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
         thread.join()
 
 
-class ParquetSource(ArrowSource):
-    """A ``treediff parse`` Parquet pair: records read row group by row group into batches of about
-    ``target`` records (whole searches: cut where no search spans), only the columns asked for, the next
-    batch built on a thread (:func:`read_ahead`) while the current one is counted.
+class GroupedSource(ArrowSource):
+    """Records stored in groups (a Parquet pair's row groups, a spilled log's IPC parts) read group by group
+    into batches of about ``target`` records (whole searches: cut where no search spans), only the columns
+    asked for, the next batch built on a thread (:func:`read_ahead`) while the current one is counted.
 
-    ``read_records(columns, row_groups)`` reads those row groups (None: all); ``spans`` are the row
-    groups' sizes and search ranges (:func:`row_group_spans`; None: read the file as one batch).
-    Memory is then bounded by the batch, not the file (issue 17).
+    ``read_records(columns, groups)`` reads those groups (None: all); ``spans`` are the groups' sizes and
+    search ranges (:func:`row_group_spans`, :mod:`treediff.store.spill`; None: read everything as one batch).
+    Memory is then bounded by the batch, not the file (issue 17).  :class:`ParquetSource` is its old name.
     """
 
     def __init__(self, read_records: Callable[..., pa.Table], searches: pd.DataFrame,
@@ -415,9 +423,9 @@ class ParquetSource(ArrowSource):
         yield from read_ahead(self._cut_batches(wanted, [g for read in plan for g in read], target))
 
     def _cut_batches(self, wanted: list[str] | None, groups: list[int], target: int) -> Iterator[pd.DataFrame]:
-        """Batches of the row groups ``groups``, read one at a time: a batch is cut inside a row group at the
-        last point no search spans (the parser's row groups end mid-search, so cuts between row groups alone
-        would rarely exist), the rest carried into the next batch."""
+        """Batches of the groups ``groups``, read one at a time: a batch is cut inside a group at the last
+        point no search spans (the parser's groups end mid-search, so cuts between groups alone would rarely
+        exist), the rest carried into the next batch."""
         carry: pa.Table | None = None
         for group in groups:
             table = self._read_groups(wanted, [group])
@@ -436,11 +444,16 @@ class ParquetSource(ArrowSource):
     def select(self, keep: np.ndarray) -> Source:
         rows = _rows(keep, len(self._searches))
         ids = self._searches["search"].to_numpy(dtype=np.int64)[rows]
-        return ParquetSource(self._read, self._searches.iloc[rows], self._spans, self.warnings, _KeptIds(ids))
+        return GroupedSource(self._read, self._searches.iloc[rows], self._spans, self.warnings, _KeptIds(ids))
 
     def with_searches(self, searches: pd.DataFrame) -> Source:
         _same_rows(searches, self._searches)
-        return ParquetSource(self._read, searches, self._spans, self.warnings, self._kept)
+        return GroupedSource(self._read, searches, self._spans, self.warnings, self._kept)
+
+
+#: A ``treediff parse`` Parquet pair's source (:func:`parquet_source`): a :class:`GroupedSource` whose
+#: groups are row groups (the name callers and tests have always used).
+ParquetSource = GroupedSource
 
 
 class DatasetSource(Source):

@@ -1,0 +1,256 @@
+"""A log's scratch spill as Arrow IPC parts (treediff/store/spill.py) reads back exactly as the Parquet pair did.
+
+The reference is the old code path: the same log parsed with ``parse_to_parquet`` and read through
+``parquet_source``.  Frames are compared whole (``assert_frame_equal``: values, dtypes, categories and their
+order, which decide group orders downstream), batch by batch, for batch sizes small enough to cut inside
+searches, with ``select``/``with_searches``, column subsets and a column the file lacks.
+"""
+from __future__ import annotations
+
+import errno
+import gc
+import gzip
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from treediff.model.errors import InputError
+from treediff.model.schema import RECORDS_SCHEMA, searches_path_for
+from treediff.parse import chunks
+from treediff.parse.core import parse_to_parquet
+from treediff.parse.pipeline import parse_to_spill
+from treediff.parse.source import SearchChunks, open_source
+from treediff.store.files import OutputError
+from treediff.store.source import BATCH_RECORDS, parquet_source
+from treediff.store.spill import META_MAX_SEARCH, META_MIN_SEARCH, META_ROWS, SpillWriter, spill_source
+from support.parquet_spill import parts_of
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT / "fixtures" / "traces"
+LOGS = [TRACES / name for name in ("typhoon_batch3.log", "stockfish_batch3.log", "crafty_batch3.log")]
+#: Chunk sizes of the parse: small ones give many parts (a search over several), cut mid-search.
+CHUNK_SIZES = (4096, 50_000, chunks.CHUNK_BYTES)
+TARGETS = (1, 97, 1000, 5000, BATCH_RECORDS)
+COLUMN_SETS = (None, ["kind", "path"], ["depth", "no_such_column", "visit", "move"], ["search"])
+
+
+def _pair(log: Path, base: Path, **options):
+    """The log parsed both ways: (Parquet source, IPC spill source)."""
+    parquet = base / "p.parquet"
+    parse_to_parquet([log], parquet, **options)
+    spill = base / "spill"
+    parse_to_spill([log], spill, **options)
+    return parquet_source(parquet), spill_source(spill)
+
+
+def _same_frame(new: pd.DataFrame, old: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(new, old, check_categorical=True, check_exact=True)
+    for name in old.columns:
+        if isinstance(old[name].dtype, pd.CategoricalDtype):
+            assert new[name].cat.categories.tolist() == old[name].cat.categories.tolist(), name
+
+
+def _same_batches(new, old, columns, target) -> int:
+    got, want = list(new.batches(columns, target)), list(old.batches(columns, target))
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        _same_frame(a, b)
+    return len(got)
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("chunk_bytes", CHUNK_SIZES)
+def test_batches_equal_the_parquet_pairs(log, chunk_bytes, tmp_path, monkeypatch):
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
+    old, new = _pair(log, tmp_path)
+    _same_frame(new.searches, old.searches)
+    assert new._spans == [(r, lo, hi) for r, lo, hi in old._spans]  # a part per row group, same spans
+    if chunk_bytes == 4096:
+        assert len(new._spans) > 10
+    counts = set()
+    for columns in COLUMN_SETS:
+        for target in TARGETS:
+            counts.add(_same_batches(new, old, columns, target))
+        _same_frame(new.records(columns), old.records(columns))
+    if chunk_bytes == 4096:
+        assert max(counts) == len(old.searches)  # (target 1: a batch a search, cut inside parts)
+
+
+@pytest.mark.parametrize("log", LOGS[:2], ids=lambda p: p.stem)
+def test_select_and_with_searches_read_what_the_parquet_pair_reads(log, tmp_path, monkeypatch):
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 4096)
+    old, new = _pair(log, tmp_path)
+    n = len(old.searches)
+    for rows in ([0], [n - 1], [0, n - 1], list(range(1, n))):
+        keep = np.zeros(n, dtype=bool)
+        keep[rows] = True
+        for columns in COLUMN_SETS[:3]:
+            for target in (1, 500, BATCH_RECORDS):
+                _same_batches(new.select(keep), old.select(keep), columns, target)
+                _same_batches(SearchChunks(new).select(keep), SearchChunks(old).select(keep), columns, target)
+    renamed = old.searches.copy()
+    renamed["position"] = [f"p{i}" for i in range(n)]
+    for a, b in ((new.with_searches(renamed), old.with_searches(renamed)),
+                 (SearchChunks(new).with_searches(renamed).select(np.arange(n) != 1),
+                  SearchChunks(old).with_searches(renamed).select(np.arange(n) != 1))):
+        _same_frame(a.searches, b.searches)
+        for target in (1, 700, BATCH_RECORDS):
+            _same_batches(a, b, ["kind", "ply"], target)
+
+
+def test_keep_complete_and_the_held_search_give_the_same_parts(tmp_path, monkeypatch):
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 4096)
+    old, new = _pair(LOGS[0], tmp_path, keep_complete=True)
+    for target in (1, 1000, BATCH_RECORDS):
+        _same_batches(new, old, None, target)
+
+
+def test_a_log_without_records(tmp_path):
+    log = tmp_path / "zero.log"
+    log.write_text("TREEDUMP engine=stockfish v=1 id=p fen=8/8/8/8/8/8/8/K6k w - - 0 1\nITER d=1\nEND nodes=0\n")
+    old, new = _pair(log, tmp_path)
+    assert parts_of(tmp_path / "spill") == []
+    for columns in (None, ["kind"]):
+        _same_batches(new, old, columns, BATCH_RECORDS)
+        _same_frame(new.records(columns), old.records(columns))
+        _same_batches(new.select(np.zeros(1, dtype=bool)), old.select(np.zeros(1, dtype=bool)), columns, 10)
+
+
+def test_a_column_the_file_lacks_is_left_out_as_the_parquet_pair_does(tmp_path, monkeypatch):
+    """A spill written without ``visit``/``parent_visit`` (as an older file lacks them) reads like a Parquet
+    file without them: the columns asked for that are missing are simply not there."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 4096)
+    full, _ = _pair(LOGS[1], tmp_path)
+    whole = pq.read_table(tmp_path / "p.parquet")
+    lacking = whole.drop_columns(["visit", "parent_visit"])
+    spans = full._spans
+    old_path = tmp_path / "old.parquet"
+    with pq.ParquetWriter(old_path, lacking.schema) as writer:
+        at = 0
+        for rows, _, _ in spans:
+            writer.write_table(lacking.slice(at, rows))
+            at += rows
+    Path(searches_path_for(str(old_path))).write_bytes((tmp_path / "p.searches.parquet").read_bytes())
+    spill = tmp_path / "old-spill"
+    with SpillWriter(spill, lacking.schema) as writer:
+        at = 0
+        for rows, _, _ in spans:
+            writer.write(lacking.slice(at, rows).combine_chunks())
+            at += rows
+    (spill / "records.searches.parquet").write_bytes((tmp_path / "p.searches.parquet").read_bytes())
+    old, new = parquet_source(old_path), spill_source(spill)
+    for target in (1, 2000, BATCH_RECORDS):
+        assert _same_batches(new, old, ["visit", "parent_visit", "kind"], target)
+    assert "visit" not in new.records(["visit"]).columns
+
+
+def test_each_part_says_its_rows_and_search_range(tmp_path, monkeypatch):
+    """The span metadata against the part's own search column (counted by numpy here, not by the writer)."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 4096)
+    parse_to_spill([LOGS[0]], tmp_path)
+    parts = parts_of(tmp_path)
+    assert len(parts) > 5
+    for part in parts:
+        with pa.memory_map(str(part)) as mapped:
+            reader = pa.ipc.open_file(mapped)
+            assert reader.num_record_batches == 1
+            search = reader.get_batch(0).column("search").to_numpy()
+            meta = reader.schema.metadata
+        assert (int(meta[META_ROWS]), int(meta[META_MIN_SEARCH]), int(meta[META_MAX_SEARCH])) == (
+            len(search), search.min(), search.max())
+
+
+def test_a_table_of_several_batches_is_one_part_each(tmp_path):
+    table = pq.read_table(parquet_of(tmp_path))
+    pieces = pa.concat_tables([table.slice(0, 10), table.slice(10, 15)])
+    with SpillWriter(tmp_path / "s", table.schema) as writer:
+        writer.write(pieces)
+        writer.write(table.slice(25, 0))  # (an empty table: no part)
+    assert len(parts_of(tmp_path / "s")) == 2
+
+
+def parquet_of(tmp_path: Path) -> Path:
+    out = tmp_path / "x.parquet"
+    parse_to_parquet([LOGS[1]], out)
+    return out
+
+
+# ------------------------------------------------------------------ the scratch directory
+
+@pytest.fixture
+def scratch_root(tmp_path, monkeypatch) -> Path:
+    """TMPDIR for this test (tempfile's cached choice; scratch_dir makes its directories there)."""
+    root = tmp_path / "tmp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
+
+
+def _scratch(root: Path) -> list[Path]:
+    return [p for p in root.iterdir() if p.name.startswith("treediff-")]
+
+
+def test_the_spill_is_under_tmpdir_and_goes_with_the_last_source(scratch_root):
+    source = open_source(LOGS[0])
+    (directory,) = _scratch(scratch_root)
+    assert parts_of(directory) and (directory / "records.searches.parquet").exists()
+    chosen = source.select(np.array([True, False, False]))
+    del source
+    gc.collect()
+    assert directory.exists()  # a selection still reads it
+    assert len(chosen.records(["kind"])) > 0
+    del chosen
+    gc.collect()
+    assert _scratch(scratch_root) == []
+
+
+def test_batches_alive_after_the_source_keep_their_memory(scratch_root):
+    """The parts are memory-mapped: a frame read from them stays valid after its directory is removed."""
+    source = open_source(LOGS[1])
+    frames = list(source.batches(None, target=100))
+    expected = [f.copy(deep=True) for f in frames]
+    del source
+    gc.collect()
+    assert _scratch(scratch_root) == []
+    for frame, copy in zip(frames, expected):
+        _same_frame(frame, copy)
+
+
+def test_an_error_mid_parse_removes_the_spill(scratch_root, tmp_path):
+    cut = tmp_path / "cut.log.gz"
+    data = gzip.compress(LOGS[0].read_bytes())
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError):
+        open_source(cut)
+    assert _scratch(scratch_root) == []
+
+
+def test_a_disk_full_while_spilling_is_an_output_error_and_removes_the_spill(scratch_root, monkeypatch):
+    import treediff.store.spill as spill_module
+
+    real = pa.OSFile
+    opened = []
+
+    def full(path, mode="rb"):
+        opened.append(path)
+        if mode == "wb" and len(opened) > 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, mode)
+
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(spill_module.pa, "OSFile", full)
+    with pytest.raises(OutputError, match="records-000002.arrow"):
+        open_source(LOGS[0])
+    assert _scratch(scratch_root) == []
+
+
+def test_records_schema_is_what_the_parser_writes(tmp_path):
+    """The spill's schema is the records schema: every column a Parquet pair has, in order."""
+    parse_to_spill([LOGS[2]], tmp_path)
+    source = spill_source(tmp_path)
+    assert list(source.records().columns) == RECORDS_SCHEMA.names

@@ -1,0 +1,170 @@
+"""A parsed log's records spilled to a scratch directory as Arrow IPC files, read back memory-mapped.
+
+A command that reads a log (compare, report, browse, ...) parses it once into a scratch directory and
+reads the records back in batches, several times (compare: four passes a side).  Only this process
+reads those files, so they need no Parquet encoding: Arrow IPC (the file format) is written and read at
+about memory speed (docs/PERFORMANCE.md, spilling a log).
+
+Layout of a spill directory:
+
+* ``records-NNNNNN.arrow``: one IPC file per record batch the parser wrote (a chunk of the log), in log
+  order.  One file per batch because the parser gives every chunk its own dictionaries (``move``,
+  ``position``, ...) and the IPC file format cannot replace a dictionary between batches; a file per
+  batch keeps each batch's dictionary exactly as written, so pandas gets the categories (and their
+  order) a Parquet pair's row groups give.  Each file's schema metadata holds the batch's rows and
+  smallest and largest ``search`` (its "span", as a Parquet row group's statistics give it).
+* ``records.searches.parquet``: the searches table, as a ``treediff parse`` pair has it (it is small).
+
+:class:`SpillWriter` writes one; :func:`spill_source` reads it as a
+:class:`~treediff.store.source.GroupedSource` (the batching of a Parquet pair: a part is a row group).
+``treediff parse`` output stays Parquet: that is the user's file.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from treediff.model.errors import InputError
+from treediff.store.files import is_write_failure, write_error
+from treediff.store.source import GroupedSource, read_searches
+from treediff.store.validate import check_finite
+
+__all__ = ["SPILL_COMPRESSION", "SpillWriter", "spill_searches_path", "spill_source"]
+
+#: How the parts are compressed (``pa.ipc.IpcWriteOptions(compression=...)``).  Measured on the 1M-line
+#: stockfish log (10 parts; docs/PERFORMANCE.md): uncompressed 153 MB (19x the Parquet spill's 7.9 MB),
+#: lz4 28 MB (3.6x), zstd 14 MB (1.8x); writing 0.05 / 0.12 / 0.21 CPU-s against Parquet's 0.32-0.41,
+#: reading every column 0.005 / 0.075 / 0.11-0.14 against Parquet's 0.17-0.25.  lz4 keeps the disk near
+#: the 3x a scratch file may take (a 20M + 20M compare: ~1.1 GB, not ~6 GB) for most of the CPU saved.
+SPILL_COMPRESSION: str | None = "lz4"
+#: Schema metadata keys of a part: its rows and its smallest and largest ``search`` (decimal text).
+META_ROWS = b"treediff.spill.rows"
+META_MIN_SEARCH = b"treediff.spill.min_search"
+META_MAX_SEARCH = b"treediff.spill.max_search"
+_PART_PREFIX = "records-"
+_PART_SUFFIX = ".arrow"
+
+
+def spill_searches_path(directory: str | os.PathLike[str]) -> Path:
+    """Where a spill directory keeps its searches table (Parquet, as a ``treediff parse`` pair's)."""
+    return Path(directory) / "records.searches.parquet"
+
+
+def _part_paths(directory: Path) -> list[Path]:
+    """The directory's part files in the order written (their names number them)."""
+    return sorted(p for p in directory.iterdir() if p.name.startswith(_PART_PREFIX) and p.name.endswith(_PART_SUFFIX))
+
+
+class SpillWriter:
+    """Writes records tables into a spill directory, each record batch its own IPC file (see the module).
+
+    Used as a context manager; :meth:`write` takes the parser's tables in log order.  Nothing is atomic:
+    the directory is a scratch directory, read only after the parse succeeded and removed whatever
+    happened (:func:`treediff.parse.source.scratch_dir`).  A write that fails (disk full) is an
+    :class:`~treediff.store.files.OutputError` naming the part.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], schema: pa.Schema,
+                 compression: str | None = SPILL_COMPRESSION) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.schema = schema
+        self._options = pa.ipc.IpcWriteOptions(compression=compression)
+        self.parts = 0
+        self.rows = 0
+
+    def write(self, table: pa.Table | pa.RecordBatch) -> None:
+        """Append ``table``'s rows: one part per non-empty record batch (a chunk of the parser)."""
+        batches = [table] if isinstance(table, pa.RecordBatch) else table.to_batches()
+        for batch in batches:
+            if batch.num_rows:
+                self._write_part(batch)
+
+    def _write_part(self, batch: pa.RecordBatch) -> None:
+        search = pc.min_max(batch.column("search"))
+        span = {META_ROWS: str(batch.num_rows).encode(), META_MIN_SEARCH: str(search["min"].as_py()).encode(),
+                META_MAX_SEARCH: str(search["max"].as_py()).encode()}
+        schema = self.schema.with_metadata({**(self.schema.metadata or {}), **span})
+        path = self.directory / f"{_PART_PREFIX}{self.parts:06d}{_PART_SUFFIX}"
+        try:
+            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema, options=self._options) as writer:
+                writer.write_batch(batch)
+        except BaseException as exc:
+            if is_write_failure(exc):
+                raise write_error(path, exc) from None
+            raise
+        self.parts += 1
+        self.rows += batch.num_rows
+
+    def __enter__(self) -> SpillWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        """Nothing to close (each part is closed as written); a failed parse's parts go with its directory."""
+
+
+def _part_span(path: Path) -> tuple[pa.Schema, tuple[int, int, int]]:
+    """A part's schema (without the span keys) and span (rows, smallest search, largest search)."""
+    with pa.memory_map(str(path)) as mapped:
+        schema = pa.ipc.open_file(mapped).schema
+    meta = dict(schema.metadata or {})
+    span = (int(meta.pop(META_ROWS)), int(meta.pop(META_MIN_SEARCH)), int(meta.pop(META_MAX_SEARCH)))
+    return schema.with_metadata(meta), span
+
+
+def spill_source(directory: str | os.PathLike[str]) -> GroupedSource:
+    """A spill directory (:class:`SpillWriter`'s parts and its searches table) as a Source.
+
+    Records are read part by part into batches of about ``target`` records, whole searches, only the
+    columns asked for, exactly as a Parquet pair's row groups are (:class:`~treediff.store.source.GroupedSource`);
+    each part is memory-mapped and read without a copy (lz4 buffers are decompressed, only the columns
+    asked for).
+    """
+    directory = Path(directory)
+    searches = read_searches(spill_searches_path(directory))
+    parts = _part_paths(directory)
+    if parts:
+        spans = []
+        for part in parts:
+            schema, span = _part_span(part)
+            spans.append(span)
+    else:
+        from treediff.model.schema import RECORDS_SCHEMA
+
+        schema, spans = RECORDS_SCHEMA, []
+    where = directory / "records.arrow"  # (the name errors give: the spill as one file)
+
+    def read(columns: list[str] | None, groups: Sequence[int] | None = None) -> pa.Table:
+        # Columns the schema lacks are left out, not an error, as a Parquet pair's read does.
+        present = None if columns is None else [c for c in columns if c in schema.names]
+        table = read_parts([parts[g] for g in (range(len(parts)) if groups is None else groups)], schema, present)
+        check_finite(where, table)
+        return table
+
+    return GroupedSource(read, searches, spans)
+
+
+def read_parts(paths: Sequence[Path], schema: pa.Schema, columns: list[str] | None) -> pa.Table:
+    """The record batches of the parts ``paths`` as one table (a chunk a part), only ``columns`` (in that
+    order; None: all).  Memory-mapped: the table's buffers point into the mappings (uncompressed buffers)
+    or hold the decompressed bytes; a mapping is unmapped once no buffer refers to it."""
+    indices = None if columns is None else sorted(schema.get_field_index(c) for c in columns)
+    options = pa.ipc.IpcReadOptions(included_fields=indices)
+    batches: list[pa.RecordBatch] = []
+    for path in paths:
+        try:
+            with pa.memory_map(str(path)) as mapped:  # (closing it leaves the mapping to the buffers)
+                reader = pa.ipc.open_file(mapped, options=options)
+                batches.extend(reader.get_batch(i) for i in range(reader.num_record_batches))
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{path}: a scratch file of this run is unreadable ({str(exc).splitlines()[0][:200]})"
+                             ) from None
+    selected = schema if indices is None else pa.schema([schema.field(i) for i in indices], schema.metadata)
+    table = pa.Table.from_batches([b.replace_schema_metadata(selected.metadata) for b in batches], schema=selected)
+    return table if columns is None else table.select(columns)
