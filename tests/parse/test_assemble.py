@@ -109,6 +109,20 @@ def test_uci_moves_by_hand():
     assert null_move.to_pylist() == [None, False, False, False, False, True, True, None, False]
 
 
+@needs_ctok
+def test_uci_moves_of_every_shape_by_hand():
+    """Moves looked up by their squares (a-h, 1-8, promotion q/r/b/n) and moves that are not (0000, capitals,
+    other letters, other lengths) mixed in one column: one code per distinct move, in order of first appearance."""
+    paths = ["e2e4", "a1/e7E8Q", "e2e4/0000", "h8a1", "e7e8q", "x/e7E8Q", "i2i4", "a1h8", "e7e8k", "e2e4/a1h8",
+             "h1h8n", "e7e8q/e2e4", "0000", "a/i2i4", "a9a1", "e7e8k", "h8a1"]
+    move, null_move = assemble._uci_moves(_views(paths), pl.Series(paths, dtype=pl.String))
+    want = ["e2e4", "e7E8Q", "0000", "h8a1", "e7e8q", "e7E8Q", "i2i4", "a1h8", "e7e8k", "a1h8", "h1h8n", "e2e4",
+            "0000", "i2i4", "a9a1", "e7e8k", "h8a1"]
+    assert move.to_pylist() == want
+    assert move.chunk(0).dictionary.to_pylist() == list(dict.fromkeys(want))
+    assert null_move.to_pylist() == [m == "0000" for m in want]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.none(), st.just(""), st.lists(st.sampled_from(_MOVES), min_size=1, max_size=6).map("/".join),
                           st.text(alphabet="/ab0é", max_size=8)), max_size=120),

@@ -829,6 +829,31 @@ static inline void short_key(const unsigned char *view, int inline_view, const u
     *w1 = b;
 }
 
+/* Mode 1's direct lookup: a move of four bytes [a-h][1-8][a-h][1-8], or five with a promotion letter
+ * q, r, b or n, has a slot of its own (its squares, times 5 for the promotion), so most moves are found
+ * without hashing; any other value (0000, another spelling) gets -1 and goes through the hash table.
+ * A value's code is the same either way: a value that has a slot is entered in both. */
+#define DIRECT_MOVES (64 * 64 * 5)
+static inline int32_t direct_move_slot(const unsigned char *m, int32_t len)
+{
+    if (len != 4 && len != 5)
+        return -1;
+    unsigned f0 = (unsigned)m[0] - 'a', r0 = (unsigned)m[1] - '1', f1 = (unsigned)m[2] - 'a', r1 = (unsigned)m[3] - '1';
+    if ((f0 | r0 | f1 | r1) > 7)
+        return -1;
+    int32_t promo = 0;
+    if (len == 5) {
+        switch (m[4]) {
+        case 'q': promo = 1; break;
+        case 'r': promo = 2; break;
+        case 'b': promo = 3; break;
+        case 'n': promo = 4; break;
+        default: return -1;
+        }
+    }
+    return (int32_t)((f0 | r0 << 3 | f1 << 6 | r1 << 9) * 5) + promo;
+}
+
 PyDoc_STRVAR(view_dictionary_doc,
 "view_dictionary(views, validity, offset, n, datas, codes, out_validity, max_distinct, mode)\n"
 "    -> (values, value_offsets, null_count) or None\n\n"
@@ -863,7 +888,7 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
     Py_buffer views = {0}, valid = {0}, codes = {0}, out_valid = {0};
     Py_buffer *datas = NULL;
     DictEntry *entries = NULL;
-    int32_t *table = NULL;
+    int32_t *table = NULL, *direct = NULL;
     PyObject *result = NULL;
     Py_ssize_t got_datas = 0;
     int has_valid = valid_obj != Py_None;
@@ -901,6 +926,14 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
         goto done;
     }
     memset(table, 0xff, (size_t)table_cap * sizeof(int32_t));
+    if (mode == 1) { /* moves of the UCI shape are looked up by their squares, not hashed */
+        direct = PyMem_Malloc((size_t)DIRECT_MOVES * sizeof(int32_t));
+        if (direct == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memset(direct, 0xff, (size_t)DIRECT_MOVES * sizeof(int32_t));
+    }
     const unsigned char *vw = (const unsigned char *)views.buf + offset * VIEW_BYTES;
     const unsigned char *vb = has_valid ? (const unsigned char *)valid.buf : NULL;
     int32_t *out = (int32_t *)codes.buf;
@@ -961,6 +994,13 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
             inline_view = 0; /* (the move is not the view's own value) */
         }
         uint64_t h, w0 = 0, w1 = 0;
+        int32_t slot = mode == 1 ? direct_move_slot(p, len) : -1;
+        if (slot >= 0 && direct[slot] >= 0) {
+            last = direct[slot];
+            out[r] = last;
+            ov[r >> 3] |= (unsigned char)(1u << (r & 7));
+            continue;
+        }
         if (len <= 12) {
             short_key(view, inline_view, p, len, &w0, &w1);
             if (last >= 0 && entries[last].w0 == w0 && entries[last].w1 == w1 && entries[last].len == len) {
@@ -998,6 +1038,8 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
             entries[k].w0 = w0;
             entries[k].w1 = w1;
             table[at] = code;
+            if (slot >= 0)
+                direct[slot] = code;
             total += len;
             k++;
             if (2 * k > table_cap && table_cap < cap) { /* grow: rehash every entry */
@@ -1047,6 +1089,7 @@ static PyObject *view_dictionary(PyObject *self, PyObject *args)
 done:
     PyMem_Free(entries);
     PyMem_Free(table);
+    PyMem_Free(direct);
     if (datas != NULL) {
         for (Py_ssize_t i = 0; i < got_datas; i++)
             PyBuffer_Release(&datas[i]);
