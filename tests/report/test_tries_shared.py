@@ -14,6 +14,7 @@ from treediff.parse.source import open_source
 from treediff.report import tries
 from treediff.report.core import _row_of, build_report
 from treediff.report.table import Batch
+from treediff.report.tables import scope
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 REAL = FIXTURES / "real" / "mid_a_d7.log"  # one search of real Stockfish 15.1
@@ -62,3 +63,39 @@ def test_one_kernel_run_per_batch_and_kind(monkeypatch) -> None:
         full = tries.derive(batch)
         assert tries.derive(batch, full=False) is full  # the full derivation answers a light request
     assert calls == [True] * n_batches
+
+
+@pytest.mark.parametrize("log", [REAL, BATCH3], ids=["stockfish-real", "crafty-3-searches"])
+@pytest.mark.parametrize("by", [None, "position", "depth"])
+def test_scope_nodes_from_the_shared_derivation_equal_its_own(log: Path, by, monkeypatch) -> None:
+    """scope numbers node visits by path codes from the shared derivation when the batch has its columns; the
+    figures equal those of cutting and hashing the node paths itself (two independent ways to the nodes)."""
+    def run() -> list[pd.DataFrame]:
+        report = build_report(open_source(log), ["scope", "cutoffs"], by=by, target=2_000)
+        return [s.frame for s in report.sections if s.name.startswith("scope")]
+
+    real = scope._shared_path_codes
+    used: list[bool] = []
+
+    def spy(batch, take):
+        codes = real(batch, take)
+        used.append(codes is not None)
+        return codes
+
+    monkeypatch.setattr(scope, "_shared_path_codes", spy)
+    shared = run()
+    assert used and all(used)  # the shared codes were there for every batch
+    monkeypatch.setattr(scope, "_shared_path_codes", lambda batch, take: None)
+    own = run()
+    assert len(shared) == len(own) >= 1 and any(len(f) > 1 for f in shared)
+    for got, want in zip(shared, own):
+        pd.testing.assert_frame_equal(got, want)
+
+
+def test_scope_alone_and_with_the_tries_tables_agree() -> None:
+    alone = build_report(open_source(REAL), ["scope"], by="position").sections
+    together = [s for s in build_report(open_source(REAL), ["scope", "cutoffs", "fh"], by="position").sections
+                if s.name.startswith("scope")]
+    assert [s.name for s in alone] == [s.name for s in together]
+    for got, want in zip(together, alone):
+        pd.testing.assert_frame_equal(got.frame, want.frame)

@@ -373,7 +373,8 @@ static inline int64_t lower_bound(const int64_t *items, int64_t lo, int64_t hi, 
 PyDoc_STRVAR(derive_doc,
 "derive(data, offsets, srow, iters, is_move, is_result, kind, kind_class, kind_alone, lower, pv, rv, depth, ply,\n"
 "       full, rec_pcode, rec_node, rec_try, rec_in_main, rec_run, t_first, t_last, t_fh, t_subtree,\n"
-"       r_class, r_decision, r_first, r_entering, r_main, r_parent, r_nodes, r_in_parent_main) -> n_tries\n\n"
+"       r_class, r_decision, r_first, r_entering, r_main, r_parent, r_nodes, r_in_parent_main, rec_parent)\n"
+"       -> n_tries\n\n"
 "Inputs per record, trace order: data, offsets (int64, n+1): the paths as an Arrow large_string array's\n"
 "buffers (no nulls); srow, iters (int64: search row and iteration, records of a search together);\n"
 "is_move, is_result, lower (uint8); kind (int64 code, -1 missing); pv, rv (float64, NaN missing, or empty\n"
@@ -384,9 +385,10 @@ PyDoc_STRVAR(derive_doc,
 "(uint8), rec_run (the run: one iteration of one search, numbered in trace order); per try (room for every\n"
 "MOVE record) t_first, t_last, t_fh (uint8), t_subtree; per RESULT (trace order) r_class, r_decision,\n"
 "r_first, r_entering, r_main (uint8), r_parent (index of the parent visit's RESULT, -1), r_nodes,\n"
-"r_in_parent_main (uint8).  Returns the number of tries.");
+"r_in_parent_main (uint8); per record (int64, n) rec_parent: the parent path's code in rec_pcode's numbering\n"
+"(the path without its last move; -1 when ply < 1).  Returns the number of tries.");
 
-#define N_BUF 31
+#define N_BUF 32
 #define N_IN 14
 
 /* A visit number as numpy's float64 -> int64 cast gives it, at least 1 (missing: 1). */
@@ -403,11 +405,11 @@ static PyObject *derive(PyObject *self, PyObject *args)
 {
     PyObject *objs[N_BUF];
     int full = 0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOpOOOOOOOOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOpOOOOOOOOOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3],
                           &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11],
                           &objs[12], &objs[13], &full, &objs[14], &objs[15], &objs[16], &objs[17], &objs[18],
                           &objs[19], &objs[20], &objs[21], &objs[22], &objs[23], &objs[24], &objs[25], &objs[26],
-                          &objs[27], &objs[28], &objs[29], &objs[30]))
+                          &objs[27], &objs[28], &objs[29], &objs[30], &objs[31]))
         return NULL;
     Py_buffer b[N_BUF];
     memset(b, 0, sizeof b);
@@ -441,7 +443,7 @@ static PyObject *derive(PyObject *self, PyObject *args)
     if (b[1].len != (n + 1) * 8 || b[2].len != n * 8 || b[3].len != n * 8 || b[5].len != n || b[6].len != n * 8
             || b[8].len != n_kinds1 || b[9].len != n || (n_pv != 0 && n_pv != n) || (n_rv != 0 && n_rv != n)
             || b[12].len != n * 8 || b[13].len != n * 8 || b[14].len != n * 8 || b[15].len != n * 8
-            || b[16].len != n * 8 || b[17].len != n || b[18].len != n * 8) {
+            || b[16].len != n * 8 || b[17].len != n || b[18].len != n * 8 || b[31].len != n * 8) {
         PyErr_SetString(PyExc_ValueError, "derive: buffers of inconsistent sizes");
         goto done;
     }
@@ -464,6 +466,7 @@ static PyObject *derive(PyObject *self, PyObject *args)
     int64_t *try_of = (int64_t *)b[16].buf;
     uint8_t *rec_in_main = (uint8_t *)b[17].buf;
     int64_t *run = (int64_t *)b[18].buf;
+    int64_t *rec_parent = (int64_t *)b[31].buf;  /* each record's parent path code (rec_pcode's numbers), -1 */
     int64_t n_mov = 0, n_res = 0;
     for (int64_t i = 0; i < n; i++) {
         n_mov += is_move[i] != 0;
@@ -627,6 +630,7 @@ static PyObject *derive(PyObject *self, PyObject *args)
                 renum[tmp_par[i]] = n_paths++;
             tmp_par[i] = renum[tmp_par[i]];
         }
+        rec_parent[i] = tmp_par[i];
     }
     strtab_free(&st);
     memset(&st, 0, sizeof st);

@@ -114,6 +114,9 @@ class Tries:
     rec_path: np.ndarray
     rec_run: np.ndarray
     rec_in_main: np.ndarray
+    #: Per record (batch order): the code of its path without the last move (its parent node's path; a MOVE
+    #: record's node), in :attr:`rec_path`'s dictionary; -1 for a record of ply 0.
+    rec_parent: np.ndarray
     #: Per closed visit: whether it belongs to its parent node's main visit (False at the root).
     v_in_parent_main: np.ndarray
     #: SHADOW records (typhoon_py's ``--shadow``) and each one's decision: the latest MOVE record of its path
@@ -271,7 +274,7 @@ def derive(batch: Batch, full: bool = True, compiled: bool | None = None) -> Tri
         empty = np.zeros(0, dtype=np.int64)
         none = np.zeros(0, bool)
         tries = Tries(empty, empty, none, empty, empty, empty, empty, empty, empty, empty, none, empty, empty,
-                      empty, empty, empty, none, none, empty, empty)
+                      empty, empty, empty, none, empty, none, empty, empty)
     else:
         tries = _derive_compiled(batch, inp, full) if use else _derive_numpy(batch, inp, full)
     done[(use, full)] = tries
@@ -307,7 +310,7 @@ def _derive_compiled(batch: Batch, inp: _Inputs, full: bool) -> Tries:
     def u8(m: int) -> np.ndarray:
         return np.empty(m, dtype=np.uint8)
 
-    rec_pcode, rec_node, rec_try, rec_in_main, rec_run = i64(n), i64(n), i64(n), u8(n), i64(n)
+    rec_pcode, rec_node, rec_try, rec_in_main, rec_run, rec_parent = i64(n), i64(n), i64(n), u8(n), i64(n), i64(n)
     t_first, t_last, t_fh, t_subtree = i64(n_mov), i64(n_mov), u8(n_mov), i64(n_mov)
     r_class, r_decision, r_first, r_entering = i64(n_res), i64(n_res), i64(n_res), i64(n_res)
     r_main, r_parent, r_nodes, r_in_parent_main = u8(n_res), i64(n_res), i64(n_res), u8(n_res)
@@ -319,7 +322,7 @@ def _derive_compiled(batch: Batch, inp: _Inputs, full: bool) -> Tries:
         np.ascontiguousarray(inp.pv, dtype=np.float64), np.ascontiguousarray(inp.rv, dtype=np.float64),
         np.ascontiguousarray(inp.depth, dtype=np.float64), np.ascontiguousarray(inp.ply), bool(full),
         rec_pcode, rec_node, rec_try, rec_in_main, rec_run, t_first, t_last, t_fh, t_subtree,
-        r_class, r_decision, r_first, r_entering, r_main, r_parent, r_nodes, r_in_parent_main)
+        r_class, r_decision, r_first, r_entering, r_main, r_parent, r_nodes, r_in_parent_main, rec_parent)
     t_first, t_last = t_first[:n_t], t_last[:n_t]
     res = np.flatnonzero(inp.is_result)
     mov = np.flatnonzero(inp.is_move)
@@ -339,7 +342,8 @@ def _derive_compiled(batch: Batch, inp: _Inputs, full: bool) -> Tries:
         v_entering=_back(r_entering, inp),
         v_parent=_back(np.where(r_parent >= 0, res[np.maximum(r_parent, 0)], -1), inp),
         v_nodes=r_nodes, rec_path=unsort(rec_pcode), rec_run=unsort(rec_run),
-        rec_in_main=unsort(rec_in_main.astype(bool)), v_in_parent_main=r_in_parent_main.astype(bool),
+        rec_in_main=unsort(rec_in_main.astype(bool)), rec_parent=unsort(rec_parent),
+        v_in_parent_main=r_in_parent_main.astype(bool),
         shadow=back(sh), shadow_decision=_back(sh_dec, inp))
 
 
@@ -362,12 +366,16 @@ def _derive_numpy(batch: Batch, inp: _Inputs, full: bool) -> Tries:
     lengths = np.asarray(pc.binary_length(arr).to_numpy(zero_copy_only=False), dtype=np.int64)
     keep = np.maximum(lengths - move_len - 1, 0)
     parent_arr = pl.select(pl.Series(arr).str.head(pl.Series(keep))).to_series().to_arrow()
-    both = pc.dictionary_encode(pa.concat_arrays([arr.cast(pa.large_string()), parent_arr.cast(pa.large_string())]))
+    has_parent = ply >= 1
+    # Numbered as the kernel numbers them: the own paths in trace order, then the parents of records of ply >= 1.
+    parents = parent_arr.cast(pa.large_string()).filter(pa.array(has_parent))
+    both = pc.dictionary_encode(pa.concat_arrays([arr.cast(pa.large_string()), parents]))
     pcode = np.asarray(both.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     n_paths = np.int64(len(both.dictionary) + 1)
+    parent_code = np.full(n, -1, dtype=np.int64)
+    parent_code[has_parent] = pcode[n:]
     own_key = run * n_paths + pcode[:n]
-    par_key = run * n_paths + pcode[n:]
-    has_parent = ply >= 1
+    par_key = run * n_paths + parent_code
     # Hash-based numbering (pd.factorize): any order will do, and it costs a fraction of a sort.
     node_codes, node_keys = pd.factorize(np.concatenate([own_key, par_key[has_parent]]))
     node_codes = np.asarray(node_codes, dtype=np.int64)
@@ -475,7 +483,7 @@ def _derive_numpy(batch: Batch, inp: _Inputs, full: bool) -> Tries:
             v_main=none_r, v_entering=np.where(entering >= 0, back[np.maximum(entering, 0)], -1),
             v_parent=np.full(len(res), -1, dtype=np.int64), v_nodes=np.ones(len(res), dtype=np.int64),
             rec_path=_unsort(pcode[:n], order), rec_run=_unsort(run, order), rec_in_main=np.zeros(n, dtype=bool),
-            v_in_parent_main=none_r, shadow=back[sh],
+            rec_parent=_unsort(parent_code, order), v_in_parent_main=none_r, shadow=back[sh],
             shadow_decision=np.where(sh_dec >= 0, back[np.maximum(sh_dec, 0)], -1))
 
     # Span ends: the next MOVE record of another move in the same visit, else the visit's RESULT.
@@ -535,7 +543,8 @@ def _derive_numpy(batch: Batch, inp: _Inputs, full: bool) -> Tries:
         v_main=tree.is_main, v_entering=np.where(entering >= 0, back[np.maximum(entering, 0)], -1),
         v_parent=np.where(tree.parent_result >= 0, back[res[np.maximum(tree.parent_result, 0)]], -1),
         v_nodes=tree.nodes, rec_path=_unsort(pcode[:n], order), rec_run=_unsort(run, order),
-        rec_in_main=_unsort(in_main, order), v_in_parent_main=v_in_parent_main, shadow=back[sh],
+        rec_in_main=_unsort(in_main, order), rec_parent=_unsort(parent_code, order),
+        v_in_parent_main=v_in_parent_main, shadow=back[sh],
         shadow_decision=np.where(sh_dec >= 0, back[np.maximum(sh_dec, 0)], -1))
 
 

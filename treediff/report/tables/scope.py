@@ -284,7 +284,7 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     has_pv = "parent_visit" in records and "visit" in records and records["parent_visit"].notna().any()
     if has_pv:
         vid, cutoff_of = _visits_by_parent_visit(records, take, is_move, is_result, node_ply, srow, iters, paths_at,
-                                                 levels, bounds)
+                                                 levels, bounds, _shared_path_codes(batch, take))
         candidates = np.flatnonzero(vid >= 0)
         candidates = candidates[np.argsort(vid[candidates], kind="stable")]
     else:
@@ -384,20 +384,42 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True)
 
 
+def _shared_path_codes(batch: Batch, take) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each record's path code and parent path code (one dictionary; sorted order) from the batch's move-try
+    derivation (:func:`treediff.report.tries.derive`), which cutoffs and fh derive anyway; None when the batch
+    lacks a column it reads (then the nodes are cut and hashed here)."""
+    from treediff.report.tries import COLUMNS, derive
+
+    if any(c not in batch.records for c in COLUMNS):
+        return None
+    t = derive(batch, full=False)
+    return take(t.rec_path), take(t.rec_parent)
+
+
 def _visits_by_parent_visit(records: pd.DataFrame, take, is_move: np.ndarray, is_result: np.ndarray,
                             node_ply: np.ndarray, srow: np.ndarray, iters: np.ndarray, paths_at,
-                            levels: np.ndarray, bounds: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+                            levels: np.ndarray, bounds: np.ndarray | None,
+                            path_codes: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Visit ids from the parser's ``parent_visit`` (MOVE) and ``visit`` (RESULT) columns, for MOVE records
-    at the given node levels, and per record whether its visit ended in a cutoff (on those records)."""
+    at the given node levels, and per record whether its visit ended in a cutoff (on those records).
+    ``path_codes``: :func:`_shared_path_codes` (else the nodes' paths are cut and hashed here)."""
     n = len(is_move)
     pv = take(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan))
     rv = take(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan))
     at_level = np.isin(node_ply, levels)
     moves = np.flatnonzero(is_move & at_level & ~np.isnan(pv))
     results = np.flatnonzero(is_result & at_level & ~np.isnan(rv))
-    # The node of a MOVE record is its path without the last move; of a RESULT record its path.  Cut and
-    # hashed in Arrow (C++), not per record in Python: this was most of the table's time on big inputs.
-    node = _node_codes(paths_at(moves), paths_at(results))
+    # The node of a MOVE record is its path without the last move; of a RESULT record its path.  Codes from
+    # the shared derivation when there is one (a record of ply 0 has no parent code there: then cut here);
+    # else cut and hashed in polars, not per record in Python: this was most of the table's time on big inputs.
+    node = None
+    if path_codes is not None:
+        own, parent = path_codes
+        node = np.concatenate([parent[moves], own[results]])
+        if len(node) and int(node.min()) < 0:
+            node = None
+    if node is None:
+        node = _node_codes(paths_at(moves), paths_at(results))
     ids = _dense_ids(np.concatenate([srow[moves], srow[results]]) * (1 << 16)
                      + np.concatenate([iters[moves], iters[results]]),
                      node, np.concatenate([pv[moves], rv[results]]).astype(np.int64))
