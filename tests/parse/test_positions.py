@@ -45,3 +45,72 @@ def test_read_epd_bad_line_is_a_clear_error(tmp_path):
     epd.write_text("this is not an epd\n")
     with pytest.raises(InputError, match="bad.epd:1"):
         read_epd(epd)
+
+
+def _random_fens(seed: int, games: int = 60, plies: int = 120) -> list[str]:
+    """FENs of python-chess random games (every phase: captures thin the material out)."""
+    import random
+
+    import chess
+
+    rng = random.Random(seed)
+    fens = []
+    for _ in range(games):
+        board = chess.Board()
+        for _ in range(rng.randint(1, plies)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+            fens.append(board.fen())
+    return fens
+
+
+def _odd_fens(fens: list[str]) -> list[str]:
+    """Variants python-chess may or may not read: the plain reader must say what it says about each."""
+    out = []
+    for fen in fens:
+        board, side, castling, ep, half, full = fen.split()
+        ranks = board.split("/")
+        out += [
+            " ".join((board, side, castling, ep)),              # no counters
+            " ".join((board, side, castling, ep, half)),        # one counter
+            " ".join((board, side, "-", ep, "0", "0")),         # fullmove 0 (python-chess reads it as 1)
+            " ".join((board, "x", castling, ep, half, full)),   # bad side
+            " ".join((board, side, "kq", ep, half, full)),      # castling of one colour only
+            " ".join((board, side, castling, "e9", half, full)),  # no such square
+            " ".join((board, side, castling, ep, "-1", full)),  # negative counter
+            fen + " extra",                                     # a part too many
+            "/".join(ranks[:7]),                                # 7 ranks, board only
+            "/".join(ranks + ["8"]) + " w - - 0 1",             # 9 ranks
+            board.replace("8", "44", 1) + " w - - 0 1",         # two digits in a row
+            board.replace("8", "7", 1) + " w - - 0 1",          # a rank of 7 squares
+            board.replace("p", "x", 1) + " w - - 0 1",          # a letter that is no piece
+            " " + fen,                                          # a leading space
+            fen.replace(" ", "  ", 1),                          # two spaces
+            board + " w",                                       # board and side only
+        ]
+    return out
+
+
+def test_material_phase_plain_reader_agrees_with_python_chess():
+    from treediff.model.positions import _material_phase_by_python_chess, _plain_ranks
+
+    fens = _random_fens(11)
+    odd = _odd_fens(fens[::40])
+    assert sum(_plain_ranks(f) is not None for f in fens) == len(fens)  # python-chess's own FENs are plain
+    for fen in fens + odd:
+        assert material_phase.__wrapped__(fen) == _material_phase_by_python_chess(fen), fen
+    phases = {material_phase(f) for f in fens}
+    assert phases == {"opening", "middlegame", "endgame"}
+
+
+def test_material_phase_of_a_plain_fen_does_not_import_python_chess():
+    import subprocess
+    import sys
+
+    code = ("import sys; from treediff.model.positions import material_phase; "
+            "assert material_phase('rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1') == 'opening'; "
+            "print('chess' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
