@@ -237,6 +237,22 @@ def test_path_walk_a_move_at_a_time():
     assert list(zip(frame.get_column(PATH_SHAPE).to_list(), frame.get_column(PLIES).to_list())) == list(cases.values())
 
 
+def test_lines_around_the_mask_spans():
+    """Lines of every length up to past 128 bytes after the tag (the compiled scan classifies up to 128 bytes at
+    a time, longer lines byte by byte), each also with one byte of another class (space, DEL, 0x80, 0xff, tab,
+    '=', '/') at each place: the same fields as the regex.  Filler lines after them keep the wide loads inside
+    the chunk."""
+    lines = []
+    for size in range(1, 150):
+        line = b"MOVE path=" + bytes(b"e2e4/"[i % 5] for i in range(size)) + b" d=12 act=FULL"
+        lines.append(line + b"\n")
+        for at in range(4, len(line), 7):
+            for odd in (b" ", b"\x7f", b"\x80", b"\xff", b"\t", b"=", b"/", b"!", b"~"):
+                lines.append(line[:at] + odd + line[at + 1:] + b"\n")
+    filler = [b"RESULT path=e2e4 score=1\n"] * 20
+    assert_same(_from_lines(lines + filler))
+
+
 def test_integers_near_eighteen_digits():
     """Integers of 17 to 21 digits, signs and leading zeros (values by hand: int64 holds up to 9223372036854775807)."""
     cases = {

@@ -73,6 +73,85 @@ static inline Py_ssize_t value_end(const unsigned char *line, Py_ssize_t pos, Py
     return pos;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define TOKENS_BY_MASK 1
+/* What match_line does after the tag, for the bytes [pos, end) of a line when they are at most MASK_SPAN
+ * bytes and MASK_SPAN + 8 bytes are readable from pos: every byte's class is taken 16 at a time (a
+ * space; a value byte [!-~]; anything else rejects the line), so each token's bounds come from the
+ * bit mask of the spaces and the tokens' key tests do not wait on each other's value scans.
+ * The same lines match, with the same fields, as the byte-by-byte scan below (tests/parse/test_ctok.py
+ * compares both with the regex). */
+#define MASK_SPAN 128
+static inline int match_tokens_by_mask(const unsigned char *line, Py_ssize_t pos, Py_ssize_t end,
+                                       Py_ssize_t *start, int32_t *len)
+{
+    Py_ssize_t n = end - pos;
+    if (n == 0)
+        return 1; /* the bare tag */
+    uint64_t spaces[MASK_SPAN / 64];
+    const __m128i space = _mm_set1_epi8(' '), below = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f);
+    int words = (int)((n + 63) / 64);
+    for (int w = 0; w < words; w++) {
+        uint64_t sp = 0, ok = 0;
+        for (int q = 0; q < 4; q++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(line + pos + w * 64 + q * 16));
+            __m128i is_space = _mm_cmpeq_epi8(v, space);
+            /* (signed compare: 0x21..0x7f are above 0x20, 0x80..0xff are negative) */
+            __m128i value_byte = _mm_andnot_si128(_mm_cmpeq_epi8(v, del), _mm_cmpgt_epi8(v, below));
+            sp |= (uint64_t)(uint16_t)_mm_movemask_epi8(is_space) << (q * 16);
+            ok |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_or_si128(is_space, value_byte)) << (q * 16);
+        }
+        Py_ssize_t left = n - (Py_ssize_t)w * 64;
+        uint64_t inside = left >= 64 ? ~0ULL : (1ULL << left) - 1;
+        if (~ok & inside)
+            return 0; /* a byte that is neither a space nor a value byte */
+        spaces[w] = sp & inside;
+    }
+    if (!(spaces[0] & 1))
+        return 0; /* the tag must be followed by a space */
+    int next_key = 0;
+    Py_ssize_t token = -1; /* start of the token whose end is the next space (or the end) */
+    for (int w = 0; w <= words; w++) {
+        uint64_t sp = w < words ? spaces[w] : 0;
+        for (;;) {
+            Py_ssize_t stop;
+            if (sp) {
+                stop = (Py_ssize_t)w * 64 + __builtin_ctzll(sp);
+                sp &= sp - 1;
+            } else if (w == words) {
+                stop = n;
+            } else {
+                break;
+            }
+            if (token >= 0) { /* the token [token, stop) */
+                uint64_t word;
+                memcpy(&word, line + pos + token, 8);
+                int k = -1;
+                for (int j = next_key; j < N_KEYS; j++) {
+                    if (((word ^ KEY_WORD[j]) & KEY_MASK[j]) == 0 && token + (Py_ssize_t)KEY_LENS[j] < n) {
+                        k = j;
+                        break;
+                    }
+                }
+                if (k < 0)
+                    return 0; /* no '=', empty, unknown, repeated or out-of-order key */
+                Py_ssize_t value = token + (Py_ssize_t)KEY_LENS[k] + 1;
+                if (value >= stop)
+                    return 0; /* empty value */
+                start[k + 1] = pos + value;
+                len[k + 1] = (int32_t)(stop - value);
+                next_key = k + 1;
+            }
+            if (stop == n)
+                return 1;
+            token = stop + 1;
+        }
+    }
+    return 1;
+}
+#endif
+
 /* Match one line; on success fill start/len for each field (len -1 = absent) and return 1.
  * `room`: bytes readable from `line` on (to the end of the chunk), for the wide loads. */
 static inline int match_line(const unsigned char *line, Py_ssize_t size, Py_ssize_t room,
@@ -96,6 +175,10 @@ static inline int match_line(const unsigned char *line, Py_ssize_t size, Py_ssiz
     for (int f = 1; f < N_FIELDS; f++)
         len[f] = -1;
 
+#ifdef TOKENS_BY_MASK
+    if (end - pos <= MASK_SPAN && pos + MASK_SPAN + 8 <= room)
+        return match_tokens_by_mask(line, pos, end, start, len);
+#endif
     int next_key = 0; /* keys before this index are used up */
     while (pos < end) {
         if (line[pos] != ' ')
