@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from treediff.model.errors import InputError
 from treediff.model.positions import PositionBook, fen_hash_id, material_phase, normalize_phase, position_key
@@ -122,6 +123,18 @@ class Runs:
     lengths: np.ndarray
     #: The search number of each run.
     present: list[int]
+
+
+def last_at_or_before(marks: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each of ``rows`` (ascending line indices), the index of the last of ``marks`` (ascending lines) at or
+    before it, -1 before the first: ``np.searchsorted(marks, rows, side="right") - 1`` (int64).
+
+    A chunk has ~10^5 rows and a few marks (headers, ITER lines): the marks are placed among the rows (a
+    search per mark) and counted up, instead of a binary search per row (about 5x less CPU)."""
+    if len(marks) == 0 or len(rows) == 0:
+        return np.full(len(rows), -1, dtype=np.int64)
+    first_row = np.searchsorted(rows, marks, side="left")  # the first row at or after each mark
+    return np.cumsum(np.bincount(first_row, minlength=len(rows) + 1)[:len(rows)]) - 1
 
 
 def run_starts(values: np.ndarray) -> np.ndarray:
@@ -328,9 +341,8 @@ class SearchStates:
         """
         idx = rows.get_column("idx").to_numpy().astype(np.int64)
         carried = self._search_before_chunk(chunk.searches)
-        pos = np.searchsorted(np.asarray(chunk.starts, dtype=np.int64), idx, side="right") - 1
         search_states: list[SearchState | None] = [carried, *chunk.searches]
-        local = pos + 1  # index into search_states
+        local = last_at_or_before(np.asarray(chunk.starts, dtype=np.int64), idx) + 1  # index into search_states
         if carried is None:
             orphan = local == 0
             if orphan.any():
@@ -339,10 +351,10 @@ class SearchStates:
                 rows, local = rows.filter(pl.Series(keep)), local[keep]
                 if rows.height == 0:
                     return None
-        state_ids = np.array([s.search if s is not None else -1 for s in search_states], dtype=np.int64)
+        state_ids = np.array([s.search if s is not None else -1 for s in search_states], dtype=np.int32)
         rows = rows.with_columns(
             pl.Series("search", state_ids[local], dtype=pl.Int32),
-            pl.Series("local", local, dtype=pl.Int32),
+            pl.Series("local", local.astype(np.int32), dtype=pl.Int32),
         )
         return rows, local, search_states
 
@@ -484,11 +496,21 @@ def _iterations_by_search(rows: pl.DataFrame, iter_events: list) -> pl.Series:
     ev_search = np.fromiter((e[1].search for e in iter_events), dtype=np.int64, count=len(iter_events))
     ev_depth = np.fromiter((e[3] for e in iter_events), dtype=np.int32, count=len(iter_events))
     row_idx = rows.get_column("idx").to_numpy()
-    before = np.searchsorted(ev_idx, row_idx, side="right") - 1
+    before = last_at_or_before(ev_idx, row_idx)
     safe = np.maximum(before, 0)
     valid = (before >= 0) & (ev_search[safe] == rows.get_column("search").to_numpy())
-    values = pl.Series("iter", ev_depth[safe], dtype=pl.Int32)
-    return pl.select(pl.when(pl.Series(valid)).then(values).otherwise(None).alias("iter")).to_series()
+    return _int32_where(ev_depth[safe], valid, "iter")
+
+
+def _int32_where(values: np.ndarray, valid: np.ndarray, name: str) -> pl.Series:
+    """``values`` as an Int32 Series, null where not ``valid`` (from Arrow buffers: no polars when/then)."""
+    data = np.ascontiguousarray(values, dtype=np.int32)
+    nulls = len(valid) - int(np.count_nonzero(valid))
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    array = pa.Array.from_buffers(pa.int32(), len(data), [bitmap, pa.py_buffer(data)], null_count=nulls)
+    series = pl.from_arrow(array)
+    assert isinstance(series, pl.Series)  # (an array gives a Series; for mypy)
+    return series.alias(name)
 
 
 def _iterations_by_context(rows: pl.DataFrame, iter_events: list) -> pl.DataFrame:
