@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
-from treediff.report.core import Report, Section, build_report
+from treediff.report.core import Report, ReportRequest, Section, build_reports
 from treediff.report.filters import IterationCut
 from treediff.report.pairing import LETTERS, Pairing, cut_filter, cut_view, pair_positions, side_depths
 from treediff.store.source import BATCH_RECORDS, Source, release_freed_memory
@@ -161,16 +161,21 @@ def _figures(rep: Report, by_position: bool) -> pd.DataFrame:
 
 def _side_figures(view: Source, keep: IterationCut, paired_rows: np.ndarray, target: int,
                   lmr_by_phase: bool = False) -> _Figures:
-    per = build_report(view, ("ebf", "lmr", "skips"), ("engine", "position"), target, keep=keep)
+    """One side's figures from one read of its cut view (:func:`build_reports`): per (engine, position)
+    ebf/lmr/skips over every search; acts/lmr/ebf/skips per engine (and, when asked, lmr per (engine,
+    phase)) over the searches of the paired positions (over every search when none is paired)."""
+    population = paired_rows if paired_rows.any() else None
+    requests = [ReportRequest(("ebf", "lmr", "skips"), ("engine", "position"), keep=keep),
+                ReportRequest(("acts", "lmr", "ebf", "skips"), ("engine",), keep=keep, rows=population)]
+    if lmr_by_phase:
+        requests.append(ReportRequest(("lmr",), ("engine", "phase"), keep=keep, rows=population))
+    per, overall, *by_phase = build_reports(view, requests, target)
     table = _figures(per, True)
     searches = view.searches
     phases = searches.groupby(searches["position"].astype("object"), sort=False)["phase"].first()
     table.insert(0, "phase", phases.reindex(table.index).astype("object"))
-    population = view.select(paired_rows) if paired_rows.any() else view
-    overall = build_report(population, ("acts", "lmr", "ebf", "skips"), ("engine",), target, keep=keep)
-    phases = (build_report(population, ("lmr",), ("engine", "phase"), target, keep=keep)["lmr"]
-              if lmr_by_phase else None)
-    return _Figures(table, _figures(overall, False).iloc[0].to_dict(), overall, phases)
+    lmr_phase = by_phase[0]["lmr"] if by_phase else None
+    return _Figures(table, _figures(overall, False).iloc[0].to_dict(), overall, lmr_phase)
 
 
 def _nodes_table(figures: Sequence[_Figures], pairing: Pairing) -> pd.DataFrame:

@@ -5,6 +5,7 @@ the modules in :mod:`treediff.report.tables`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
@@ -19,8 +20,8 @@ from treediff.store.source import BATCH_RECORDS, FrameSource, Source
 #: The tables ``--table`` accepts, in display order.
 TABLES = tuple(REGISTRY)
 
-__all__ = ["TABLES", "RecordFilter", "Report", "ReportOptions", "Section", "build_report", "columns_for",
-           "fold_tables", "parse_tables", "report_frames"]
+__all__ = ["TABLES", "Fold", "RecordFilter", "Report", "ReportOptions", "ReportRequest", "Section", "build_report",
+           "build_reports", "columns_for", "fold_many", "fold_tables", "parse_tables", "report_frames"]
 
 
 class RecordFilter(Protocol):
@@ -100,16 +101,7 @@ def build_report(source: Source, tables: Sequence[str] | str | None = TABLES,
     ``options``: report-wide choices (:class:`ReportOptions`); ``keep``: count
     only the records it keeps (:class:`RecordFilter`).
     """
-    keys = parse_by(by)
-    names = parse_tables(tables)
-    specs = [REGISTRY[n] for n in names]
-    partials, grouping = fold_tables(source, specs, keys, target, options, keep)
-    report = Report(keys=tuple(keys))
-    for spec, parts in zip(specs, partials):
-        for section in spec.finish(parts, grouping):
-            section.frame = section.frame.reset_index(drop=True)
-            report.sections.append(section)
-    return report
+    return build_reports(source, [ReportRequest(tables, by, options, keep)], target)[0]
 
 
 def _batches(source: Source, read: list[str], optional: list[str], target: int) -> Iterator[pd.DataFrame]:
@@ -139,35 +131,184 @@ def fold_tables(source: Source, specs: Sequence[Table], keys: Sequence[str], tar
                 keep: RecordFilter | None = None) -> tuple[list[list[Any]], Grouping]:
     """Every table's partial of every batch of ``source`` (records filtered by ``keep``), and the grouping.
 
-    The one loop over the batches: :func:`build_report` finishes the tables;
-    :mod:`treediff.report.compare` folds its own small tables with it too.
+    The one loop over the batches (:func:`fold_many` of one :class:`Fold`): :func:`build_report`
+    finishes the tables; :mod:`treediff.report.compare` folds its own small tables with it too.
     """
-    keys = tuple(keys)
+    return fold_many(source, [Fold(tuple(specs), tuple(keys), options, keep)], target)[0]
+
+
+@dataclass(eq=False)
+class Fold:
+    """One request of :func:`fold_many`: tables, grouping keys, report options, record filter, population."""
+
+    specs: tuple[Table, ...]
+    keys: tuple[str, ...]
+    options: ReportOptions | None = None
+    keep: RecordFilter | None = None
+    #: One flag per searches row of the source: the searches counted, as if folded over ``source.select(rows)``
+    #: (its searches table, its records); None: every search.
+    rows: np.ndarray | None = None
+
+
+@dataclass(eq=False)
+class ReportRequest:
+    """One report of :func:`build_reports`: :func:`build_report`'s arguments, plus the searches it counts."""
+
+    tables: Sequence[str] | str | None = TABLES
+    by: Sequence[str] | str | None = None
+    options: ReportOptions | None = None
+    keep: RecordFilter | None = None
+    #: One flag per searches row of the source: the report of ``source.select(rows)``; None: every search.
+    rows: np.ndarray | None = None
+
+
+def build_reports(source: Source, requests: Sequence[ReportRequest], target: int = BATCH_RECORDS) -> list[Report]:
+    """Each request's :func:`build_report`, all from one read of ``source`` (:func:`fold_many`).
+
+    Request i's report equals ``build_report(source.select(rows) if rows is not None else source, tables, by,
+    target, options, keep)``: compare's per-side tables read each side once instead of two or three times.
+    """
+    folds = [Fold(tuple(REGISTRY[n] for n in parse_tables(request.tables)), tuple(parse_by(request.by)),
+                  request.options, request.keep, request.rows) for request in requests]
+    return [_finish_report(fold, partials, grouping)
+            for fold, (partials, grouping) in zip(folds, fold_many(source, folds, target))]
+
+
+def _finish_report(fold: Fold, partials: Sequence[list[Any]], grouping: Grouping) -> Report:
+    report = Report(keys=fold.keys)
+    for spec, parts in zip(fold.specs, partials):
+        for section in spec.finish(parts, grouping):
+            section.frame = section.frame.reset_index(drop=True)
+            report.sections.append(section)
+    return report
+
+
+@dataclass
+class _Population:
+    """The searches one or more folds count: their searches table, ``row_of`` over it, and per source row
+    whether it belongs (None: every row, the source's own table)."""
+
+    searches: pd.DataFrame
+    row_of: np.ndarray
+    member: np.ndarray | None
+
+
+def _population(source: Source, rows: np.ndarray | None, whole: _Population) -> _Population:
+    if rows is None:
+        return whole
+    rows = np.asarray(rows, dtype=bool)
+    if len(rows) != len(whole.searches):
+        raise ValueError(f"a fold's rows need one flag per searches row ({len(rows)} for {len(whole.searches)})")
+    if rows.all():  # source.select(every row) holds the same searches and records
+        return whole
+    searches = source.select(rows).searches  # the selection's own searches table (selecting reads nothing)
+    if len(searches) == 0:
+        raise InputError("no searches in the input")
+    return _Population(searches, _row_of(searches), rows)
+
+
+def _partial_key(spec: Table) -> Any:
+    """What identifies a table's partial: its class's ``partial`` function when the table holds no state of its
+    own (``skips`` shares ``acts``' partial; a partial depends on the batch alone), else the table itself."""
+    function = getattr(type(spec), "partial", None)
+    return function if function is not None and getattr(spec, "__dict__", None) == {} else id(spec)
+
+
+def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
+              ) -> list[tuple[list[list[Any]], Grouping]]:
+    """:func:`fold_tables` of several folds in one read of ``source``: per fold, every table's partials and
+    the grouping, each exactly what that fold alone over ``source.select(fold.rows)`` gives.
+
+    A batch is read once for all folds: the records columns are the union of theirs, each (record filter,
+    population, record keys) gets one :class:`Batch` (folds sharing all three share it), and a partial asked
+    by several folds (or by two tables with one partial, acts and skips) is computed once.  A population's
+    batch is the source's batch cut to its searches; one it leaves empty is not folded (a select of those
+    searches would not have read it), unless no batch is left at all (then one empty batch is, as a source
+    with no records gives).  (A selection that reads an empty batch of an input holding none of its
+    searches, as :class:`~treediff.store.source.CombinedSource` does, has ebf_ply's main-visit columns
+    blanked by that batch; a population here is not.)
+    """
     searches = source.searches
     if len(searches) == 0:
         raise InputError("no searches in the input")
     columns: dict[str, None] = {}
-    for spec in specs:
-        columns.update(dict.fromkeys(spec.columns))
-    columns.update(dict.fromkeys(columns_for((), keys, optional=False)))
-    if keep is not None:
-        columns.update(dict.fromkeys(keep.columns))
+    for fold in folds:
+        for spec in fold.specs:
+            columns.update(dict.fromkeys(spec.columns))
+        columns.update(dict.fromkeys(columns_for((), fold.keys, optional=False)))
+        if fold.keep is not None:
+            columns.update(dict.fromkeys(fold.keep.columns))
     read = list(columns)
-    optional = [c for spec in specs for c in getattr(spec, "optional_columns", ()) if c not in columns]
+    optional = [c for fold in folds for spec in fold.specs for c in getattr(spec, "optional_columns", ())
+                if c not in columns]
     row_of = _row_of(searches)
-    partials: list[list[Any]] = [[] for _ in specs]
-    cells = []
+    whole = _Population(searches, row_of, None)
+    populations = [_population(source, fold.rows, whole) for fold in folds]
+    record_keys = [tuple(k for k in RECORD_KEYS if k in fold.keys) for fold in folds]
+    # Folds sharing a record filter, a population and record keys share their Batch (and so its partials).
+    batch_keys = [(id(fold.keep) if fold.keep is not None else None, id(population), keys)
+                  for fold, population, keys in zip(folds, populations, record_keys)]
+    partials: list[list[list[Any]]] = [[[] for _ in fold.specs] for fold in folds]
+    cells: list[list[pd.DataFrame]] = [[] for _ in folds]
+    last_empty: pd.DataFrame | None = None
     for records in _batches(source, read, list(dict.fromkeys(optional)), target):
         records = _check_columns(records, read)
         if len(records):
             _check_search_ids(records, row_of)
-        if keep is not None and len(records):
-            records = records[np.asarray(keep.mask(records), dtype=bool)].reset_index(drop=True)
-        batch = Batch(records, searches, row_of, keys)
-        cells.append(batch.cell_frame(np.arange(batch.n_cells)))
-        for spec, out in zip(specs, partials):
-            out.append(spec.partial(batch))
-    return partials, Grouping(searches, keys, concat(cells, ["srow", "iter", "key"]), options)
+        srow = row_of[records["search"].to_numpy(dtype=np.int64)] if len(records) else np.zeros(0, np.int64)
+        last_empty = records.iloc[:0]
+        batches: dict[tuple[Any, ...], Batch | None] = {}
+        cell_frames: dict[tuple[Any, ...], pd.DataFrame] = {}
+        kept: dict[int, np.ndarray] = {}  # per record filter: its mask of this batch's records
+        done: dict[tuple[Any, ...], Any] = {}  # (batch key, partial key) -> the partial
+        for i, fold in enumerate(folds):
+            key = batch_keys[i]
+            if key not in batches:
+                batches[key] = _fold_batch(records, srow, fold.keep, populations[i], record_keys[i], kept)
+            batch = batches[key]
+            if batch is None:
+                continue
+            if key not in cell_frames:
+                cell_frames[key] = batch.cell_frame(np.arange(batch.n_cells))
+            cells[i].append(cell_frames[key])
+            for spec, parts in zip(fold.specs, partials[i]):
+                pkey = (key, _partial_key(spec))
+                if pkey not in done:
+                    done[pkey] = spec.partial(batch)
+                parts.append(done[pkey])
+    out = []
+    for i, fold in enumerate(folds):
+        if not cells[i] and last_empty is not None:  # every batch held none of its searches: one empty batch
+            batch = Batch(last_empty, populations[i].searches, populations[i].row_of, record_keys[i])
+            cells[i].append(batch.cell_frame(np.arange(batch.n_cells)))
+            for spec, parts in zip(fold.specs, partials[i]):
+                parts.append(spec.partial(batch))
+        grouping = Grouping(populations[i].searches, fold.keys, concat(cells[i], ["srow", "iter", "key"]),
+                            fold.options)
+        out.append((partials[i], grouping))
+    return out
+
+
+def _fold_batch(records: pd.DataFrame, srow: np.ndarray, keep: RecordFilter | None, population: _Population,
+                record_keys: tuple[str, ...], kept: dict[int, np.ndarray]) -> Batch | None:
+    """The :class:`Batch` of one fold's records of a source batch (None: its population has none there).
+
+    The population's records are cut first, then ``keep`` (its mask computed once per batch for every fold
+    using it), as folding over the selected source would.
+    """
+    row_of = population.row_of
+    mask: np.ndarray | None = None
+    if population.member is not None and len(records):
+        mask = population.member[srow]
+        if not mask.any():
+            return None
+    if keep is not None and len(records):
+        if id(keep) not in kept:
+            kept[id(keep)] = np.asarray(keep.mask(records), dtype=bool)
+        mask = kept[id(keep)] if mask is None else mask & kept[id(keep)]
+    if mask is not None:
+        records = records[mask].reset_index(drop=True)
+    return Batch(records, population.searches, row_of, record_keys)
 
 
 def report_frames(records: pd.DataFrame, searches: pd.DataFrame, tables: Sequence[str] | str | None = TABLES,
