@@ -185,3 +185,32 @@ def test_search_columns_of_no_rows():
     rows = pl.DataFrame({"search": pl.Series([], dtype=pl.Int32)})
     out = assemble.with_search_columns(rows, _searches([1], ["stockfish"]), [5])
     assert out.height == 0 and out.schema["_unit"] == pl.Float64 and out.schema["_dialect"] == pl.String
+
+
+# ---------------------------------------------------------------------- integer columns narrowed (narrowed_ints)
+_EDGES = [0, 1, -1, 2**15 - 1, 2**15, -(2**15), -(2**15) - 1, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63 - 1, -(2**63)]
+
+
+def test_narrowed_ints_by_hand():
+    col = pa.chunked_array([pa.array([5, None, 2**15 - 1, 2**15, -(2**15), -(2**15) - 1, 2**40], type=pa.int64())])
+    out = assemble.narrowed_ints(col, pa.int16())
+    assert out.type == pa.int16()
+    assert out.to_pylist() == [5, None, 2**15 - 1, None, -(2**15), None, None]  # out of int16: null
+    assert assemble.narrowed_ints(col, pa.int32()).to_pylist() == [5, None, 2**15 - 1, 2**15, -(2**15), -(2**15) - 1, None]
+    assert assemble.narrowed_ints(pa.chunked_array([pa.array([], type=pa.int64())]), pa.int16()).to_pylist() == []
+    assert assemble.narrowed_ints(pa.chunked_array([pa.nulls(3, pa.int64())]), pa.int32()).to_pylist() == [None] * 3
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.none(), st.sampled_from(_EDGES), st.integers(-(2**63), 2**63 - 1)), max_size=70),
+       st.sampled_from([pa.int16(), pa.int32()]), st.integers(0, 3), st.booleans())
+def test_narrowed_ints_are_polars_cast(values, to, start, split):
+    """Against polars' non-strict cast (what the records got before), one chunk from polars, sliced, or two chunks."""
+    series = pl.Series(values, dtype=pl.Int64)
+    col = pa.chunked_array([series.to_arrow()]).slice(min(start, len(values)))
+    if split and len(col) > 1:
+        col = pa.chunked_array([col.slice(0, 1).combine_chunks(), col.slice(1).combine_chunks()])
+    want = pl.from_arrow(col).cast(pl.Int16 if to == pa.int16() else pl.Int32, strict=False)
+    got = assemble.narrowed_ints(col, to)
+    assert got.type == to and got.to_pylist() == want.to_list()
+    assert got.null_count == want.null_count()

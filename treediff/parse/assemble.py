@@ -188,6 +188,9 @@ def records_table(
         if fld.name == "null_move" and moves_later:
             continue  # (made with move, which comes first)
         col = table.column(fld.name)
+        if fld.name in NARROWED_INTS:
+            columns[fld.name] = narrowed_ints(col, fld.type)
+            continue
         if fld.type == DICT_STR and col.null_count == len(col):
             # (ctx, why, problem are usually absent: what dictionary_encode gives, without hashing a row)
             col = pa.chunked_array([_all_null_dictionary(len(col))], type=DICT_STR)
@@ -254,8 +257,14 @@ def _all_null_dictionary(n: int) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), empty)
 
 
+#: The integer columns the records keep in a narrower type than the tokenizer's Int64, a value out of its range
+#: becoming null (polars' non-strict cast): narrowed by :func:`narrowed_ints` when the table is built.
+NARROWED_INTS = ("ply", "mn", "alpha", "beta", "score", "see", "visit")
+
+
 def _record_columns(has_kind: bool) -> list[pl.Expr]:
-    """The records' columns from the rows, depths divided by ``_unit`` into plies (``kind`` null if not made yet)."""
+    """The records' columns from the rows, depths divided by ``_unit`` into plies (``kind`` null if not made yet);
+    the :data:`NARROWED_INTS` still Int64."""
     unit = pl.col("_unit")
     return [
         pl.col("search").cast(pl.Int32),
@@ -265,31 +274,72 @@ def _record_columns(has_kind: bool) -> list[pl.Expr]:
         pl.col("tag"),
         pl.col("ctx"),
         pl.col("path"),
-        pl.col("ply").cast(pl.Int16, strict=False),
+        pl.col("ply"),  # (narrowed by _narrowed_ints, as below)
         pl.col("move"),
         pl.col("null_move"),
-        pl.col("mn").cast(pl.Int16, strict=False),
+        pl.col("mn"),
         (pl.col("d") / unit).cast(pl.Float32).alias("depth"),
         (pl.col("nd") / unit).cast(pl.Float32).alias("new_depth"),
         (pl.col("red") / unit).cast(pl.Float32).alias("reduction"),
         pl.col("act"),
         pl.col("kind") if has_kind else pl.lit(None, pl.String).alias("kind"),
-        pl.col("a").cast(pl.Int32, strict=False).alias("alpha"),
-        pl.col("b").cast(pl.Int32, strict=False).alias("beta"),
-        pl.col("score").cast(pl.Int32, strict=False),
+        pl.col("a").alias("alpha"),
+        pl.col("b").alias("beta"),
+        pl.col("score"),
         pl.col("bound"),
         pl.col("nt").alias("node_type"),
-        pl.col("see").cast(pl.Int32, strict=False),
+        pl.col("see"),
         pl.col("hist"),
         pl.col("why"),
         pl.col("extra"),
         pl.col("problem"),
         # What the engine wrote (visit=, MOVE and RESULT alike); the visit post-pass
         # (treediff.parse.visits.records_with_visits) makes both columns.
-        pl.col("visit").cast(pl.Int32, strict=False),
+        pl.col("visit"),
         pl.lit(None, pl.Int32).alias("parent_visit"),
         (pl.col("fh").cast(pl.Int8, strict=False) != 0).alias("fh"),
     ]
+
+
+#: Integer types: Arrow -> (numpy, polars).
+_INT_TYPES: dict[pa.DataType, tuple[type[np.signedinteger], type[pl.DataType]]] = {
+    pa.int8(): (np.int8, pl.Int8), pa.int16(): (np.int16, pl.Int16), pa.int32(): (np.int32, pl.Int32),
+    pa.int64(): (np.int64, pl.Int64),
+}
+
+
+def narrowed_ints(col: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
+    """An integer column in the narrower integer type ``to``, values out of its range null: what polars'
+    ``cast(..., strict=False)`` gives (the values under nulls aside, which nothing reads).
+
+    From the buffers by numpy (a range test and a narrowing copy: about a fifth of polars' cast); a column of
+    several chunks or with an offset goes through polars.
+    """
+    numpy_to, polars_to = _INT_TYPES[to]
+    chunk = col.chunk(0) if col.num_chunks == 1 else None
+    if chunk is None or chunk.offset or col.type not in _INT_TYPES:
+        series = pl.from_arrow(col)
+        assert isinstance(series, pl.Series)  # (a column gives a Series; for mypy)
+        return pa.chunked_array([series.cast(polars_to, strict=False).to_arrow()], type=to)
+    n = len(chunk)
+    if n == 0:
+        return pa.chunked_array([pa.nulls(0, to)], type=to)
+    validity, data = chunk.buffers()[:2]
+    values = np.frombuffer(data, dtype=_INT_TYPES[col.type][0], count=n)
+    limits = np.iinfo(numpy_to)
+    outside = (values < limits.min) | (values > limits.max)
+    nulls = chunk.null_count
+    if outside.any():
+        valid = ~outside
+        if nulls:
+            valid &= np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=n, bitorder="little").astype(bool)
+        nulls = n - int(np.count_nonzero(valid))
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    elif not nulls:
+        validity = None
+    # (out-of-range values wrap in the copy: they are null)
+    narrowed = pa.py_buffer(values.astype(numpy_to))
+    return pa.chunked_array([pa.Array.from_buffers(to, n, [validity, narrowed], null_count=nulls)], type=to)
 
 
 def _constant_column(per_search: dict[int, str | None], present: list[int], search_arr: np.ndarray,
