@@ -240,7 +240,7 @@ def _iterations(records: pd.DataFrame) -> tuple[tuple[int, ...], tuple[int, ...]
     if "iter" not in records.columns:
         return (0,), (0,)
     iters = records["iter"].fillna(0).to_numpy(dtype=np.int64)
-    all_iters = tuple(int(i) for i in np.unique(iters))
+    all_iters = tuple(int(i) for i in _distinct(iters))
     if len(all_iters) > 1:
         # Records before the first ITER marker carry iter 0; they are not an iteration.
         all_iters = tuple(i for i in all_iters if i != 0)
@@ -249,8 +249,15 @@ def _iterations(records: pd.DataFrame) -> tuple[tuple[int, ...], tuple[int, ...]
     else:
         at_root = (records["path"] == "").to_numpy(dtype=bool, na_value=False)
     root_result = at_root & _is_result(records)
-    done = tuple(int(i) for i in np.unique(iters[root_result]) if i in all_iters)
+    done = tuple(int(i) for i in _distinct(iters[root_result]) if i in all_iters)
     return all_iters, (done or all_iters)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of small non-negative ints (iterations: plies) by one count, not a sort."""
+    if len(values) == 0 or int(values.min()) < 0 or int(values.max()) > 1 << 16:
+        return np.unique(values)
+    return np.flatnonzero(np.bincount(values))
 
 
 def _is_result(records: pd.DataFrame) -> np.ndarray:

@@ -202,10 +202,13 @@ class _Side:
         sorted_pos = pos[order]
         starts = np.flatnonzero(np.r_[True, sorted_pos[1:] != sorted_pos[:-1]]) if len(pos) else np.array([], int)
         ends = np.r_[starts[1:], len(pos)]
-        # Searches per position in this batch: one unique over (position, search) for the whole batch.
-        span = int(search.max(initial=0)) + 1
-        pairs = np.unique(pos[pos >= 0].astype(np.int64) * span + search[pos >= 0])
-        searches_in = np.bincount(pairs // span, minlength=len(self.done)) if len(pairs) else \
+        # Searches per position in this batch: a search's position is its own, so the distinct searches of
+        # the paired records are those of the runs' first records (a batch holds whole searches, in runs:
+        # a unique over a few run heads, not a sort of every record).
+        heads = np.flatnonzero(np.r_[True, search[1:] != search[:-1]]) if len(search) else np.zeros(0, np.int64)
+        ids = np.unique(search[heads])
+        ids = ids[self.of_search[ids] >= 0]
+        searches_in = np.bincount(self.of_search[ids], minlength=len(self.done)) if len(ids) else \
             np.zeros(len(self.done), dtype=np.int64)
         completed = []
         for start, end in zip(starts.tolist(), ends.tolist()):
