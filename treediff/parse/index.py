@@ -311,8 +311,7 @@ def parse_span(index: LogIndex, span: Span, out: Path, progress: Callable[[int],
     """
     from treediff.model.schema import RECORDS_SCHEMA, SEARCHES_FORMAT, dialects_of, with_format
     from treediff.parse.pipeline import TreedumpParser, _BackgroundSink
-    from treediff.store.files import write_table_atomic
-    from treediff.store.spill import SpillWriter, spill_searches_path
+    from treediff.store.spill import SpillWriter
 
     with SpillWriter(out, RECORDS_SCHEMA) as writer:
         with _BackgroundSink(writer.write, name="treediff-writer") as encode, \
@@ -328,8 +327,7 @@ def parse_span(index: LogIndex, span: Span, out: Path, progress: Callable[[int],
             states = list(parser.searches)
             result = parser.finish()
             _check_span(index, span, states, result)
-            write_table_atomic(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)),
-                               spill_searches_path(out))
+            writer.write_searches(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)))
     result.warnings = _renumbered(result.warnings, index, span)
     return result
 

@@ -398,18 +398,18 @@ def parse_to_parquet(
     # then encoding it to Parquet; both take about as long as the parser itself.
     with AtomicParquetWriter(out, RECORDS_SCHEMA, **RECORDS_PARQUET_OPTIONS) as writer:
         held = _HoldOpenSearch(writer.write) if keep_complete else None
-        result = _parse_into(paths, searches_path_for(out), parser_options, progress,
-                             held.write if held else writer.write, held)
+        result = _parse_into(paths, functools.partial(write_table_atomic, path=searches_path_for(out)), parser_options,
+                             progress, held.write if held else writer.write, held)
         # The schema's metadata, plus the dialects found (known only now; in the footer's key-value metadata).
         writer.add_metadata(format_metadata(RECORDS_FORMAT, dialects_of(result.searches)))
     return result
 
 
-def _parse_into(paths: Iterable[str | os.PathLike], searches_out: str, parser_options: ParseOptions,
-                progress: Callable[[int], None] | None, sink: Callable[[pa.Table], None],
-                held: _HoldOpenSearch | None) -> ParseResult:
-    """Parse ``paths`` into ``sink`` (the records, a chunk at a time, on a writer thread) and write the
-    searches table to ``searches_out`` (Parquet)."""
+def _parse_into(paths: Iterable[str | os.PathLike], write_searches: Callable[[pa.Table], None],
+                parser_options: ParseOptions, progress: Callable[[int], None] | None,
+                sink: Callable[[pa.Table], None], held: _HoldOpenSearch | None) -> ParseResult:
+    """Parse ``paths`` into ``sink`` (the records, a chunk at a time, on a writer thread), then give the
+    searches table (its format metadata set) to ``write_searches``."""
     with _BackgroundSink(sink, name="treediff-writer") as encode, \
             _BackgroundSink(encode.put, name="treediff-convert") as convert:
         parser = TreedumpParser(parser_options, deferred_sink=convert.put)
@@ -424,7 +424,7 @@ def _parse_into(paths: Iterable[str | os.PathLike], searches_out: str, parser_op
         if held is not None:
             held.finish()
         # Written before the records file is renamed into place, so a reader never sees records alone.
-        write_table_atomic(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)), searches_out)
+        write_searches(with_format(result.searches, SEARCHES_FORMAT, dialects_of(result.searches)))
     return result
 
 
@@ -445,12 +445,12 @@ def parse_to_spill(
     reads it), the searches table as Parquet beside.  Read back with
     :func:`treediff.store.spill.spill_source`.  The options are :func:`parse_to_parquet`'s.
     """
-    from treediff.store.spill import SpillWriter, spill_searches_path
+    from treediff.store.spill import SpillWriter
 
     parser_options = _options(engine, positions, strict, all_contexts, keep_complete)
     with SpillWriter(directory, RECORDS_SCHEMA) as writer:
         held = _HoldOpenSearch(writer.write) if keep_complete else None
-        return _parse_into(paths, str(spill_searches_path(directory)), parser_options, progress,
+        return _parse_into(paths, writer.write_searches, parser_options, progress,
                            held.write if held else writer.write, held)
 
 
