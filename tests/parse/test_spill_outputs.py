@@ -78,3 +78,23 @@ def test_real_trace_outputs_are_the_parquet_spills(args, monkeypatch):
     names["typhoon_start"] = str(TRACES / "typhoon_start.log")
     out = _same_both_ways(monkeypatch, [a.format(**names) for a in args], 65536)
     assert out.startswith("exit 0"), out[:2000]
+
+
+def test_diffs_one_search_read_is_the_full_parquet_parse(monkeypatch):
+    """diff of a position of a log of several searches reads only that search (parse_span, spilled as IPC);
+    the reference is the whole log parsed into the old Parquet spill."""
+    from treediff.parse import index as log_index
+
+    args = ["diff", *_traces("typhoon_batch3.log", "stockfish_batch3.log"), "--position", "kiwipete",
+            "--format", "csv"]
+    spans = []
+    real = log_index.parse_span
+    with monkeypatch.context() as m:
+        m.setattr(log_index, "parse_span", lambda *a, **k: spans.append(a[1].search) or real(*a, **k))
+        new = _run(args)
+    assert spans == [1, 1]  # (the one-search read ran, on both sides)
+    with monkeypatch.context() as m:
+        use_parquet_spill(m)
+        m.setenv(log_index.FULL_PARSE_ENV, "1")
+        old = _run(args)
+    assert new == old and new.startswith("exit 0")
