@@ -15,7 +15,8 @@ import pytest
 
 import treediff.report.tables.acts as acts_module
 from treediff.model.errors import InputError
-from treediff.parse.source import open_sources
+from treediff.parse.source import open_source, open_sources
+import treediff.report.compare as compare_module
 from treediff.report.compare import Side, compare
 from treediff.report.core import Fold, ReportRequest, build_report, build_reports, fold_many
 from treediff.report.filters import IterationCut
@@ -28,26 +29,30 @@ LOGS = [TRACES / f"{engine}_batch3.log" for engine in ("typhoon", "stockfish", "
 
 
 class CountingSource(Source):
-    """A source that counts the reads of its records (each :meth:`batches` call)."""
+    """A source that counts the reads of its records (each :meth:`batches` call, its relabelled copies' too)."""
 
-    def __init__(self, inner: Source):
+    def __init__(self, inner: Source, counter: list[int] | None = None):
         self.inner = inner
         self.warnings = []
-        self.reads = 0
+        self.counter = [0] if counter is None else counter
+
+    @property
+    def reads(self) -> int:
+        return self.counter[0]
 
     @property
     def searches(self) -> pd.DataFrame:
         return self.inner.searches
 
     def batches(self, columns: Sequence[str] | None = None, target: int = 1_000_000) -> Iterator[pd.DataFrame]:
-        self.reads += 1
+        self.counter[0] += 1
         yield from self.inner.batches(columns, target)
 
     def select(self, keep: np.ndarray) -> Source:
         return self.inner.select(keep)
 
     def with_searches(self, searches: pd.DataFrame) -> Source:
-        return CountingSource(self.inner.with_searches(searches))
+        return CountingSource(self.inner.with_searches(searches), self.counter)
 
 
 @pytest.fixture(scope="module")
@@ -140,12 +145,12 @@ def test_a_partial_asked_by_several_folds_is_computed_once_a_batch(nine: Source)
              Fold((counter,), ("engine",), keep=cut)]  # another record filter: its own Batch
     out = fold_many(nine, folds, target=500)
     sizes = nine.searches["records"].astype(int).tolist()
-    assert [p for p in out[0][0][0]] == sizes == out[1][0][0]
+    assert out[0].partials[0] == sizes == out[1].partials[0]
     assert len(counter.calls) == 2 * len(sizes)
     records = nine.records(["iter"])
     kept = records[(records["search"] != 1) | (records["iter"].fillna(0) <= 1)]
     cut_records = kept.groupby("search").size().tolist()
-    assert out[2][0][0] == cut_records
+    assert out[2].partials[0] == cut_records
 
 
 def test_acts_and_skips_count_the_moves_once(nine: Source, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,3 +197,78 @@ def test_compare_figures_are_the_separate_reports_of_the_cut_views() -> None:
     for x, ebf in zip("ab", per_position):
         for position, mean in zip(ebf["position"].astype(str), ebf["mean_nodes"]):
             assert nodes.loc[position, f"nodes_{x}"] == mean
+
+
+# ------------------------------------------------- compare: a side read once when the cut keeps everything
+
+FEN_K = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"
+#: Iterations 1-3, each completed (a root RESULT): RESULT records 1 + 2 + 4 = 7; MOVE records 1 + 4 + 6 = 11,
+#: of which LMR 1 + 2 = 3 and FP-QUIET (a PRUNE) 1; through iteration 2: nodes 3, MOVE 5, LMR 1, FP-QUIET 1.
+DEEP = f"""TREEDUMP engine=stockfish v=1 unit=1 id=k fen={FEN_K}
+ITER d=1
+MOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL
+RESULT path=- ply=0 d=1 score=10 bound=exact
+ITER d=2
+MOVE path=e2e4 ply=1 mn=1 d=2 nd=1 act=FULL
+MOVE path=e2e4/e8d8 ply=2 mn=1 d=1 nd=0 act=FULL
+RESULT path=e2e4 ply=1 d=1 score=-10 bound=exact
+MOVE path=e1d1 ply=1 mn=2 d=2 nd=0 act=LMR red=1
+MOVE path=e1f1 ply=1 mn=3 d=2 act=FP-QUIET
+RESULT path=- ply=0 d=2 score=10 bound=exact
+ITER d=3
+MOVE path=e2e4 ply=1 mn=1 d=3 nd=2 act=FULL
+MOVE path=e2e4/e8d8 ply=2 mn=1 d=2 nd=1 act=FULL
+MOVE path=e2e4/e8d8/e1d2 ply=3 mn=1 d=1 nd=0 act=FULL
+RESULT path=e2e4/e8d8 ply=2 d=1 score=10 bound=exact
+RESULT path=e2e4 ply=1 d=2 score=-10 bound=exact
+MOVE path=e1d1 ply=1 mn=2 d=3 nd=1 act=LMR red=1
+MOVE path=e1d1/e8f8 ply=2 mn=1 d=1 nd=0 act=FULL
+RESULT path=e1d1 ply=1 d=1 score=-5 bound=exact
+MOVE path=e1f1 ply=1 mn=3 d=3 nd=1 act=LMR red=1
+RESULT path=- ply=0 d=3 score=10 bound=exact
+END nodes=7 best=e2e4 score=10
+"""
+#: The same search stopped before iteration 3 completed (its root RESULT missing): completed 1 and 2.
+STOPPED = DEEP.replace("RESULT path=- ply=0 d=3 score=10 bound=exact\n", "")
+
+
+def _compare_counting(tmp_path: Path, text_a: str, text_b: str, monkeypatch, one_read: bool):
+    sources = []
+    for name, text in (("a", text_a), ("b", text_b)):
+        path = tmp_path / f"{name}.log"
+        path.write_text(text)
+        sources.append(CountingSource(open_source(path)))
+    if not one_read:
+        monkeypatch.setattr(compare_module, "_cut_expected_to_keep_everything", lambda *args: False)
+    result = compare(Side("a", sources[0]), Side("b", sources[1]), lmr_by_phase=True)
+    monkeypatch.undo()
+    return result, [s.reads for s in sources]
+
+
+def _assert_same_comparison(got, want) -> None:
+    for name in ("nodes", "acts", "kinds", "lmr", "ebf", "skips", "lmr_phase"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name), check_exact=True)
+    assert got.pairing_notes == want.pairing_notes
+
+
+def test_compare_reads_a_side_once_when_the_cut_keeps_every_record(tmp_path, monkeypatch):
+    got, reads = _compare_counting(tmp_path, DEEP, DEEP.replace("id=k", "id=k2"), monkeypatch, one_read=True)
+    assert reads == [1, 1]
+    row = got.nodes.iloc[0]
+    assert (row["depth_a"], row["nodes_a"], row["nodes_b"]) == (3, 7, 7)
+    assert row["lmr_pct_a"] == pytest.approx(100 * 3 / 11) and row["skip_pct_b"] == pytest.approx(100 / 11)
+    want, reads = _compare_counting(tmp_path, DEEP, DEEP.replace("id=k", "id=k2"), monkeypatch, one_read=False)
+    assert reads == [2, 2]
+    _assert_same_comparison(got, want)
+
+
+def test_compare_reads_again_when_the_cut_drops_records(tmp_path, monkeypatch):
+    """Both searches list iteration 3 (the one-read guess), but B's did not complete it: compared at 2, the
+    records of iteration 3 are dropped, so the first read's tables are not used and the cut views are read."""
+    got, reads = _compare_counting(tmp_path, DEEP, STOPPED, monkeypatch, one_read=True)
+    assert reads == [2, 2]
+    row = got.nodes.iloc[0]
+    assert (row["depth_a"], row["nodes_a"], row["nodes_b"]) == (2, 3, 3)
+    assert row["lmr_pct_a"] == row["lmr_pct_b"] == pytest.approx(20.0)
+    want, _ = _compare_counting(tmp_path, DEEP, STOPPED, monkeypatch, one_read=False)
+    _assert_same_comparison(got, want)

@@ -31,9 +31,12 @@ import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
-from treediff.report.core import Report, ReportRequest, Section, build_reports
+from treediff.report.core import Fold, Folded, Report, ReportRequest, Section, build_reports, finish_report, fold_many
 from treediff.report.filters import IterationCut
-from treediff.report.pairing import LETTERS, Pairing, cut_filter, cut_view, pair_positions, side_depths
+from treediff.report.pairing import (ITERATIONS, LETTERS, Pairing, SideDepths, cut_filter, cut_view, depths_of,
+                                     pair_positions)
+from treediff.report.table import Batch, Grouping, concat
+from treediff.report.tables.nodes import search_position_keys
 from treediff.store.source import BATCH_RECORDS, Source, release_freed_memory
 
 
@@ -159,23 +162,114 @@ def _figures(rep: Report, by_position: bool) -> pd.DataFrame:
                          "skip_pct": skips["pct_of_moves"]})
 
 
-def _side_figures(view: Source, keep: IterationCut, paired_rows: np.ndarray, target: int,
-                  lmr_by_phase: bool = False) -> _Figures:
-    """One side's figures from one read of its cut view (:func:`build_reports`): per (engine, position)
-    ebf/lmr/skips over every search; acts/lmr/ebf/skips per engine (and, when asked, lmr per (engine,
-    phase)) over the searches of the paired positions (over every search when none is paired)."""
-    population = paired_rows if paired_rows.any() else None
+def _figure_requests(keep: IterationCut | None, population: np.ndarray | None,
+                     lmr_by_phase: bool) -> list[ReportRequest]:
+    """A side's reports: per (engine, position) ebf/lmr/skips over every search; acts/lmr/ebf/skips per engine
+    (and, when asked, lmr per (engine, phase)) over ``population``, the paired positions' searches (None:
+    every search, as when none is paired); each counting the records ``keep`` keeps."""
     requests = [ReportRequest(("ebf", "lmr", "skips"), ("engine", "position"), keep=keep),
                 ReportRequest(("acts", "lmr", "ebf", "skips"), ("engine",), keep=keep, rows=population)]
     if lmr_by_phase:
         requests.append(ReportRequest(("lmr",), ("engine", "phase"), keep=keep, rows=population))
-    per, overall, *by_phase = build_reports(view, requests, target)
+    return requests
+
+
+def _side_figures(view: Source, keep: IterationCut, paired_rows: np.ndarray, target: int,
+                  lmr_by_phase: bool = False, first: _FirstRead | None = None) -> _Figures:
+    """One side's figures (:func:`_figure_requests`) from one read of its cut view (:func:`build_reports`),
+    or with no read at all from the side's first read (``first``) when that counted the same records."""
+    population = paired_rows if paired_rows.any() and not paired_rows.all() else None
+    reports = first.reports(view, keep, population) if first is not None else None
+    if reports is None:
+        reports = build_reports(view, _figure_requests(keep, population, lmr_by_phase), target)
+    per, overall, *by_phase = reports
     table = _figures(per, True)
     searches = view.searches
     phases = searches.groupby(searches["position"].astype("object"), sort=False)["phase"].first()
     table.insert(0, "phase", phases.reindex(table.index).astype("object"))
     lmr_phase = by_phase[0]["lmr"] if by_phase else None
     return _Figures(table, _figures(overall, False).iloc[0].to_dict(), overall, lmr_phase)
+
+
+class _TopIteration:
+    """Per search row holding records: its records' largest iteration (as :class:`IterationCut` reads it)."""
+
+    name = "top_iteration"
+    columns = ("iter",)
+
+    def partial(self, batch: Batch) -> pd.DataFrame:
+        top = np.full(len(batch.searches), -1, dtype=np.int64)
+        np.maximum.at(top, batch.srow, batch.iters)
+        rows = np.flatnonzero(top >= 0)
+        return pd.DataFrame({"srow": rows, "iter": top[rows]})
+
+    def finish(self, partials: Sequence[pd.DataFrame], grouping: Grouping) -> list[Section]:
+        return []
+
+
+_TOP_ITERATION = _TopIteration()
+
+
+@dataclass
+class _FirstRead:
+    """A side's first read: its iteration profile (:data:`ITERATIONS`) and, when the cut was expected to keep
+    every record, its figures' tables folded over the uncut records, to be finished over the cut view."""
+
+    depths: SideDepths
+    folds: list[Fold]
+    folded: list[Folded]
+    top: pd.DataFrame  #: srow, iter: each search's largest records iteration
+
+    def reports(self, view: Source, keep: IterationCut, population: np.ndarray | None) -> list[Report] | None:
+        """The figures' reports over ``view`` when this read counted what the cut view counts (every search in
+        the population, no record beyond its cut), else None.  The partials depend on the records alone;
+        ``view`` holds the same rows as the source read, relabelled and cut (:func:`cut_view`)."""
+        if population is not None:
+            return None
+        numbers = view.searches["search"].to_numpy(dtype=np.int64)
+        limit = np.full(len(numbers), np.iinfo(np.int64).max, dtype=np.int64)
+        for row, number in enumerate(numbers.tolist()):
+            if number in keep.cut:
+                limit[row] = keep.cut[number]
+        srow = self.top["srow"].to_numpy(dtype=np.int64)
+        if np.any(self.top["iter"].to_numpy(dtype=np.int64) > limit[srow]):
+            return None
+        return [finish_report(fold, folded.partials, folded.grouping(fold, view.searches))
+                for fold, folded in zip(self.folds, self.folded)]
+
+
+def _first_read(source: Source, keys: np.ndarray, target: int, lmr_by_phase: bool, with_figures: bool
+                ) -> _FirstRead:
+    """A side's iteration profile, and with ``with_figures`` its figures' tables in the same read."""
+    folds = [request.fold() for request in _figure_requests(None, None, lmr_by_phase)] if with_figures else []
+    iterations = Fold((ITERATIONS,), ("engine",))
+    top = Fold((_TOP_ITERATION,), ("engine",))
+    first, *rest = fold_many(source, [iterations, *([top] if with_figures else []), *folds], target)
+    depths = depths_of(source.searches, first.partials[0], keys)
+    if not with_figures:
+        return _FirstRead(depths, [], [], pd.DataFrame({"srow": [], "iter": []}))
+    tops = concat(rest[0].partials[0], ["srow", "iter"])
+    return _FirstRead(depths, folds, rest[1:], tops)
+
+
+def _cut_expected_to_keep_everything(keys: Sequence[np.ndarray], searches: Sequence[pd.DataFrame],
+                                     depth: int | None) -> bool:
+    """Whether the searches table already says every side searched every position to one last iteration
+    (``max_iter``, equal over the sides; ``--depth`` that one): then the cut most likely keeps every record
+    and the figures are folded in the side's first read (checked before use: :meth:`_FirstRead.reports`)."""
+    last: dict[str, set[int]] = {}
+    sides_of: dict[str, set[int]] = {}
+    for side, (k, frame) in enumerate(zip(keys, searches)):
+        if "max_iter" not in frame.columns:
+            return False
+        tops = frame["max_iter"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+        for key, top in zip(k.tolist(), tops.tolist()):
+            if np.isnan(top):
+                return False
+            last.setdefault(key, set()).add(int(top))
+            sides_of.setdefault(key, set()).add(side)
+    return all(len(tops) == 1 and len(sides_of[key]) == len(keys) and (depth is None or depth in tops)
+               for key, tops in last.items())
 
 
 def _nodes_table(figures: Sequence[_Figures], pairing: Pairing) -> pd.DataFrame:
@@ -321,7 +415,10 @@ def compare(*sides: Side, allow_different_positions: bool = False, depth: int | 
         if len(side.searches) == 0:
             raise InputError(f"{LETTERS[i].upper()} ({side.label}) holds no searches")
     release_freed_memory()  # (the tables read every batch of every side: freed batches go back to the system)
-    depths = [side_depths(side.source, target) for side in sides]
+    keys = [search_position_keys(side.searches) for side in sides]
+    one_read = _cut_expected_to_keep_everything(keys, [side.searches for side in sides], depth)
+    first = [_first_read(side.source, k, target, lmr_by_phase, one_read) for side, k in zip(sides, keys)]
+    depths = [f.depths for f in first]
     pairing = pair_positions(depths, [side.searches for side in sides], depth)
     everywhere = all(all(pairing.present[k]) for k in pairing.order)
     if not everywhere and not allow_different_positions:
@@ -336,7 +433,9 @@ def compare(*sides: Side, allow_different_positions: bool = False, depth: int | 
         view = cut_view(side.source, depths[i], pairing, i)
         paired_rows = np.fromiter((k in paired_keys for k in depths[i].keys.tolist()), dtype=bool,
                                   count=len(depths[i].keys))
-        figures.append(_side_figures(view, cut_filter(pairing, i), paired_rows, target, lmr_by_phase))
+        figures.append(_side_figures(view, cut_filter(pairing, i), paired_rows, target, lmr_by_phase,
+                                     first[i] if one_read else None))
+        first[i].folded = []  # (its partials are used: let them go)
     reports = [f.report for f in figures]
     notes = [f"note: {c}" for c in pairing.clashes] + pairing.notes
     if not pairing.paired:

@@ -20,8 +20,8 @@ from treediff.store.source import BATCH_RECORDS, FrameSource, Source
 #: The tables ``--table`` accepts, in display order.
 TABLES = tuple(REGISTRY)
 
-__all__ = ["TABLES", "Fold", "RecordFilter", "Report", "ReportOptions", "ReportRequest", "Section", "build_report",
-           "build_reports", "columns_for", "fold_many", "fold_tables", "parse_tables", "report_frames"]
+__all__ = ["TABLES", "Fold", "Folded", "RecordFilter", "Report", "ReportOptions", "ReportRequest", "Section", "build_report",
+           "build_reports", "columns_for", "finish_report", "fold_many", "fold_tables", "parse_tables", "report_frames"]
 
 
 class RecordFilter(Protocol):
@@ -134,7 +134,9 @@ def fold_tables(source: Source, specs: Sequence[Table], keys: Sequence[str], tar
     The one loop over the batches (:func:`fold_many` of one :class:`Fold`): :func:`build_report`
     finishes the tables; :mod:`treediff.report.compare` folds its own small tables with it too.
     """
-    return fold_many(source, [Fold(tuple(specs), tuple(keys), options, keep)], target)[0]
+    fold = Fold(tuple(specs), tuple(keys), options, keep)
+    folded = fold_many(source, [fold], target)[0]
+    return folded.partials, folded.grouping(fold)
 
 
 @dataclass(eq=False)
@@ -161,6 +163,11 @@ class ReportRequest:
     #: One flag per searches row of the source: the report of ``source.select(rows)``; None: every search.
     rows: np.ndarray | None = None
 
+    def fold(self) -> Fold:
+        """The :class:`Fold` of this report (its tables and keys parsed)."""
+        return Fold(tuple(REGISTRY[n] for n in parse_tables(self.tables)), tuple(parse_by(self.by)), self.options,
+                    self.keep, self.rows)
+
 
 def build_reports(source: Source, requests: Sequence[ReportRequest], target: int = BATCH_RECORDS) -> list[Report]:
     """Each request's :func:`build_report`, all from one read of ``source`` (:func:`fold_many`).
@@ -168,19 +175,32 @@ def build_reports(source: Source, requests: Sequence[ReportRequest], target: int
     Request i's report equals ``build_report(source.select(rows) if rows is not None else source, tables, by,
     target, options, keep)``: compare's per-side tables read each side once instead of two or three times.
     """
-    folds = [Fold(tuple(REGISTRY[n] for n in parse_tables(request.tables)), tuple(parse_by(request.by)),
-                  request.options, request.keep, request.rows) for request in requests]
-    return [_finish_report(fold, partials, grouping)
-            for fold, (partials, grouping) in zip(folds, fold_many(source, folds, target))]
+    folds = [request.fold() for request in requests]
+    return [finish_report(fold, folded.partials, folded.grouping(fold))
+            for fold, folded in zip(folds, fold_many(source, folds, target))]
 
 
-def _finish_report(fold: Fold, partials: Sequence[list[Any]], grouping: Grouping) -> Report:
+def finish_report(fold: Fold, partials: Sequence[list[Any]], grouping: Grouping) -> Report:
+    """The report of a fold's tables: each table finished over ``grouping`` (frames renumbered from 0)."""
     report = Report(keys=fold.keys)
     for spec, parts in zip(fold.specs, partials):
         for section in spec.finish(parts, grouping):
             section.frame = section.frame.reset_index(drop=True)
             report.sections.append(section)
     return report
+
+
+@dataclass
+class Folded:
+    """What :func:`fold_many` gives per fold: every table's partials, the cells holding records, the searches."""
+
+    partials: list[list[Any]]  #: per table of the fold, its partial of every batch folded
+    cells: pd.DataFrame        #: every (srow, iter, key) cell holding records (over all batches)
+    searches: pd.DataFrame     #: the searches table the partials' ``srow`` index (the fold's population)
+
+    def grouping(self, fold: Fold, searches: pd.DataFrame | None = None) -> Grouping:
+        """The fold's :class:`Grouping`; ``searches``: another table of the same rows (e.g. relabelled)."""
+        return Grouping(self.searches if searches is None else searches, fold.keys, self.cells, fold.options)
 
 
 @dataclass
@@ -214,10 +234,9 @@ def _partial_key(spec: Table) -> Any:
     return function if function is not None and getattr(spec, "__dict__", None) == {} else id(spec)
 
 
-def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
-              ) -> list[tuple[list[list[Any]], Grouping]]:
+def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS) -> list[Folded]:
     """:func:`fold_tables` of several folds in one read of ``source``: per fold, every table's partials and
-    the grouping, each exactly what that fold alone over ``source.select(fold.rows)`` gives.
+    cells (:class:`Folded`), each exactly what that fold alone over ``source.select(fold.rows)`` gives.
 
     A batch is read once for all folds: the records columns are the union of theirs, each (record filter,
     population, record keys) gets one :class:`Batch` (folds sharing all three share it), and a partial asked
@@ -283,9 +302,7 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
             cells[i].append(batch.cell_frame(np.arange(batch.n_cells)))
             for spec, parts in zip(fold.specs, partials[i]):
                 parts.append(spec.partial(batch))
-        grouping = Grouping(populations[i].searches, fold.keys, concat(cells[i], ["srow", "iter", "key"]),
-                            fold.options)
-        out.append((partials[i], grouping))
+        out.append(Folded(partials[i], concat(cells[i], ["srow", "iter", "key"]), populations[i].searches))
     return out
 
 

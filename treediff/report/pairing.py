@@ -68,10 +68,20 @@ class SideDepths:
         return max(self.completed[row], default=0)
 
 
+#: The iteration profile's table (folded alone by :func:`side_depths`, or with compare's tables).
+ITERATIONS = _Iterations()
+
+
 def side_depths(source: Source, target: int = BATCH_RECORDS) -> SideDepths:
     """Fold the iteration profile of every search of ``source`` (one pass, RESULT records only counted)."""
-    searches = source.searches
-    (parts,), _ = fold_tables(source, [_Iterations()], ("engine",), target)
+    (parts,), _ = fold_tables(source, [ITERATIONS], ("engine",), target)
+    return depths_of(source.searches, parts)
+
+
+def depths_of(searches: pd.DataFrame, parts: Sequence[pd.DataFrame],
+              keys: np.ndarray | None = None) -> SideDepths:
+    """:class:`SideDepths` from the :data:`ITERATIONS` partials of every batch of a source with these
+    ``searches`` (``keys``: their position keys, when already known)."""
     frame = concat(parts, ["srow", "iter", "key", "results", "roots", "root_depth"])
     n = len(searches)
     completed: list[dict[int, float]] = [{} for _ in range(n)]
@@ -106,7 +116,7 @@ def side_depths(source: Source, target: int = BATCH_RECORDS) -> SideDepths:
     ids = [str(v) for v in searches["position"].astype("object").where(searches["position"].notna(),
                                                                          searches["fen"].astype("object")).tolist()]
     fens = [f if isinstance(f, str) else None for f in searches["fen"].astype("object").tolist()]
-    return SideDepths(search_position_keys(searches), ids, fens, completed, has_iters)
+    return SideDepths(search_position_keys(searches) if keys is None else keys, ids, fens, completed, has_iters)
 
 
 @dataclass
