@@ -38,10 +38,10 @@ from treediff.store.validate import check_finite
 __all__ = ["SPILL_COMPRESSION", "SpillWriter", "spill_searches_path", "spill_source"]
 
 #: How the parts are compressed (``pa.ipc.IpcWriteOptions(compression=...)``).  Measured on the 1M-line
-#: stockfish log (10 parts; docs/PERFORMANCE.md): uncompressed 153 MB (19x the Parquet spill's 7.9 MB),
-#: lz4 28 MB (3.6x), zstd 14 MB (1.8x); writing 0.05 / 0.12 / 0.21 CPU-s against Parquet's 0.32-0.41,
-#: reading every column 0.005 / 0.075 / 0.11-0.14 against Parquet's 0.17-0.25.  lz4 keeps the disk near
-#: the 3x a scratch file may take (a 20M + 20M compare: ~1.1 GB, not ~6 GB) for most of the CPU saved.
+#: stockfish log's 10 chunks (docs/PERFORMANCE.md): uncompressed 153 MB (19x the Parquet spill's 7.9 MB),
+#: lz4 28 MB (3.6x), zstd 14 MB (1.8x); writing 0.055 / 0.124 / 0.230 CPU-s against Parquet's 0.340,
+#: compare's four read passes 0.54 / 0.75 / 0.91 against Parquet's 1.05.  lz4 keeps the disk near the 3x
+#: a scratch file may take (a 20M + 20M compare: 1.2 GB, not 6 GB) for two thirds of the CPU saved.
 SPILL_COMPRESSION: str | None = "lz4"
 #: Schema metadata keys of a part: its rows and its smallest and largest ``search`` (decimal text).
 META_ROWS = b"treediff.spill.rows"
@@ -150,13 +150,11 @@ def spill_source(directory: str | os.PathLike[str]) -> GroupedSource:
         from treediff.model.schema import RECORDS_SCHEMA
 
         schema, spans = RECORDS_SCHEMA, []
-    where = directory / "records.arrow"  # (the name errors give: the spill as one file)
-
     def read(columns: list[str] | None, groups: Sequence[int] | None = None) -> pa.Table:
         # Columns the schema lacks are left out, not an error, as a Parquet pair's read does.
         present = None if columns is None else [c for c in columns if c in schema.names]
         table = read_parts([parts[g] for g in (range(len(parts)) if groups is None else groups)], schema, present)
-        check_finite(where, table)
+        check_finite(directory, table)
         return table
 
     return GroupedSource(read, searches, spans)
