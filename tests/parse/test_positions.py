@@ -94,11 +94,11 @@ def _odd_fens(fens: list[str]) -> list[str]:
 
 
 def test_material_phase_plain_reader_agrees_with_python_chess():
-    from treediff.model.positions import _material_phase_by_python_chess, _plain_ranks
+    from treediff.model.positions import _material_phase_by_python_chess, read_plain_fen
 
     fens = _random_fens(11)
     odd = _odd_fens(fens[::40])
-    assert sum(_plain_ranks(f) is not None for f in fens) == len(fens)  # python-chess's own FENs are plain
+    assert sum(read_plain_fen(f) is not None for f in fens) == len(fens)  # python-chess's own FENs are plain
     for fen in fens + odd:
         assert material_phase.__wrapped__(fen) == _material_phase_by_python_chess(fen), fen
     phases = {material_phase(f) for f in fens}
@@ -114,3 +114,37 @@ def test_material_phase_of_a_plain_fen_does_not_import_python_chess():
             "print('chess' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def _epd_by_python_chess(fen: str) -> str:
+    import chess
+
+    try:
+        return chess.Board(fen.strip()).epd()
+    except ValueError:
+        return " ".join(fen.split()[:4])
+
+
+def test_position_key_of_plain_fens_is_python_chess_epd():
+    import random
+
+    import chess
+
+    from treediff.model.positions import position_key
+
+    rng = random.Random(5)
+    fens = _random_fens(3, games=40)
+    extra = []
+    for fen in fens[::7]:
+        board = chess.Board(fen)
+        extra.append(board.fen(en_passant="fen"))  # an en-passant square after every double push, legal or not
+        placement, side = fen.split()[:2]
+        for rights in ("KQkq", "Kq", "k", "-"):  # rights the board may not have: python-chess clears them
+            extra.append(f"{placement} {side} {rights} - {rng.randint(0, 50)} {rng.randint(1, 90)}")
+    extra += _odd_fens(fens[::60])
+    checked = 0
+    for fen in fens + extra:
+        want = _epd_by_python_chess(fen)
+        assert position_key.__wrapped__(fen) == want, fen
+        checked += 1
+    assert checked > 2000

@@ -64,6 +64,12 @@ def position_key(fen: str | None) -> str | None:
     if fen is None or not str(fen).strip():
         return None
     text = str(fen).strip()
+    plain = read_plain_fen(text)
+    if plain is not None and plain.en_passant == "-":
+        # What python-chess's epd() gives for it, without importing python-chess (~0.1 s of a small log's
+        # report): the placement as written, the side, the castling rights the board can have (an en-passant
+        # square would need the legal moves: python-chess keeps it only when a capture there is legal).
+        return f"{plain.placement} {'w' if plain.white_to_move else 'b'} {plain.clean_castling()} -"
     import chess
 
     try:
@@ -105,12 +111,13 @@ def material_phase(fen: str) -> str | None:
     used: EPD lines and hand-typed FENs rarely carry real ones); middlegame
     otherwise.
 
-    A FEN of the plain form (:data:`_PLAIN_FEN`: what engines write) is read here; any other goes to
+    A FEN of the plain form (:func:`read_plain_fen`: what engines write) is read here; any other goes to
     python-chess, whose reading decides what is invalid (importing it costs a small log's command ~0.1 s).
     """
-    ranks = _plain_ranks(fen)
-    if ranks is None:
+    plain = read_plain_fen(fen)
+    if plain is None:
         return _material_phase_by_python_chess(fen)
+    ranks = plain.ranks
     material = sum(_PIECE_MATERIAL.get(c.lower(), 0) for rank in ranks for c in rank)
     if material <= ENDGAME_MAX_MATERIAL:
         return "endgame"
@@ -120,18 +127,43 @@ def material_phase(fen: str) -> str | None:
     return "middlegame"
 
 
-#: The FENs :func:`material_phase` reads itself: 8 ranks of pieces and digits, side, castling (KQkq order),
-#: en passant, optionally both counters.  python-chess reads every such FEN (a rank must still fill 8 squares
-#: without two digits in a row, checked in :func:`_plain_ranks`).
-_PLAIN_FEN = re.compile(r"([pnbrqkPNBRQK1-8]{1,8}(?:/[pnbrqkPNBRQK1-8]{1,8}){7}) [wb] (?:-|K?Q?k?q?) "
-                        r"(?:-|[a-h][1-8])(?: [0-9]{1,9} [0-9]{1,9})?")
+#: The FENs read without python-chess (:func:`read_plain_fen`): 8 ranks of pieces and digits, side, castling in
+#: KQkq order, an en-passant square on rank 3 or 6, optionally both counters.  Engines write FENs of this form;
+#: python-chess reads every one whose ranks fill 8 squares without two digits in a row.
+PLAIN_FEN = re.compile(r"([1-8pnbrqkPNBRQK]{1,8}(?:/[1-8pnbrqkPNBRQK]{1,8}){7}) ([wb]) (-|(?=[KQkq])K?Q?k?q?) "
+                       r"(-|[a-h][36])(?: \d+ \d+)?\Z")
 _PIECE_MATERIAL = {"n": 3, "b": 3, "r": 5, "q": 9}
 
 
-def _plain_ranks(fen: str) -> list[str] | None:
-    """The 8 ranks of a plain FEN (rank 8 first), each spelled out square by square (``.`` empty); None when
-    ``fen`` is not of the plain form or a rank does not hold exactly 8 squares."""
-    match = _PLAIN_FEN.fullmatch(fen)
+@dataclass(frozen=True)
+class PlainFen:
+    """A FEN of the :data:`PLAIN_FEN` form, read."""
+
+    #: The placement field as written (canonical in a plain FEN: no two digits in a row, as python-chess
+    #: writes it).
+    placement: str
+    #: The 8 ranks, rank 8 first, each spelled out square by square from the a-file (``.``: empty).
+    ranks: tuple[str, ...]
+    white_to_move: bool
+    #: ``-`` or the letters of ``KQkq`` given (as written: rights the board cannot have included).
+    castling: str
+    #: ``-`` or the en-passant square (e.g. ``e3``), as written.
+    en_passant: str
+
+    def clean_castling(self) -> str:
+        """The castling field of the rights the board can have (king on e1/e8, the rook on its corner), in KQkq
+        order, ``-`` for none: python-chess's ``clean_castling_rights`` for a standard board."""
+        white, black = self.ranks[7], self.ranks[0]
+        rights = [flag for flag, rank, king, rook, corner in (("K", white, "K", "R", 7), ("Q", white, "K", "R", 0),
+                                                              ("k", black, "k", "r", 7), ("q", black, "k", "r", 0))
+                  if flag in self.castling and rank[4] == king and rank[corner] == rook]
+        return "".join(rights) or "-"
+
+
+def read_plain_fen(fen: str) -> PlainFen | None:
+    """``fen`` read without python-chess when it has the :data:`PLAIN_FEN` form and every rank holds exactly 8
+    squares with no two digits in a row (python-chess refuses ``44``); None otherwise (python-chess decides)."""
+    match = PLAIN_FEN.match(fen)
     if match is None:
         return None
     ranks = []
@@ -150,7 +182,7 @@ def _plain_ranks(fen: str) -> list[str] | None:
         if len(spelled) != 8:
             return None
         ranks.append(spelled)
-    return ranks
+    return PlainFen(match.group(1), tuple(ranks), match.group(2) == "w", match.group(3), match.group(4))
 
 
 def _material_phase_by_python_chess(fen: str) -> str | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import collections
 import functools
 import os
-import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ import polars as pl
 import pyarrow as pa
 
 from treediff.model.notation import UCI_OR_ROOT_PATTERN, UCI_PATH_PATTERN, normalize_coord_paths
+from treediff.model.positions import read_plain_fen
 from treediff.parse.assemble import UciPaths
 from treediff.parse.dialects import Notation, get_dialect
 from treediff.parse.problems import FIRST_LINES_SHOWN, Problems
@@ -91,11 +91,6 @@ def compiled_checker_available() -> bool:
 CheckerArgs = tuple[bytes, bool, int, int]
 
 _PIECE_CODES = {"P": 1, "N": 2, "B": 3, "R": 4, "Q": 5, "K": 6, "p": -1, "n": -2, "b": -3, "r": -4, "q": -5, "k": -6}
-#: The FENs :func:`fen_checker_args` reads itself; python-chess reads any other.
-_PLAIN_FEN = re.compile(r"([1-8pnbrqkPNBRQK]{1,8}(?:/[1-8pnbrqkPNBRQK]{1,8}){7}) ([wb]) (-|(?=[KQkq])K?Q?k?q?) "
-                        r"(-|[a-h][36])(?: \d+ \d+)?\Z")
-
-
 def board_checker_args(board: chess.Board) -> CheckerArgs:
     """:class:`treediff.parse._cmoves.Checker`'s arguments for a python-chess board (a standard board)."""
     import chess
@@ -117,8 +112,8 @@ def fen_checker_args(fen: str) -> CheckerArgs | None:
     A plain FEN (``KQkq``-style castling) is read here, a few µs instead of python-chess's
     ~0.25 ms a search (tests/parse/test_uci_validation_oracle.py compares the two); others go to python-chess.
     """
-    m = _PLAIN_FEN.match(fen)
-    if m is None:
+    plain = read_plain_fen(fen)
+    if plain is None:  # (or a rank of other than 8 squares, or two digits in a row: python-chess says)
         import chess
 
         try:
@@ -126,28 +121,11 @@ def fen_checker_args(fen: str) -> CheckerArgs | None:
         except ValueError:
             return None
     squares = bytearray(64)
-    for rank, row in enumerate(reversed(m.group(1).split("/"))):
-        file = 0
-        digit_before = False
-        for ch in row:
-            if ch.isdigit():
-                if digit_before:  # python-chess refuses "44" (two subsequent digits): so must this
-                    return None
-                digit_before = True
-                file += int(ch)
-            else:
-                digit_before = False
-                if file < 8:
-                    squares[rank * 8 + file] = _PIECE_CODES[ch] & 0xFF
-                file += 1
-        if file != 8:
-            import chess
-
-            try:  # a rank that is not 8 squares: python-chess says what it makes of it
-                return board_checker_args(chess.Board(fen))
-            except ValueError:
-                return None
-    flags = m.group(3)
+    for rank, row in enumerate(reversed(plain.ranks)):
+        for file, ch in enumerate(row):
+            if ch != ".":
+                squares[rank * 8 + file] = _PIECE_CODES[ch] & 0xFF
+    flags = plain.castling
     # A right counts when its rook stands on the corner and the king on e1/e8 (clean_castling_rights).
     white_king, black_king = squares[4] == _PIECE_CODES["K"], squares[60] == _PIECE_CODES["k"] & 0xFF
     white_rook, black_rook = _PIECE_CODES["R"], _PIECE_CODES["r"] & 0xFF
@@ -155,9 +133,15 @@ def fen_checker_args(fen: str) -> CheckerArgs | None:
                 | (2 if "Q" in flags and white_king and squares[0] == white_rook else 0)
                 | (4 if "k" in flags and black_king and squares[63] == black_rook else 0)
                 | (8 if "q" in flags and black_king and squares[56] == black_rook else 0))
-    square = m.group(4)  # [a-h][36]: chess.parse_square's number, file + 8 * rank
+    square = plain.en_passant  # [a-h][36]: chess.parse_square's number, file + 8 * rank
     ep = -1 if square == "-" else (ord(square[0]) - ord("a")) + 8 * (int(square[1]) - 1)
-    return bytes(squares), m.group(2) == "w", castling, ep
+    return bytes(squares), plain.white_to_move, castling, ep
+
+
+def checker_at(args: CheckerArgs) -> Any:
+    """A :class:`treediff.parse._cmoves.Checker` at a position given by :func:`fen_checker_args`."""
+    assert _cmoves is not None
+    return _cmoves.Checker(*args)
 
 
 #: The checker of a search whose position the compiled checker does not model (python-chess checks its moves).
@@ -174,7 +158,7 @@ def several_kings(squares: bytes) -> bool:
 def compiled_checker(board: chess.Board) -> Any:
     """A :class:`treediff.parse._cmoves.Checker` at ``board`` (a standard board; its move stack is not used)."""
     assert _cmoves is not None
-    return _cmoves.Checker(*board_checker_args(board))
+    return checker_at(board_checker_args(board))
 
 
 def check_paths_compiled(checker: Any, paths: pl.Series, skip: np.ndarray | None = None) -> np.ndarray:
@@ -316,7 +300,7 @@ class PathNormalizer:
                     args = fen_checker_args(state.fen) if state.fen else None
                     if args is None:
                         continue
-                    checker = _BY_PYTHON_CHESS if several_kings(args[0]) else _cmoves.Checker(*args)
+                    checker = _BY_PYTHON_CHESS if several_kings(args[0]) else checker_at(args)
                 checkers[search] = checker
                 if checker is not _BY_PYTHON_CHESS:
                     bad[lo:hi] = check_paths_compiled(checker, uci.slice(lo, hi - lo), part_skip) != 0

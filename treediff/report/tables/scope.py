@@ -47,7 +47,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treediff.parse.paths import compiled_checker, compiled_checker_available, legal_counts_compiled
+from treediff.parse.paths import (checker_at, compiled_checker_available, fen_checker_args, legal_counts_compiled,
+                                  several_kings)
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
 from treediff.report.tables.acts import ALL_ROW
@@ -132,22 +133,20 @@ def _legal_counts_compiled(fens: Sequence[str | None], paths: Sequence[str]) -> 
     rows, moves = rows[order], moves.take(pa.array(order))
     row_fens = fen_codes[rows]
     bounds = np.flatnonzero(np.diff(row_fens)) + 1
-    import chess
-
     for lo, hi in zip(np.r_[0, bounds].tolist(), np.r_[bounds, len(rows)].tolist()):
         fen = fen_values[row_fens[lo]]
-        try:  # python-chess decides whether the FEN reads, as in the fallback
-            board = chess.Board(fen)
-        except ValueError:
+        # The FEN read as the parser reads it (a plain one without python-chess; None where python-chess
+        # refuses it, as in the fallback).
+        args = fen_checker_args(fen)
+        if args is None:
             continue
-        if any(len(board.pieces(chess.KING, colour)) > 1 for colour in chess.COLORS):
+        if several_kings(args[0]):
             # Two kings of one colour (no engine's position): python-chess's quirks there (castling from
             # the lowest king on the back rank, the other kings moving as pinned pieces) are not the checker's.
             at = rows[lo:hi]
             out[at] = _legal_counts_python([fen] * len(at), [str(p) for p in moves.slice(lo, hi - lo).to_pylist()])
             continue
-        checker = compiled_checker(board)
-        out[rows[lo:hi]] = legal_counts_compiled(checker, moves.slice(lo, hi - lo))
+        out[rows[lo:hi]] = legal_counts_compiled(checker_at(args), moves.slice(lo, hi - lo))
     return out
 
 
