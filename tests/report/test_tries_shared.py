@@ -54,8 +54,8 @@ def test_one_kernel_run_per_batch_and_kind(monkeypatch) -> None:
     assert calls == [False] * n_batches  # fh reuses what cutoffs derived
     calls.clear()
     build_report(source, ["residual", "cutoffs", "fh"], target=2_000)
-    # cutoffs runs first (registry order): one light and one full derivation a batch, not three.
-    assert calls == [False, True] * n_batches
+    # residual reads the full derivation (full_tries): cutoffs, folded first, derives it for all three.
+    assert calls == [True] * n_batches
     calls.clear()
     batch_source = open_source(BATCH3)
     for records in batch_source.batches(None, 2_000):

@@ -267,6 +267,9 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
     # Folds sharing a record filter, a population and record keys share their Batch (and so its partials).
     batch_keys = [(id(fold.keep) if fold.keep is not None else None, id(population), keys)
                   for fold, population, keys in zip(folds, populations, record_keys)]
+    # A batch some table reads the full move-try derivation of derives it once, for the light readers too.
+    full_tries = {key for key, fold in zip(batch_keys, folds)
+                  if any(getattr(spec, "full_tries", False) for spec in fold.specs)}
     partials: list[list[list[Any]]] = [[[] for _ in fold.specs] for fold in folds]
     cells: list[list[pd.DataFrame]] = [[] for _ in folds]
     last_empty: pd.DataFrame | None = None
@@ -283,7 +286,10 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
         for i, fold in enumerate(folds):
             key = batch_keys[i]
             if key not in batches:
-                batches[key] = _fold_batch(records, srow, fold.keep, populations[i], record_keys[i], kept)
+                made = _fold_batch(records, srow, fold.keep, populations[i], record_keys[i], kept)
+                if made is not None:
+                    made.wants_full_tries = key in full_tries
+                batches[key] = made
             batch = batches[key]
             if batch is None:
                 continue

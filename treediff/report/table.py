@@ -136,6 +136,9 @@ class Batch:
         self.records = records
         self.searches = searches
         self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        #: Whether a table folded over this batch reads the full move-try derivation (a table with
+        #: ``full_tries = True``): then a light request derives the full one, which every table shares.
+        self.wants_full_tries = False
         self.record_keys = tuple(k for k in RECORD_KEYS if k in record_keys)
         self.srow = row_of[np.asarray(records["search"], dtype=np.int64)] if len(records) else np.zeros(0, np.int64)
         packed = self.srow * ITER_SPAN + self.iters

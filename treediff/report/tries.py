@@ -266,6 +266,7 @@ def derive(batch: Batch, full: bool = True, compiled: bool | None = None) -> Tri
     # kernel runs a batch cost `report --table all` ~1 CPU-s a million records).  A full derivation answers
     # a ``full=False`` request too: what such a request reads is the same in both.
     done = _DERIVED.setdefault(batch, {})
+    full = full or getattr(batch, "wants_full_tries", False)
     for key in ((use, True),) if full else ((use, False), (use, True)):
         if key in done:
             return done[key]

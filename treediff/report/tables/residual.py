@@ -174,6 +174,8 @@ class ResidualTable:
 
     name = "residual"
     columns = (*COLUMNS, "line", "score")
+    #: Reads the full move-try derivation (subtree nodes, main visits): see Batch.wants_full_tries.
+    full_tries = True
     optional_columns = (*OPTIONAL, "new_depth", "null_move")
 
     def partial(self, batch: Batch) -> ResidualPartial:
