@@ -46,8 +46,9 @@ class SideChoice:
 def _strings(series: pd.Series, rows: np.ndarray) -> list[str]:
     """The values at ``rows`` as strings, "" for a missing one (what ``astype("string").fillna("")`` gives)."""
     if isinstance(series.dtype, pd.CategoricalDtype):  # the codes, not a Series take (~1 ms a column)
-        categories = series.cat.categories
-        values = [categories[c] if c >= 0 else None for c in series.cat.codes.to_numpy()[rows].tolist()]
+        cat = series.array  # (the Categorical itself: the .cat accessor builds two Series, ~3x the time)
+        categories = cat.categories
+        values = [categories[c] if c >= 0 else None for c in np.asarray(cat.codes)[rows].tolist()]
     else:
         values = series.take(rows).tolist()
     return ["" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v) for v in values]
