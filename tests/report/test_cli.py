@@ -268,7 +268,7 @@ def test_positions_epd_labels_logs_without_ids(tmp_path):
 
 
 def test_report_memory_limit_reads_smaller_batches_with_the_same_numbers(monkeypatch):
-    """--memory-limit sets the batch target (a quarter of what fits at 600 bytes a record); the tables,
+    """--memory-limit sets the batch target (an eighth of what fits at 600 bytes a record); the tables,
     folded over batches of one search each, are those of one batch."""
     import treediff.report.core as core
 
@@ -285,7 +285,7 @@ def test_report_memory_limit_reads_smaller_batches_with_the_same_numbers(monkeyp
     small = run("report", log, "--format", "json", "--memory-limit", "6KB")
     default = run("report", log, "--format", "json")
     assert whole.exit_code == small.exit_code == default.exit_code == 0, small.output
-    assert targets == [2**62, 6 * 1024 // 600 // 4, 2 * 1024**3 // 600 // 4]
+    assert targets == [2**62, 6 * 1024 // 600 // 8, 2 * 1024**3 // 600 // 8]
     assert tables_of(small.output) == tables_of(whole.output) == tables_of(default.output)
     bad = run("report", log, "--memory-limit", "lots")
     assert bad.exit_code == 2 and "--memory-limit" in bad.output and "Traceback" not in bad.output

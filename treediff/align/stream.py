@@ -92,12 +92,14 @@ class MemoryBudget:
 
     @property
     def report_batch_records(self) -> int:
-        """``report``'s batch target: two batches are alive at once (the next is read ahead) and the tables'
-        partials of a batch cost about as much again, so a quarter of :attr:`records` (894k at 2 GB; at most
-        the sources' own 1M-record default)."""
+        """``report``'s batch target: an eighth of :attr:`records` (447k at 2 GB; at most the sources' own
+        1M-record default).  Two batches are alive at once (the next is read ahead), and the tables' work on
+        a batch (the move-try derivation's arrays and hash tables, the partials) costs about as much again
+        as the batch itself: `report --table all` on a 20M-record file peaked at 1.68 GB with a quarter
+        (894k), 1.33 GB with an eighth, at the same CPU (docs/SCALING.md)."""
         from treediff.store.source import BATCH_RECORDS
 
-        return max(1, min(BATCH_RECORDS, self.records // 4))
+        return max(1, min(BATCH_RECORDS, self.records // 8))
 
     @property
     def pending_bytes(self) -> int:

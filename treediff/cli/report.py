@@ -105,7 +105,7 @@ def _batch_target(in_memory: bool) -> int:
 @click.option("--memory-limit", "memory_limit", default="2GB", show_default=True, metavar="SIZE",
               callback=_memory_limit,
               help="Memory the report may hold at once (e.g. 2GB, 512MB): records are read in batches of about "
-                   "a quarter of what fits (600 bytes a record), whole searches at a time; --in-memory reads "
+                   "an eighth of what fits (600 bytes a record), whole searches at a time; --in-memory reads "
                    "everything at once instead.")
 @keep_complete_option
 def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, allow_different_depths, width,
