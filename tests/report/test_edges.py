@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -109,3 +110,25 @@ def test_by_source_separates_two_runs_of_one_engine(typhoon, stockfish):
     assert list(nodes["engine"]) == ["typhoon", "typhoon", "stockfish"]
     # Against the first engine and source; stockfish searched p1 and p2, typhoon only p1: undefined.
     assert nodes["ratio"].tolist()[:2] == [1.0, 1.0] and math.isnan(nodes["ratio"].iloc[2])
+
+
+def test_a_selection_leaving_an_input_out_keeps_the_main_visit_figures():
+    """A combined source selected to some inputs' searches still reads the others' (empty) batches; an empty
+    batch closes no node visit, so ebf_ply's main-visit columns equal those of the kept inputs combined alone
+    (they were blanked for the whole report)."""
+    import numpy as np
+
+    from treediff.parse.source import open_source
+    from treediff.report.core import build_report
+    from treediff.store.source import CombinedSource
+
+    traces = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
+    sources = [open_source(traces / f"{engine}_batch3.log") for engine in ("typhoon", "stockfish", "crafty")]
+    combined = CombinedSource.of(sources)
+    engines = combined.searches["engine"].astype(str).to_numpy()
+    selected = combined.select(np.isin(engines, ["typhoon", "crafty"]))
+    alone = CombinedSource.of([sources[0], sources[2]])
+    got = build_report(selected, ["ebf"], "engine")["ebf_ply"]
+    want = build_report(alone, ["ebf"], "engine")["ebf_ply"]
+    assert got["nodes_main"].notna().all() and len(got) > 4
+    pd.testing.assert_frame_equal(got, want)

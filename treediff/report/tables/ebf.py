@@ -136,10 +136,16 @@ def _per_cell_ply(batch: Batch, mask: np.ndarray) -> pd.DataFrame:
 
 
 def main_visits(batch: Batch) -> np.ndarray | None:
-    """Per record: does this RESULT close its node's main visit (None when the records carry no visits)."""
+    """Per record: does this RESULT close its node's main visit (None when the records carry no visits).
+
+    A batch without RESULT records (e.g. an input's empty batch of a selection that keeps none of its
+    searches) closes no visit: all False, not None, which would blank the main-visit figures of the whole
+    report."""
     records = batch.records
-    if any(c not in records.columns for c in VISIT_COLUMNS) or not len(records):
+    if any(c not in records.columns for c in VISIT_COLUMNS):
         return None
+    if not bool(np.any(batch.is_result)):
+        return np.zeros(len(records), dtype=bool)
     visit = np.asarray(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan))
     parent_visit = np.asarray(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan))
     if np.isnan(visit[batch.is_result]).all():
