@@ -132,3 +132,22 @@ def test_a_selection_leaving_an_input_out_keeps_the_main_visit_figures():
     want = build_report(alone, ["ebf"], "engine")["ebf_ply"]
     assert got["nodes_main"].notna().all() and len(got) > 4
     pd.testing.assert_frame_equal(got, want)
+
+
+def test_ebf_main_visits_of_a_log_read_in_batches_equal_one_batch(monkeypatch):
+    """A log read in batches smaller than its spill's parts gets empty batches between them (a part's rows of
+    the next batch's searches, filtered out); ebf_ply's main-visit columns were then blank for the whole
+    report.  They must equal the one-batch (--in-memory) figures."""
+    from treediff.parse import chunks
+    from treediff.parse.source import open_source
+    from treediff.report.core import build_report
+
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 4096)  # many spill parts, each cut across batches
+    log = Path(__file__).resolve().parents[2] / "fixtures" / "traces" / "typhoon_batch3.log"
+    source = open_source(log)
+    sizes = [len(b) for b in source.batches(["search"], 300)]
+    assert 0 in sizes and len(sizes) > 3  # the case this guards
+    batched = build_report(source, ["ebf"], "engine,position", target=300)["ebf_ply"]
+    whole = build_report(open_source(log), ["ebf"], "engine,position", target=2**62)["ebf_ply"]
+    assert batched["nodes_main"].notna().all()
+    pd.testing.assert_frame_equal(batched, whole)
