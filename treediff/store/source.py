@@ -425,8 +425,12 @@ class GroupedSource(ArrowSource):
     def _cut_batches(self, wanted: list[str] | None, groups: list[int], target: int) -> Iterator[pd.DataFrame]:
         """Batches of the groups ``groups``, read one at a time: a batch is cut inside a group at the last
         point no search spans (the parser's groups end mid-search, so cuts between groups alone would rarely
-        exist), the rest carried into the next batch."""
+        exist), the rest carried into the next batch.  A cut holding none of a selection's searches (a group's
+        rows of the next selection's, at its end) is not a batch: the consumer gets no empty batch, unless no
+        batch has rows at all (then one empty batch, as a source without records gives)."""
         carry: pa.Table | None = None
+        empty: pa.Table | None = None
+        yielded = False
         for group in groups:
             table = self._read_groups(wanted, [group])
             if carry is not None:
@@ -436,10 +440,20 @@ class GroupedSource(ArrowSource):
             if cut == 0:
                 carry = table
                 continue
-            yield self._kept.arrow(table.slice(0, cut)).to_pandas()
+            batch = self._kept.arrow(table.slice(0, cut))
+            if batch.num_rows:
+                yield batch.to_pandas()
+                yielded = True
+            else:
+                empty = batch
             carry = table.slice(cut)
-        if carry is not None and carry.num_rows:
-            yield self._kept.arrow(carry).to_pandas()
+        rest = self._kept.arrow(carry) if carry is not None else None
+        if rest is not None and rest.num_rows:
+            yield rest.to_pandas()
+        elif not yielded:
+            last = rest if rest is not None else empty
+            if last is not None:
+                yield last.to_pandas()
 
     def select(self, keep: np.ndarray) -> Source:
         rows = _rows(keep, len(self._searches))
