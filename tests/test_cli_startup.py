@@ -207,6 +207,20 @@ def test_report_and_compare_import_no_charting_or_terminal_ui(argv):
     assert not heavy & {"matplotlib", "rich", "textual", "scipy"}, heavy
 
 
+@pytest.mark.parametrize("argv", [["report", str(_SMALL_A)], ["report", str(_SMALL_A), "--memory-limit", "64MB"]],
+                         ids=["default limit", "--memory-limit"])
+def test_report_imports_no_aligner(argv):
+    """report reads --memory-limit (its batch size) from treediff.store.budget: the aligner's modules
+    (treediff.align: its numpy/pyarrow.compute tree code and the visit trees, ~0.1-0.2 s) stay unimported."""
+    code = _RUN_THEN_LIST_HEAVY.replace('print(" ".join(sorted(heavy)))',
+                                        'print(" ".join(sorted(m for m in sys.modules if m.startswith("treediff.align") '
+                                        'or m in ("treediff.report.tables", "treediff.store.budget"))))')
+    out = set(subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300,
+                             check=True).stdout.split())
+    assert {"treediff.report.tables", "treediff.store.budget"} <= out  # the child did run report, with a budget
+    assert not {m for m in out if m.startswith("treediff.align")}, out
+
+
 # ------------------------------------------------------------------ issue 17 item 4: info and parse on UCI logs
 _TYPHOON = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "typhoon_start.log"
 

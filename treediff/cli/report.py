@@ -128,7 +128,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     if in_memory:
         target = _batch_target(True)
     else:
-        from treediff.align.stream import MemoryBudget
+        from treediff.store.budget import MemoryBudget
 
         target = (memory_limit or MemoryBudget()).report_batch_records
     keep = None

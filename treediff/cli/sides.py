@@ -133,12 +133,12 @@ def fen_of(records, search: int) -> str | None:
 
 
 def _memory_limit(ctx, param, value):
-    """click callback: ``--memory-limit`` text -> a :class:`~treediff.align.stream.MemoryBudget`."""
+    """click callback: ``--memory-limit`` text -> a :class:`~treediff.store.budget.MemoryBudget`."""
     import click
 
     if ctx.resilient_parsing:  # shell completion: not run, so no aligner (and pandas: ~1 s a TAB) to import
         return None
-    from treediff.align.stream import MemoryBudget, parse_memory_limit
+    from treediff.store.budget import MemoryBudget, parse_memory_limit
 
     try:
         return MemoryBudget(parse_memory_limit(value))
