@@ -75,6 +75,11 @@ ILLEGAL_REASONS = {
 #: ``TREEDIFF_MOVE_CHECK=python`` makes the parser use the python-chess fallback (tests, benchmarks).
 MOVE_CHECK_ENV = "TREEDIFF_MOVE_CHECK"
 
+#: ``TREEDIFF_SAN=python`` makes the parser resolve SAN paths with python-chess (:mod:`treediff.parse.moves`,
+#: partly in the worker process) instead of the compiled ``_cmoves.SanResolver``: tests and A/B runs.
+#: ``TREEDIFF_MOVE_CHECK=python`` does too (no compiled move code at all).
+SAN_ENV = "TREEDIFF_SAN"
+
 #: The reason the flagged records are counted under, for SAN moves and illegal UCI moves alike.
 UNRESOLVED_REASON = "with a move that does not resolve in its position"
 
@@ -86,6 +91,17 @@ def compiled_checker_available() -> bool:
     ``TREEDIFF_MOVE_CHECK=python``: then python-chess validates them under ``--strict`` only.
     """
     return _cmoves is not None and hasattr(pa, "string_view") and os.environ.get(MOVE_CHECK_ENV, "") != "python"
+
+
+def compiled_san_available() -> bool:
+    """Whether SAN paths are resolved by the compiled ``_cmoves.SanResolver`` (the same answers as python-chess's
+    :class:`~treediff.parse.moves.PathResolver`, tests/parse/test_san_*.py).
+
+    False when ``_cmoves`` was not built (or built from older source), or with ``TREEDIFF_SAN=python`` or
+    ``TREEDIFF_MOVE_CHECK=python``: then python-chess resolves them, partly in the worker process.
+    """
+    return (_cmoves is not None and hasattr(_cmoves, "SanResolver") and os.environ.get(SAN_ENV, "") != "python"
+            and os.environ.get(MOVE_CHECK_ENV, "") != "python")
 
 
 CheckerArgs = tuple[bytes, bool, int, int]
@@ -218,6 +234,9 @@ class PathNormalizer:
         #: ... or, without it, replay them on python-chess boards (``--strict`` only: several times the parse).
         self._check_uci = self._compiled or check_uci
         self._checkers: dict[int, Any] = {}  # search -> compiled checker, for the searches of the last chunk
+        #: SAN paths resolved by the compiled resolver (else by python-chess, partly in the worker process).
+        self._san_compiled = compiled_san_available()
+        self._san: dict[int, Any] = {}  # search -> compiled SAN resolver (or _BY_PYTHON_CHESS), last chunk's
         self._worker: SanWorker | None = None
         self._pool: ThreadPoolExecutor | None = None  # talks to the worker, one request at a time
         self._worker_failed = False
@@ -323,14 +342,36 @@ class PathNormalizer:
         """Resolve ``hard``'s paths search by search; returns their rows and the resolved parts, in order."""
         hard_index: list[int] = []
         parts: list[Part] = []
+        resolvers: dict[int, Any] = {}
         for (search,), part in hard.group_by(["search"], maintain_order=True):
             state = by_id[search]
             index = part.get_column("_i").to_list()
-            search_parts = self._resolve_many(state, part.get_column("path").to_list())
+            paths = part.get_column("path").to_list()
+            resolver = self._san_resolver(state, resolvers) if self._san_compiled else None
+            if resolver is not None:
+                search_parts: list[Part] = [resolver.resolve(paths)]
+            else:
+                search_parts = self._resolve_many(state, paths)
             hard_index.extend(index)
             parts.extend(search_parts)
             self._pending.append((problems, state, line_col.gather(index).to_numpy(), search_parts))
+        self._san = resolvers  # a search's lines are consecutive: the others are over
         return hard_index, parts
+
+    def _san_resolver(self, state: SearchState, resolvers: dict[int, Any]) -> Any:
+        """The compiled SAN resolver of ``state``'s search (kept from the last chunk), or None where python-chess
+        resolves: no or a bad ``fen=`` (nothing resolves but the root: cheap either way) and positions with
+        several kings of a side (python-chess's own reading of check and castling, see :func:`several_kings`)."""
+        resolver = resolvers.get(state.search, self._san.get(state.search))
+        if resolver is None:
+            args = fen_checker_args(state.fen) if state.fen else None
+            if args is None or several_kings(args[0]):
+                resolver = _BY_PYTHON_CHESS
+            else:
+                assert _cmoves is not None
+                resolver = _cmoves.SanResolver(*args)
+        resolvers[state.search] = resolver
+        return None if resolver is _BY_PYTHON_CHESS else resolver
 
     def _resolve_many(self, state: SearchState, paths: list[str]) -> list[Part]:
         """UCI paths for one search's paths (None where a move does not resolve), as consecutive parts.
