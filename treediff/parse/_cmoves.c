@@ -1179,8 +1179,16 @@ typedef struct {
     Py_ssize_t path_cap, path_len;
     Py_ssize_t valid;  /* boards[0..valid] and mv[0..valid-1] are known for the previous path */
     Py_ssize_t bad_at; /* index of the previous path's first move that does not resolve, -1 if none */
+    int root_failed;   /* ROOT_EMPTY_TRIED | ROOT_DASH_TRIED: see san_path() */
     int busy;
 } SanResolver;
+
+/* PathResolver remembers each move tried in a position, the root's included, and looks a root path ("" or
+ * "-") up there first (as the move "" or "-" of the root): once "/" or "//e4" (an empty first move) or
+ * "-/e4" (a first move "-") has been tried, the root path "" (or "-") no longer resolves.  The parser
+ * never hands over a root path (the tokenizer tells them apart), but resolve() answers as PathResolver. */
+#define ROOT_EMPTY_TRIED 1
+#define ROOT_DASH_TRIED 2
 
 static int san_grow(SanResolver *c, Py_ssize_t need)
 {
@@ -1236,8 +1244,10 @@ enum { SAN_PATH_OK = 0, SAN_PATH_UNRESOLVED = 1, SAN_PATH_ROOT = 2 };
  * c->uci[0 .. *ulen); -1 when out of memory. */
 static int san_path(SanResolver *c, const unsigned char *p, Py_ssize_t len, Py_ssize_t *ulen)
 {
-    if (len == 0 || (len == 1 && p[0] == '-'))
-        return SAN_PATH_ROOT;
+    if (len == 0)
+        return c->root_failed & ROOT_EMPTY_TRIED ? SAN_PATH_UNRESOLVED : SAN_PATH_ROOT;
+    if (len == 1 && p[0] == '-')
+        return c->root_failed & ROOT_DASH_TRIED ? SAN_PATH_UNRESOLVED : SAN_PATH_ROOT;
     if (p[0] == '/') { /* PathResolver: "/e4"'s parent "" is the root (so "/" is one empty move) */
         p++;
         len--;
@@ -1279,6 +1289,10 @@ static int san_path(SanResolver *c, const unsigned char *p, Py_ssize_t len, Py_s
     for (; k < n; k++) {
         Py_ssize_t start = k ? c->ends[k - 1] + 1 : 0;
         if (san_token(&c->boards[k], p + start, c->ends[k] - start, &c->mv[k], &c->boards[k + 1]) != SAN_OK) {
+            if (k == 0 && c->ends[0] == 0)
+                c->root_failed |= ROOT_EMPTY_TRIED;
+            else if (k == 0 && c->ends[0] == 1 && p[0] == '-')
+                c->root_failed |= ROOT_DASH_TRIED;
             c->valid = k;
             c->bad_at = k;
             return SAN_PATH_UNRESOLVED;
@@ -1352,6 +1366,7 @@ static int SanResolver_init(SanResolver *c, PyObject *args, PyObject *kwds)
     c->n_tok = 0;
     c->valid = 0;
     c->bad_at = -1;
+    c->root_failed = 0;
     return 0;
 }
 
