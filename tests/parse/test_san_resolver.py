@@ -337,7 +337,12 @@ def test_bad_arguments_are_errors_not_crashes():
         resolver.resolve(["e4", None])
     with pytest.raises(TypeError):
         resolver.resolve_one(b"e4")
+    with pytest.raises(ValueError):
+        resolver.resolve(["e4", "d4"], bytearray(1))
     assert resolver.resolve(["e4/e5"]) == ["e2e4/e7e5"]  # still usable after the errors
+    mask = bytearray(b"\x07" * 5)
+    assert resolver.resolve(["e4", "e5", "-", "Nf3/Nf6", "/"], mask) == ["e2e4", None, "", "g1f3/g8f6", None]
+    assert mask == bytearray([0, 1, 0, 0, 1])
     long_path = "/".join(["Nf3", "Nf6", "Ng1", "Ng8"] * 100)  # 400 moves: the stack grows
     assert resolver.resolve_one(long_path) == "/".join(["g1f3", "g8f6", "f3g1", "f6g8"] * 100)
     assert resolver.resolve_one(long_path + "/e5") is None

@@ -1395,36 +1395,53 @@ static PyObject *san_one(SanResolver *c, PyObject *path)
 }
 
 PyDoc_STRVAR(san_resolve_doc,
-"resolve(paths)\n--\n\n"
+"resolve(paths, unresolved=None)\n--\n\n"
 "The UCI form of each path of a list of str (one search's, in order): '' for the root ('' or '-'),\n"
 "None where a move does not resolve; as treediff.parse.moves.PathResolver.resolve_many gives them.\n"
+"``unresolved``: a writable buffer of one byte per path, set to 1 where the answer is None, else 0.\n"
 "Any order gives the same answers; the search's order replays the fewest moves.");
 
-static PyObject *SanResolver_resolve(SanResolver *c, PyObject *paths)
+static PyObject *SanResolver_resolve(SanResolver *c, PyObject *args)
 {
-    if (!PyList_Check(paths)) {
-        PyErr_SetString(PyExc_TypeError, "SanResolver.resolve: a list of str");
+    PyObject *paths, *mask_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "O!|O", &PyList_Type, &paths, &mask_obj))
         return NULL;
-    }
     if (c->busy || !c->boards) {
         PyErr_SetString(PyExc_RuntimeError, "SanResolver.resolve: not initialized, or running in another thread");
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(paths);
+    Py_buffer mask;
+    memset(&mask, 0, sizeof mask);
+    if (mask_obj != Py_None) {
+        if (PyObject_GetBuffer(mask_obj, &mask, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+            return NULL;
+        if (mask.len != n) {
+            PyBuffer_Release(&mask);
+            PyErr_SetString(PyExc_ValueError, "SanResolver.resolve: the mask must have one byte per path");
+            return NULL;
+        }
+    }
+    unsigned char *m = mask.obj ? (unsigned char *)mask.buf : NULL;
     PyObject *out = PyList_New(n);
     if (!out)
-        return NULL;
+        goto fail;
     c->busy = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = san_one(c, PyList_GET_ITEM(paths, i));
         if (!v) {
             c->busy = 0;
-            Py_DECREF(out);
-            return NULL;
+            Py_CLEAR(out);
+            goto fail;
         }
         PyList_SET_ITEM(out, i, v);
+        if (m)
+            m[i] = v == Py_None;
     }
     c->busy = 0;
+fail:
+    if (mask.obj)
+        PyBuffer_Release(&mask);
     return out;
 }
 
@@ -1442,7 +1459,7 @@ static PyObject *SanResolver_resolve_one(SanResolver *c, PyObject *path)
 }
 
 static PyMethodDef SanResolver_methods[] = {
-    {"resolve", (PyCFunction)SanResolver_resolve, METH_O, san_resolve_doc},
+    {"resolve", (PyCFunction)SanResolver_resolve, METH_VARARGS, san_resolve_doc},
     {"resolve_one", (PyCFunction)SanResolver_resolve_one, METH_O, san_resolve_one_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -241,7 +241,8 @@ class PathNormalizer:
         self._pool: ThreadPoolExecutor | None = None  # talks to the worker, one request at a time
         self._worker_failed = False
         self._aborting = False
-        # (problems, search, source lines, parts) per search part of each chunk, in order, until counted.
+        # (problems, search, source lines, parts, unresolved rows or None) per search part of each chunk, in
+        # order, until counted.
         self._pending: collections.deque = collections.deque()
         self._paths = 0  # paths resolved against a board so far
 
@@ -338,23 +339,41 @@ class PathNormalizer:
 
     def _resolve_on_boards(
         self, hard: pl.DataFrame, line_col: pl.Series, by_id: dict[int, SearchState], problems: Problems
-    ) -> tuple[list[int], list[Part]]:
-        """Resolve ``hard``'s paths search by search; returns their rows and the resolved parts, in order."""
-        hard_index: list[int] = []
+    ) -> tuple[pl.Series, list[Part]]:
+        """Resolve ``hard``'s paths search by search; returns their rows and the resolved parts, in order.
+
+        The searches in their order of first appearance, each search's rows in chunk order (as
+        ``group_by(maintain_order=True)``; a search's rows are consecutive unless contexts interleave them).
+        """
+        searches = hard.get_column("search").to_numpy()
+        if len(searches) > 1 and not bool((searches[1:] >= searches[:-1]).all()):
+            _, first, inverse = np.unique(searches, return_index=True, return_inverse=True)
+            rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+            order = np.argsort(rank[inverse], kind="stable")
+            hard = hard[order]
+            searches = searches[order]
+        bounds = np.flatnonzero(searches[1:] != searches[:-1]) + 1
+        starts = np.concatenate(([0], bounds)).tolist()
+        stops = np.concatenate((bounds, [len(searches)])).tolist()
+        hard_index = hard.get_column("_i")
+        all_paths = hard.get_column("path").to_list()
+        all_lines = line_col.gather(hard_index).to_numpy()
         parts: list[Part] = []
         resolvers: dict[int, Any] = {}
-        for (search,), part in hard.group_by(["search"], maintain_order=True):
-            state = by_id[search]
-            index = part.get_column("_i").to_list()
-            paths = part.get_column("path").to_list()
+        for lo, hi in zip(starts, stops):
+            if lo == hi:
+                continue
+            state = by_id[int(searches[lo])]
+            paths = all_paths[lo:hi]
             resolver = self._san_resolver(state, resolvers) if self._san_compiled else None
+            unresolved = None
             if resolver is not None:
-                search_parts: list[Part] = [resolver.resolve(paths)]
+                unresolved = np.zeros(hi - lo, dtype=np.bool_)
+                search_parts: list[Part] = [resolver.resolve(paths, unresolved)]
             else:
                 search_parts = self._resolve_many(state, paths)
-            hard_index.extend(index)
             parts.extend(search_parts)
-            self._pending.append((problems, state, line_col.gather(index).to_numpy(), search_parts))
+            self._pending.append((problems, state, all_lines[lo:hi], search_parts, unresolved))
         self._san = resolvers  # a search's lines are consecutive: the others are over
         return hard_index, parts
 
@@ -424,12 +443,13 @@ class PathNormalizer:
         """
         pending = self._pending
         while pending:
-            problems, state, lines, parts = pending[0]
+            problems, state, lines, parts, unresolved = pending[0]
             if not wait and not all(_part_done(p) for p in parts):
                 return
             pending.popleft()
-            values = _joined_parts(parts)
-            unresolved = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+            if unresolved is None:  # python-chess's answers (the compiled resolver marks them as it goes)
+                values = _joined_parts(parts)
+                unresolved = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
             if not unresolved.any():
                 continue
             _count_unresolved(problems, state, lines[unresolved])
@@ -530,7 +550,7 @@ def _patched_paths(
     rows: pl.DataFrame,
     coord_index: pl.Series,
     coord_paths: pl.Series,
-    hard_index: list[int],
+    hard_index: pl.Series,
     parts: list[Part],
 ) -> tuple[pl.Series, pl.Series | None]:
     """The UCI paths of a chunk whose paths are not all UCI, and the rows whose move does not resolve.
@@ -545,11 +565,11 @@ def _patched_paths(
     uci = _root_as_empty(raw)
     if len(coord_index):
         uci = uci.scatter(coord_index, coord_paths)
-    if not hard_index:
+    if not len(hard_index):
         return uci, None
     patch = pl.Series("v", _joined_parts(parts), dtype=pl.String)
     uci = uci.scatter(hard_index, patch)
-    unresolved = pl.Series([False] * len(uci)).scatter(hard_index, patch.is_null())
+    unresolved = pl.repeat(False, len(uci), dtype=pl.Boolean, eager=True).alias("").scatter(hard_index, patch.is_null())
     if not bool(unresolved.any()):
         return uci, None
     return pl.select(pl.when(unresolved).then(raw).otherwise(uci)).to_series(), unresolved
