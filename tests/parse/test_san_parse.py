@@ -178,7 +178,7 @@ def test_searches_out_of_order_in_a_chunk_resolve_as_grouped(monkeypatch):
         index, parts = normalizer._resolve_on_boards(hard, line_col, by_id, problems)
         normalizer.account_unresolved(wait=True)
         assert index.to_list() == [0, 1, 3, 8, 2, 4, 6, 5, 7]  # search 5's rows, then 2's, then 9's
-        assert paths._joined_parts(parts) == ["e2e4", None, "d2d4", None, None, "g1f3", None, None, "e2e4/e7e5"]
+        assert paths._parts_series(parts).to_list() == ["e2e4", None, "d2d4", None, None, "g1f3", None, None, "e2e4/e7e5"]
         assert problems.first[paths.UNRESOLVED_REASON] == [101, 108, 102, 106, 105]
         assert by_id[5].unresolved == [101, 108] and by_id[9].unresolved_count == 1
         normalizer.close()

@@ -23,7 +23,10 @@ from treediff.parse.moves import PathResolver
 
 _cmoves = pytest.importorskip("treediff.parse._cmoves")
 
-from treediff.parse.paths import fen_checker_args, several_kings  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from treediff.parse.paths import fen_checker_args, resolve_san_compiled, several_kings  # noqa: E402
 
 if not hasattr(_cmoves, "SanResolver"):  # pragma: no cover - a stale build
     pytest.skip("_cmoves built from older source", allow_module_level=True)
@@ -103,6 +106,14 @@ def _spellings(board: chess.Board, move: chess.Move) -> list[str]:
         out += [letter + frm + to, letter + frm + "x" + to, letter + frm[0] + to, letter + frm[1] + to,
                 letter + "x" + to, letter + to, letter + to + "=Q", letter.lower() + to, letter + frm + "-" + to,
                 "P" + to, letter + to + "!!?"]
+    return out
+
+
+def _via_views(fen: str, paths: list[str]) -> list[str | None]:
+    """The parser's way in: the paths as Arrow string views, the answers as Arrow buffers (and the mask)."""
+    mask = np.ones(len(paths), dtype=np.bool_)
+    out = resolve_san_compiled(_compiled(fen), pl.Series(paths, dtype=pl.String), mask).to_list()
+    assert mask.tolist() == [o is None for o in out]
     return out
 
 
@@ -213,6 +224,7 @@ def test_random_games_every_token_agrees_with_python_chess():
         got = _compiled(fen).resolve(paths)
         mismatches = [(p, e, g) for p, e, g in zip(paths, expected, got) if e != g]
         assert not mismatches, (fen, mismatches[:20])
+        assert _via_views(fen, paths) == expected
 
 
 def test_depth_first_walks_and_any_order_agree_with_python_chess():
@@ -243,6 +255,7 @@ def test_depth_first_walks_and_any_order_agree_with_python_chess():
             assert [g for g, i in zip(got, order) if paths[i] not in ("", "-")] == [
                 expected[i] for i in order if paths[i] not in ("", "-")]
         assert _compiled(fen).resolve(paths) == expected
+        assert _via_views(fen, paths) == expected
 
 
 def test_hand_checked_answers():
@@ -309,7 +322,9 @@ def test_random_tokens_agree_with_python_chess(fen, seed, plies, tokens):
         board.push(move)
     prefix = "/".join(sans)
     paths = [f"{prefix}/{t}" if prefix else t for t in tokens] + tokens
-    assert _compiled(fen).resolve(paths) == _reference(fen, paths)
+    expected = _reference(fen, paths)
+    assert _compiled(fen).resolve(paths) == expected
+    assert _via_views(fen, paths) == expected
 
 
 def test_root_paths_after_an_empty_or_dash_first_move():
@@ -346,3 +361,13 @@ def test_bad_arguments_are_errors_not_crashes():
     long_path = "/".join(["Nf3", "Nf6", "Ng1", "Ng8"] * 100)  # 400 moves: the stack grows
     assert resolver.resolve_one(long_path) == "/".join(["g1f3", "g8f6", "f3g1", "f6g8"] * 100)
     assert resolver.resolve_one(long_path + "/e5") is None
+    views = _via_views(chess.STARTING_FEN, [long_path, "e4", long_path + "/e5", "", "-", "/", "é4", "e4/" * 5000])
+    assert views == [resolver.resolve_one(long_path), "e2e4", None, "", "", None, None, None]
+    with pytest.raises(ValueError):
+        resolve_san_compiled(resolver, pl.Series(["e4", None]), np.zeros(2, dtype=np.bool_))
+    with pytest.raises(ValueError):  # fewer views than answers asked for
+        resolver.resolve_views(np.zeros(16, dtype=np.uint8), (), np.zeros(2, dtype=np.uint8))
+    bad = np.zeros(16, dtype=np.uint8)
+    bad[0] = 20  # a 20-byte path in data buffer 0, which is not there
+    with pytest.raises(ValueError):
+        resolver.resolve_views(bad, (), np.zeros(1, dtype=np.uint8))

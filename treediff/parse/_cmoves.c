@@ -1445,6 +1445,136 @@ fail:
     return out;
 }
 
+PyDoc_STRVAR(san_resolve_views_doc,
+"resolve_views(views, data, unresolved)\n--\n\n"
+"resolve() of the paths of an Arrow string-view array (``views`` its 16-byte view buffer, exactly\n"
+"len(unresolved) views with its offset applied; ``data`` a tuple of its data buffers), without a Python\n"
+"object per path: returns ``(offsets, chars)``, the buffers of an Arrow large_string array (int64\n"
+"offsets, len(unresolved) + 1 of them) holding each path's UCI form ('' where it does not resolve), and\n"
+"sets ``unresolved`` (a writable buffer, one byte per path) to 1 where it does not resolve.  The GIL is\n"
+"released while the paths are resolved.");
+
+static PyObject *SanResolver_resolve_views(SanResolver *c, PyObject *args)
+{
+    PyObject *views_obj, *data_obj, *mask_obj;
+    if (!PyArg_ParseTuple(args, "OO!O", &views_obj, &PyTuple_Type, &data_obj, &mask_obj))
+        return NULL;
+    if (c->busy || !c->boards) {
+        PyErr_SetString(PyExc_RuntimeError, "SanResolver.resolve_views: not initialized, or running in another thread");
+        return NULL;
+    }
+    Py_ssize_t n_data = PyTuple_GET_SIZE(data_obj);
+    Py_buffer views, mask;
+    memset(&views, 0, sizeof views);
+    memset(&mask, 0, sizeof mask);
+    Py_buffer *data = (Py_buffer *)calloc((size_t)(n_data ? n_data : 1), sizeof(Py_buffer));
+    Py_ssize_t got_data = 0;
+    PyObject *result = NULL;
+    int64_t *offsets = NULL;
+    char *chars = NULL;
+    int failed = 0;
+    if (!data)
+        return PyErr_NoMemory();
+    if (PyObject_GetBuffer(views_obj, &views, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    if (PyObject_GetBuffer(mask_obj, &mask, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    for (; got_data < n_data; got_data++)
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(data_obj, got_data), &data[got_data], PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    Py_ssize_t n = mask.len;
+    if (views.len < n * 16) {
+        PyErr_SetString(PyExc_ValueError, "SanResolver.resolve_views: fewer views than mask bytes");
+        goto done;
+    }
+    const unsigned char *v = (const unsigned char *)views.buf;
+    /* Every view's bytes must lie in its buffer: checked first, so the scan cannot read out of bounds. */
+    for (Py_ssize_t i = 0; i < n && !failed; i++) {
+        int32_t len, buf, off;
+        memcpy(&len, v + i * 16, 4);
+        if (len < 0)
+            failed = 1;
+        else if (len > 12) {
+            memcpy(&buf, v + i * 16 + 8, 4);
+            memcpy(&off, v + i * 16 + 12, 4);
+            if (buf < 0 || buf >= n_data || off < 0 || (Py_ssize_t)off + len > data[buf].len)
+                failed = 1;
+        }
+    }
+    if (failed) {
+        PyErr_SetString(PyExc_ValueError, "SanResolver.resolve_views: a string view points outside its data buffer");
+        goto done;
+    }
+    offsets = (int64_t *)malloc((size_t)(n + 1) * sizeof(int64_t));
+    size_t cap = 4096, used = 0;
+    chars = (char *)malloc(cap);
+    if (!offsets || !chars) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    unsigned char *m = (unsigned char *)mask.buf;
+    c->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t len, buf, off;
+        memcpy(&len, v + i * 16, 4);
+        const unsigned char *p;
+        if (len <= 12) {
+            p = v + i * 16 + 4;
+        } else {
+            memcpy(&buf, v + i * 16 + 8, 4);
+            memcpy(&off, v + i * 16 + 12, 4);
+            p = (const unsigned char *)data[buf].buf + off;
+        }
+        Py_ssize_t ulen = 0;
+        int r = san_path(c, p, len, &ulen);
+        if (r < 0) {
+            failed = 1;
+            break;
+        }
+        m[i] = r == SAN_PATH_UNRESOLVED;
+        if (r == SAN_PATH_OK) {
+            if (used + (size_t)ulen > cap) {
+                while (used + (size_t)ulen > cap)
+                    cap *= 2;
+                char *grown = (char *)realloc(chars, cap);
+                if (!grown) {
+                    failed = 1;
+                    break;
+                }
+                chars = grown;
+            }
+            memcpy(chars + used, c->uci, (size_t)ulen);
+            used += (size_t)ulen;
+        }
+        offsets[i + 1] = (int64_t)used;
+    }
+    Py_END_ALLOW_THREADS
+    c->busy = 0;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *off_bytes = PyBytes_FromStringAndSize((const char *)offsets, (Py_ssize_t)((size_t)(n + 1) * sizeof(int64_t)));
+    PyObject *char_bytes = off_bytes ? PyBytes_FromStringAndSize(chars, (Py_ssize_t)used) : NULL;
+    if (off_bytes && char_bytes)
+        result = PyTuple_Pack(2, off_bytes, char_bytes);
+    Py_XDECREF(off_bytes);
+    Py_XDECREF(char_bytes);
+done:
+    free(offsets);
+    free(chars);
+    if (views.obj)
+        PyBuffer_Release(&views);
+    if (mask.obj)
+        PyBuffer_Release(&mask);
+    for (Py_ssize_t i = 0; i < got_data; i++)
+        PyBuffer_Release(&data[i]);
+    free(data);
+    return result;
+}
+
 PyDoc_STRVAR(san_resolve_one_doc,
 "resolve_one(path)\n--\n\n"
 "resolve() of one path (str), in order with the paths resolved before it.  For tests and small inputs.");
@@ -1460,6 +1590,7 @@ static PyObject *SanResolver_resolve_one(SanResolver *c, PyObject *path)
 
 static PyMethodDef SanResolver_methods[] = {
     {"resolve", (PyCFunction)SanResolver_resolve, METH_VARARGS, san_resolve_doc},
+    {"resolve_views", (PyCFunction)SanResolver_resolve_views, METH_VARARGS, san_resolve_views_doc},
     {"resolve_one", (PyCFunction)SanResolver_resolve_one, METH_O, san_resolve_one_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -51,8 +51,9 @@ SAN_SPLIT_MIN_PATHS = 2_000
 #: The worker's share of a split: the main thread also assembles the chunk, the worker only resolves.
 SAN_WORKER_SHARE = 0.7
 
-#: Resolved paths of one search part: a list (None where a move does not resolve), or a future of one.
-Part = list[str | None] | Future[list[str | None]]
+#: Resolved paths of one search part: a list (None where a move does not resolve), a future of one, or a
+#: String Series (null where a move does not resolve) from the compiled resolver.
+Part = list[str | None] | Future[list[str | None]] | pl.Series
 
 try:  # The optional compiled legality checker (treediff/parse/_cmoves.c), built by `pip install`.
     from treediff.parse import _cmoves  # type: ignore[attr-defined]  # (compiled: no stub)
@@ -97,11 +98,12 @@ def compiled_san_available() -> bool:
     """Whether SAN paths are resolved by the compiled ``_cmoves.SanResolver`` (the same answers as python-chess's
     :class:`~treediff.parse.moves.PathResolver`, tests/parse/test_san_*.py).
 
-    False when ``_cmoves`` was not built (or built from older source), or with ``TREEDIFF_SAN=python`` or
+    False when ``_cmoves`` was not built (or built from older source), when pyarrow has no string views
+    (< 16), or with ``TREEDIFF_SAN=python`` or
     ``TREEDIFF_MOVE_CHECK=python``: then python-chess resolves them, partly in the worker process.
     """
-    return (_cmoves is not None and hasattr(_cmoves, "SanResolver") and os.environ.get(SAN_ENV, "") != "python"
-            and os.environ.get(MOVE_CHECK_ENV, "") != "python")
+    return (_cmoves is not None and hasattr(_cmoves, "SanResolver") and hasattr(pa, "string_view")
+            and os.environ.get(SAN_ENV, "") != "python" and os.environ.get(MOVE_CHECK_ENV, "") != "python")
 
 
 CheckerArgs = tuple[bytes, bool, int, int]
@@ -356,7 +358,8 @@ class PathNormalizer:
         starts = np.concatenate(([0], bounds)).tolist()
         stops = np.concatenate((bounds, [len(searches)])).tolist()
         hard_index = hard.get_column("_i")
-        all_paths = hard.get_column("path").to_list()
+        path_col = hard.get_column("path")
+        all_paths: list[str] | None = None  # as Python strings, for python-chess only
         all_lines = line_col.gather(hard_index).to_numpy()
         parts: list[Part] = []
         resolvers: dict[int, Any] = {}
@@ -364,14 +367,15 @@ class PathNormalizer:
             if lo == hi:
                 continue
             state = by_id[int(searches[lo])]
-            paths = all_paths[lo:hi]
             resolver = self._san_resolver(state, resolvers) if self._san_compiled else None
             unresolved = None
             if resolver is not None:
                 unresolved = np.zeros(hi - lo, dtype=np.bool_)
-                search_parts: list[Part] = [resolver.resolve(paths, unresolved)]
+                search_parts: list[Part] = [resolve_san_compiled(resolver, path_col.slice(lo, hi - lo), unresolved)]
             else:
-                search_parts = self._resolve_many(state, paths)
+                if all_paths is None:
+                    all_paths = path_col.to_list()
+                search_parts = self._resolve_many(state, all_paths[lo:hi])
             parts.extend(search_parts)
             self._pending.append((problems, state, all_lines[lo:hi], search_parts, unresolved))
         self._san = resolvers  # a search's lines are consecutive: the others are over
@@ -525,16 +529,40 @@ def _coordinate_paths(paths: pl.Series, dialect_names: pl.Series) -> pl.Series:
     return out
 
 
+def resolve_san_compiled(resolver: Any, paths: pl.Series, unresolved: np.ndarray) -> pl.Series:
+    """One search's ``paths`` (String, no nulls) made UCI by the compiled ``resolver`` (``_cmoves.SanResolver``),
+    in order: a String Series, null where a move does not resolve (those rows also set in ``unresolved``,
+    a bool array of ``len(paths)``).  The paths go over as Arrow string views and come back as Arrow buffers:
+    no Python object per path."""
+    views, data, skip = _string_views(paths.to_arrow(compat_level=pl.CompatLevel.newest()), None)
+    if skip is not None:  # (a null path: the parser hands over none)
+        raise ValueError("resolve_san_compiled: a null path")
+    offsets, chars = resolver.resolve_views(views, data, unresolved)
+    nulls = int(np.count_nonzero(unresolved))
+    validity = pa.py_buffer(np.packbits(~unresolved, bitorder="little")) if nulls else None
+    array = pa.Array.from_buffers(pa.large_string(), len(unresolved),
+                                  [validity, pa.py_buffer(offsets), pa.py_buffer(chars)], null_count=nulls)
+    return pl.Series("v", array, dtype=pl.String)
+
+
 def _part_done(part: Part) -> bool:
-    return isinstance(part, list) or part.done()
+    return not isinstance(part, Future) or part.done()
 
 
 def _joined_parts(parts: list[Part]) -> list[str | None]:
-    """Resolved paths, in order, from parts that are lists or futures of lists (waits for the futures)."""
+    """Resolved paths, in order, from parts that are lists, futures of lists or Series (waits for the futures)."""
     out: list[str | None] = []
     for part in parts:
-        out.extend(part if isinstance(part, list) else part.result())
+        out.extend(part.result() if isinstance(part, Future) else part)
     return out
+
+
+def _parts_series(parts: list[Part]) -> pl.Series:
+    """Resolved paths, in order, as one String Series (null where a move does not resolve; waits for the futures)."""
+    pieces = [part if isinstance(part, pl.Series)
+              else pl.Series("v", part.result() if isinstance(part, Future) else part, dtype=pl.String)
+              for part in parts]
+    return pieces[0] if len(pieces) == 1 else pl.concat(pieces, rechunk=True)
 
 
 def _root_as_empty(raw: pl.Series) -> pl.Series:
@@ -567,7 +595,7 @@ def _patched_paths(
         uci = uci.scatter(coord_index, coord_paths)
     if not len(hard_index):
         return uci, None
-    patch = pl.Series("v", _joined_parts(parts), dtype=pl.String)
+    patch = _parts_series(parts)
     uci = uci.scatter(hard_index, patch)
     unresolved = pl.repeat(False, len(uci), dtype=pl.Boolean, eager=True).alias("").scatter(hard_index, patch.is_null())
     if not bool(unresolved.any()):
