@@ -14,7 +14,11 @@ SAN_LOGS = [TRACES / "crafty_batch3.log", HAND / "minimal_crafty.log", HAND / "a
 
 @pytest.fixture
 def workers(monkeypatch):
-    """Split every search's paths with the worker, and remember every worker started."""
+    """Split every search's paths with the worker, and remember every worker started.
+
+    The python-chess path (the compiled resolver, when built, needs no worker: tests/parse/test_san_parse.py).
+    """
+    monkeypatch.setenv(paths.SAN_ENV, "python")
     started: list[SanWorker] = []
 
     class Recorded(SanWorker):

@@ -915,6 +915,703 @@ static PyTypeObject CheckerType = {
     .tp_methods = Checker_methods,
 };
 
+/* ------------------------------------------------------------ SAN paths */
+
+/* SanResolver: one search's paths in a SAN dialect (Crafty) made UCI, as
+ * treediff.parse.moves.PathResolver makes them with python-chess, on the
+ * boards above.  The same stack as the Checker's: the previous path's bytes,
+ * the board before each of its moves and each move resolved; a path shares
+ * the previous one's leading moves byte for byte, and only the moves after
+ * them are read (about one a line).
+ *
+ * A token is read as moves.py's _parse_token reads it, in the same order:
+ *   - a null spelling (NULL_SPELLINGS, exact case): the null move, 0000;
+ *   - UCI-shaped ([a-h][1-8][a-h][1-8][qrbnQRBN]?): that move, lower-cased, when legal (from == to is no move);
+ *   - castling (O-O, O-O-O, 0-0, 0-0-0, then [+#!?]*): e1g1/e1c1 (e8..) when castling that way is legal;
+ *   - SAN, the regex _SAN_RE with its backtracking order:
+ *     [NBRQK]? [a-h]? [1-8]? x? [a-h][1-8] (=?[NBRQnbrq])? [+#!?]*
+ *     a pawn move (no piece letter): the rank and the 'x' are ignored, a file other than the target's
+ *     makes it a capture from that file, no promotion onto rank 1 or 8 means a queen; a piece move:
+ *     the one piece of that type, on the given file/rank if any, that reaches the target and whose
+ *     move is legal (none or several: unresolved); its promotion letter is ignored.
+ * Legality is play()'s (python-chess's Board.is_legal, tests/parse/test_uci_validation_oracle.py);
+ * moves.py's _Legality tests the king's safety its own way, with the same answers for a single king, so
+ * the parser gives positions with several kings of a side to python-chess (several_kings).  A path
+ * "" or "-" is the root (""); a leading '/' is skipped (PathResolver finds "/e4"'s parent "" to be the
+ * root); any other empty token does not resolve.  Checked against PathResolver by tests/parse/test_san_*.py. */
+
+#define SAN_OK 0
+#define SAN_FAIL 1
+
+static const char *const SAN_NULLS[] = {"0000", "(null)", "null", "--", "@@@@", "Z0"};
+
+static inline int is_file(unsigned char c) { return c >= 'a' && c <= 'h'; }
+static inline int is_rank(unsigned char c) { return c >= '1' && c <= '8'; }
+static inline int is_suffix(unsigned char c) { return c == '+' || c == '#' || c == '!' || c == '?'; }
+
+/* Whether [t+at, t+len) is [+#!?]* */
+static inline int all_suffix(const unsigned char *t, Py_ssize_t at, Py_ssize_t len)
+{
+    for (; at < len; at++)
+        if (!is_suffix(t[at]))
+            return 0;
+    return 1;
+}
+
+static inline int promo_piece(unsigned char c)
+{
+    switch (c) {
+    case 'N': case 'n': return KNIGHT;
+    case 'B': case 'b': return BISHOP;
+    case 'R': case 'r': return ROOK;
+    case 'Q': case 'q': return QUEEN;
+    default: return 0;
+    }
+}
+
+/* The tail after the target square: (=?[NBRQnbrq])?[+#!?]*, tried in the regex's order.  Returns 1 on a
+ * match with *promo the promotion piece (0 none). */
+static inline int match_tail(const unsigned char *t, Py_ssize_t at, Py_ssize_t len, int *promo)
+{
+    if (at + 1 < len && t[at] == '=' && promo_piece(t[at + 1]) && all_suffix(t, at + 2, len)) {
+        *promo = promo_piece(t[at + 1]);
+        return 1;
+    }
+    if (at < len && promo_piece(t[at]) && all_suffix(t, at + 1, len)) {
+        *promo = promo_piece(t[at]);
+        return 1;
+    }
+    if (all_suffix(t, at, len)) {
+        *promo = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* _SAN_RE on [t, t+len): 1 on a match, with the piece type (0: a pawn move), file and rank (-1 when
+ * absent), target square and promotion piece (0 none). */
+static int match_san(const unsigned char *t, Py_ssize_t len, int *piece, int *file, int *rank, int *to, int *promo)
+{
+    Py_ssize_t pos = 0;
+    *piece = 0;
+    if (len > 0) {
+        switch (t[0]) {
+        case 'N': *piece = KNIGHT; break;
+        case 'B': *piece = BISHOP; break;
+        case 'R': *piece = ROOK; break;
+        case 'Q': *piece = QUEEN; break;
+        case 'K': *piece = KING; break;
+        default: break;
+        }
+        /* Without it nothing could match: an upper-case letter is neither a file, a rank nor an 'x'. */
+        if (*piece)
+            pos = 1;
+    }
+    for (int use_ff = 1; use_ff >= 0; use_ff--) {
+        if (use_ff && !(pos < len && is_file(t[pos])))
+            continue;
+        Py_ssize_t p1 = pos + use_ff;
+        for (int use_fr = 1; use_fr >= 0; use_fr--) {
+            if (use_fr && !(p1 < len && is_rank(t[p1])))
+                continue;
+            Py_ssize_t p2 = p1 + use_fr;
+            for (int use_x = 1; use_x >= 0; use_x--) {
+                if (use_x && !(p2 < len && t[p2] == 'x'))
+                    continue;
+                Py_ssize_t p3 = p2 + use_x;
+                if (!(p3 + 1 < len && is_file(t[p3]) && is_rank(t[p3 + 1])))
+                    continue;
+                if (!match_tail(t, p3 + 2, len, promo))
+                    continue;
+                *file = use_ff ? t[pos] - 'a' : -1;
+                *rank = use_fr ? t[p1] - '1' : -1;
+                *to = (t[p3 + 1] - '1') * 8 + (t[p3] - 'a');
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Castling spelled O-O, O-O-O, 0-0 or 0-0-0 (then [+#!?]*): 1 kingside, 2 queenside, 0 not castling. */
+static int match_castle(const unsigned char *t, Py_ssize_t len)
+{
+    if (len < 3 || t[1] != '-' || !(t[0] == 'O' || t[0] == '0') || t[2] != t[0])
+        return 0;
+    if (len >= 5 && t[3] == '-' && t[4] == t[0] && all_suffix(t, 5, len))
+        return 2;
+    return all_suffix(t, 3, len) ? 1 : 0;
+}
+
+/* A pawn move (moves.py's _Legality._pawn_move): `file` the capturing pawn's file, -1 for a push. */
+static int san_pawn(Board *b, int file, int to, int promo, int32_t *move, Board *out)
+{
+    int side = b->side, s = side == WHITE ? 1 : -1;
+    int to_rank = to >> 3, from_rank = to_rank - s, last = side == WHITE ? 7 : 0;
+    if (from_rank < 0 || from_rank > 7 || (promo != 0) != (to_rank == last))
+        return SAN_FAIL;
+    int from;
+    if (file < 0) {
+        if (b->sq[to])
+            return SAN_FAIL;
+        from = from_rank * 8 + (to & 7);
+        if (b->sq[from] != s * PAWN) {
+            /* A double step: from the start rank, over an empty square. */
+            if (to_rank != (side == WHITE ? 3 : 4) || b->sq[from])
+                return SAN_FAIL;
+            from -= 8 * s;
+            if (b->sq[from] != s * PAWN)
+                return SAN_FAIL;
+        }
+    } else {
+        int d = file - (to & 7);
+        if (d != 1 && d != -1)
+            return SAN_FAIL;
+        from = from_rank * 8 + file;
+        if (b->sq[from] != s * PAWN)
+            return SAN_FAIL;
+        /* Onto an empty square: en passant or nothing, as play() (Board.is_legal) says. */
+    }
+    int32_t token = from | to << 6 | promo << 12;
+    if (play(b, token, out) != OK)
+        return SAN_FAIL;
+    *move = token;
+    return SAN_OK;
+}
+
+/* A piece move (moves.py's _Legality._piece_move): the one piece of `type` that reaches `to` (on `file`
+ * and `rank` when >= 0) with a legal move; none or several: unresolved. */
+static int san_piece(Board *b, int type, int file, int rank, int to, int32_t *move, Board *out)
+{
+    int side = b->side, s = side == WHITE ? 1 : -1;
+    int8_t want = (int8_t)(s * type);
+    if (b->sq[to] && colour_of(b->sq[to]) == side)
+        return SAN_FAIL; /* the target holds our own piece */
+    int8_t cand[16];
+    int n = 0;
+    if (type == KNIGHT || type == KING) {
+        for (const int8_t *t = (type == KNIGHT ? KNIGHT_TO : KING_TO)[to]; *t >= 0; t++)
+            if (b->sq[*t] == want)
+                cand[n++] = *t;
+    } else {
+        /* A slider reaches `to` from where to's rays, stopped by the first piece, reach. */
+        int d0 = type == BISHOP ? 4 : 0, d1 = type == ROOK ? 4 : 8;
+        for (int d = d0; d < d1; d++) {
+            const int8_t *ray = RAY[to][d];
+            for (int m = 0; m < 8 && ray[m] >= 0; m++) {
+                int8_t p = b->sq[ray[m]];
+                if (p) {
+                    if (p == want)
+                        cand[n++] = ray[m];
+                    break;
+                }
+            }
+        }
+    }
+    int found = -1;
+    Board scratch;
+    for (int i = 0; i < n; i++) {
+        int from = cand[i];
+        if ((file >= 0 && (from & 7) != file) || (rank >= 0 && (from >> 3) != rank))
+            continue;
+        if (play(b, from | to << 6, found < 0 ? out : &scratch) != OK)
+            continue;
+        if (found >= 0)
+            return SAN_FAIL; /* ambiguous */
+        found = from;
+    }
+    if (found < 0)
+        return SAN_FAIL;
+    *move = found | to << 6;
+    return SAN_OK;
+}
+
+/* One token [t, t+len) in `b`: its move into *move (TOKEN_NULL for a null move) and the position after
+ * it into `out`; SAN_FAIL when it does not resolve. */
+static int san_token(Board *b, const unsigned char *t, Py_ssize_t len, int32_t *move, Board *out)
+{
+    for (size_t k = 0; k < sizeof SAN_NULLS / sizeof SAN_NULLS[0]; k++)
+        if (strlen(SAN_NULLS[k]) == (size_t)len && memcmp(t, SAN_NULLS[k], (size_t)len) == 0) {
+            *move = TOKEN_NULL;
+            return play(b, TOKEN_NULL, out) == OK ? SAN_OK : SAN_FAIL;
+        }
+    if ((len == 4 || len == 5) && is_file(t[0]) && is_rank(t[1]) && is_file(t[2]) && is_rank(t[3])) {
+        int promo = len == 5 ? promo_piece(t[4]) : 0; /* [qrbnQRBN]: promo_piece's letters */
+        if (len == 4 || promo) {
+            /* UCI-shaped: that move if legal, else nothing (from == to is no move: play() says GEOMETRY). */
+            int32_t token = ((t[1] - '1') * 8 + (t[0] - 'a')) | ((t[3] - '1') * 8 + (t[2] - 'a')) << 6 | promo << 12;
+            if (play(b, token, out) != OK)
+                return SAN_FAIL;
+            *move = token;
+            return SAN_OK;
+        }
+    }
+    int castle_side = match_castle(t, len);
+    if (castle_side) {
+        int base = b->side == WHITE ? 0 : 56;
+        if (castle(b, castle_side == 1, out) != OK)
+            return SAN_FAIL;
+        *move = (base + 4) | (base + (castle_side == 1 ? 6 : 2)) << 6;
+        return SAN_OK;
+    }
+    int piece, file, rank, to, promo;
+    if (!match_san(t, len, &piece, &file, &rank, &to, &promo))
+        return SAN_FAIL;
+    if (piece)
+        return san_piece(b, piece, file, rank, to, move, out);
+    if (file == (to & 7))
+        file = -1; /* "e4e5"-like: the target's own file is a push */
+    if (!promo && ((to >> 3) == 0 || (to >> 3) == 7))
+        promo = QUEEN; /* "e8" for "e8=Q": liberal, as some engines write it */
+    return san_pawn(b, file, to, promo, move, out);
+}
+
+typedef struct {
+    PyObject_HEAD
+    Board *boards;   /* boards[k]: the position before the previous path's move k; boards[0] the root */
+    int32_t *mv;     /* the previous path's moves, resolved (packed as pack_token packs them) */
+    int32_t *ends;   /* where each of its tokens ends in its bytes (its '/' or the end) */
+    int32_t *uend;   /* the length of its UCI form up to and including move k */
+    Py_ssize_t n_tok;
+    unsigned char *path; /* the previous path's bytes (a leading '/' dropped) */
+    char *uci;       /* the previous path's UCI form, as far as its moves resolved */
+    Py_ssize_t cap;  /* room in boards (cap + 1), mv, ends, uend (cap) and uci (6 * cap) */
+    Py_ssize_t path_cap, path_len;
+    Py_ssize_t valid;  /* boards[0..valid] and mv[0..valid-1] are known for the previous path */
+    Py_ssize_t bad_at; /* index of the previous path's first move that does not resolve, -1 if none */
+    int root_failed;   /* ROOT_EMPTY_TRIED | ROOT_DASH_TRIED: see san_path() */
+    int busy;
+} SanResolver;
+
+/* PathResolver remembers each move tried in a position, the root's included, and looks a root path ("" or
+ * "-") up there first (as the move "" or "-" of the root): once "/" or "//e4" (an empty first move) or
+ * "-/e4" (a first move "-") has been tried, the root path "" (or "-") no longer resolves.  The parser
+ * never hands over a root path (the tokenizer tells them apart), but resolve() answers as PathResolver. */
+#define ROOT_EMPTY_TRIED 1
+#define ROOT_DASH_TRIED 2
+
+static int san_grow(SanResolver *c, Py_ssize_t need)
+{
+    if (need <= c->cap)
+        return 0;
+    Py_ssize_t cap = c->cap;
+    while (cap < need)
+        cap *= 2;
+    Board *boards = (Board *)realloc(c->boards, (size_t)(cap + 1) * sizeof(Board));
+    if (!boards)
+        return -1;
+    c->boards = boards;
+    int32_t *arrays[3] = {c->mv, c->ends, c->uend};
+    for (int i = 0; i < 3; i++) {
+        int32_t *a = (int32_t *)realloc(arrays[i], (size_t)cap * sizeof(int32_t));
+        if (!a)
+            return -1;
+        arrays[i] = a;
+        if (i == 0) c->mv = a; else if (i == 1) c->ends = a; else c->uend = a;
+    }
+    char *uci = (char *)realloc(c->uci, (size_t)cap * 6);
+    if (!uci)
+        return -1;
+    c->uci = uci;
+    c->cap = cap;
+    return 0;
+}
+
+static const char PROMO_LETTER[8] = {0, 0, 'n', 'b', 'r', 'q', 0, 0};
+
+/* Writes move `m` (packed) in UCI at `out`; returns its length. */
+static inline int write_uci(int32_t m, char *out)
+{
+    if (m & TOKEN_NULL) {
+        memcpy(out, "0000", 4);
+        return 4;
+    }
+    int from = m & 63, to = (m >> 6) & 63, promo = (m >> 12) & 7;
+    out[0] = (char)('a' + (from & 7));
+    out[1] = (char)('1' + (from >> 3));
+    out[2] = (char)('a' + (to & 7));
+    out[3] = (char)('1' + (to >> 3));
+    if (promo) {
+        out[4] = PROMO_LETTER[promo];
+        return 5;
+    }
+    return 4;
+}
+
+enum { SAN_PATH_OK = 0, SAN_PATH_UNRESOLVED = 1, SAN_PATH_ROOT = 2 };
+
+/* The path [p, p+len) resolved: SAN_PATH_ROOT, SAN_PATH_UNRESOLVED, or SAN_PATH_OK with its UCI form in
+ * c->uci[0 .. *ulen); -1 when out of memory. */
+static int san_path(SanResolver *c, const unsigned char *p, Py_ssize_t len, Py_ssize_t *ulen)
+{
+    if (len == 0)
+        return c->root_failed & ROOT_EMPTY_TRIED ? SAN_PATH_UNRESOLVED : SAN_PATH_ROOT;
+    if (len == 1 && p[0] == '-')
+        return c->root_failed & ROOT_DASH_TRIED ? SAN_PATH_UNRESOLVED : SAN_PATH_ROOT;
+    if (p[0] == '/') { /* PathResolver: "/e4"'s parent "" is the root (so "/" is one empty move) */
+        p++;
+        len--;
+    }
+    if (len >= INT32_MAX)
+        return SAN_PATH_UNRESOLVED;
+    /* Tokens shared with the previous path, as check_path() finds them; a path has at least one
+     * token here (an empty one for ""). */
+    Py_ssize_t qlen = c->path_len, common = 0;
+    Py_ssize_t i = common_prefix(p, c->path, len < qlen ? len : qlen);
+    int boundary = i == len || p[i] == '/';
+    while (common < c->n_tok && (c->ends[common] < i || (c->ends[common] == i && boundary)))
+        common++;
+    Py_ssize_t n = common, from = common ? c->ends[common - 1] + 1 : 0;
+    for (Py_ssize_t j = from; j <= len; j++) {
+        if (j == len || p[j] == '/') {
+            if (n >= c->cap && san_grow(c, n + 1) < 0)
+                return -1;
+            c->ends[n++] = (int32_t)j;
+        }
+    }
+    c->n_tok = n;
+    if (len > c->path_cap) {
+        Py_ssize_t cap = c->path_cap;
+        while (cap < len)
+            cap *= 2;
+        unsigned char *path = (unsigned char *)realloc(c->path, (size_t)cap);
+        if (!path)
+            return -1;
+        c->path = path;
+        c->path_cap = cap;
+    }
+    memcpy(c->path + i, p + i, (size_t)(len - i));
+    c->path_len = len;
+    if (c->bad_at >= 0 && common > c->bad_at)
+        return SAN_PATH_UNRESOLVED; /* the shared moves hold the one that does not resolve */
+    Py_ssize_t k = common < c->valid ? common : c->valid;
+    c->bad_at = -1;
+    for (; k < n; k++) {
+        Py_ssize_t start = k ? c->ends[k - 1] + 1 : 0;
+        if (san_token(&c->boards[k], p + start, c->ends[k] - start, &c->mv[k], &c->boards[k + 1]) != SAN_OK) {
+            if (k == 0 && c->ends[0] == 0)
+                c->root_failed |= ROOT_EMPTY_TRIED;
+            else if (k == 0 && c->ends[0] == 1 && p[0] == '-')
+                c->root_failed |= ROOT_DASH_TRIED;
+            c->valid = k;
+            c->bad_at = k;
+            return SAN_PATH_UNRESOLVED;
+        }
+        int32_t at = k ? c->uend[k - 1] : 0;
+        if (k)
+            c->uci[at++] = '/';
+        c->uend[k] = at + write_uci(c->mv[k], c->uci + at);
+    }
+    c->valid = n;
+    *ulen = c->uend[n - 1];
+    return SAN_PATH_OK;
+}
+
+static void SanResolver_dealloc(SanResolver *c)
+{
+    free(c->boards);
+    free(c->mv);
+    free(c->ends);
+    free(c->uend);
+    free(c->path);
+    free(c->uci);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static int SanResolver_init(SanResolver *c, PyObject *args, PyObject *kwds)
+{
+    /* The root as Checker_init reads it. */
+    static char *kwlist[] = {"squares", "white_to_move", "castling", "ep", NULL};
+    Py_buffer squares;
+    int white, castling, ep;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*pii", kwlist, &squares, &white, &castling, &ep))
+        return -1;
+    int bad = squares.len != 64 || ep < -1 || ep > 63 || castling < 0 || castling > 15;
+    Board root;
+    if (!bad) {
+        const signed char *sq = (const signed char *)squares.buf;
+        for (int i = 0; i < 64; i++) {
+            if (sq[i] < -KING || sq[i] > KING)
+                bad = 1;
+            root.sq[i] = (int8_t)sq[i];
+        }
+    }
+    PyBuffer_Release(&squares);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError,
+                        "SanResolver: squares must be 64 bytes of -6..6, castling 0..15, ep -1..63");
+        return -1;
+    }
+    root.side = white ? WHITE : BLACK;
+    root.castling = (int8_t)castling;
+    root.ep = (int8_t)ep;
+    root.check = -1;
+    find_kings(&root);
+    if (!c->boards) {
+        c->cap = 64;
+        c->path_cap = 256;
+        c->boards = (Board *)malloc((size_t)(c->cap + 1) * sizeof(Board));
+        c->mv = (int32_t *)malloc((size_t)c->cap * sizeof(int32_t));
+        c->ends = (int32_t *)malloc((size_t)c->cap * sizeof(int32_t));
+        c->uend = (int32_t *)malloc((size_t)c->cap * sizeof(int32_t));
+        c->uci = (char *)malloc((size_t)c->cap * 6);
+        c->path = (unsigned char *)malloc((size_t)c->path_cap);
+        if (!c->boards || !c->mv || !c->ends || !c->uend || !c->uci || !c->path) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    c->boards[0] = root;
+    c->path_len = 0;
+    c->n_tok = 0;
+    c->valid = 0;
+    c->bad_at = -1;
+    c->root_failed = 0;
+    return 0;
+}
+
+/* One path (str) resolved: a new str, None when it does not resolve, NULL on error. */
+static PyObject *san_one(SanResolver *c, PyObject *path)
+{
+    if (!PyUnicode_Check(path)) {
+        PyErr_SetString(PyExc_TypeError, "SanResolver: paths must be str");
+        return NULL;
+    }
+    Py_ssize_t len, ulen = 0;
+    const char *p = PyUnicode_AsUTF8AndSize(path, &len);
+    if (!p)
+        return NULL;
+    int r = san_path(c, (const unsigned char *)p, len, &ulen);
+    if (r < 0)
+        return PyErr_NoMemory();
+    if (r == SAN_PATH_UNRESOLVED)
+        Py_RETURN_NONE;
+    if (r == SAN_PATH_ROOT)
+        return PyUnicode_FromStringAndSize("", 0);
+    PyObject *out = PyUnicode_New(ulen, 127);
+    if (out)
+        memcpy(PyUnicode_DATA(out), c->uci, (size_t)ulen);
+    return out;
+}
+
+PyDoc_STRVAR(san_resolve_doc,
+"resolve(paths, unresolved=None)\n--\n\n"
+"The UCI form of each path of a list of str (one search's, in order): '' for the root ('' or '-'),\n"
+"None where a move does not resolve; as treediff.parse.moves.PathResolver.resolve_many gives them.\n"
+"``unresolved``: a writable buffer of one byte per path, set to 1 where the answer is None, else 0.\n"
+"Any order gives the same answers; the search's order replays the fewest moves.");
+
+static PyObject *SanResolver_resolve(SanResolver *c, PyObject *args)
+{
+    PyObject *paths, *mask_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "O!|O", &PyList_Type, &paths, &mask_obj))
+        return NULL;
+    if (c->busy || !c->boards) {
+        PyErr_SetString(PyExc_RuntimeError, "SanResolver.resolve: not initialized, or running in another thread");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(paths);
+    Py_buffer mask;
+    memset(&mask, 0, sizeof mask);
+    if (mask_obj != Py_None) {
+        if (PyObject_GetBuffer(mask_obj, &mask, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+            return NULL;
+        if (mask.len != n) {
+            PyBuffer_Release(&mask);
+            PyErr_SetString(PyExc_ValueError, "SanResolver.resolve: the mask must have one byte per path");
+            return NULL;
+        }
+    }
+    unsigned char *m = mask.obj ? (unsigned char *)mask.buf : NULL;
+    PyObject *out = PyList_New(n);
+    if (!out)
+        goto fail;
+    c->busy = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = san_one(c, PyList_GET_ITEM(paths, i));
+        if (!v) {
+            c->busy = 0;
+            Py_CLEAR(out);
+            goto fail;
+        }
+        PyList_SET_ITEM(out, i, v);
+        if (m)
+            m[i] = v == Py_None;
+    }
+    c->busy = 0;
+fail:
+    if (mask.obj)
+        PyBuffer_Release(&mask);
+    return out;
+}
+
+PyDoc_STRVAR(san_resolve_views_doc,
+"resolve_views(views, data, unresolved)\n--\n\n"
+"resolve() of the paths of an Arrow string-view array (``views`` its 16-byte view buffer, exactly\n"
+"len(unresolved) views with its offset applied; ``data`` a tuple of its data buffers), without a Python\n"
+"object per path: returns ``(offsets, chars)``, the buffers of an Arrow large_string array (int64\n"
+"offsets, len(unresolved) + 1 of them) holding each path's UCI form ('' where it does not resolve), and\n"
+"sets ``unresolved`` (a writable buffer, one byte per path) to 1 where it does not resolve.  The GIL is\n"
+"released while the paths are resolved.");
+
+static PyObject *SanResolver_resolve_views(SanResolver *c, PyObject *args)
+{
+    PyObject *views_obj, *data_obj, *mask_obj;
+    if (!PyArg_ParseTuple(args, "OO!O", &views_obj, &PyTuple_Type, &data_obj, &mask_obj))
+        return NULL;
+    if (c->busy || !c->boards) {
+        PyErr_SetString(PyExc_RuntimeError, "SanResolver.resolve_views: not initialized, or running in another thread");
+        return NULL;
+    }
+    Py_ssize_t n_data = PyTuple_GET_SIZE(data_obj);
+    Py_buffer views, mask;
+    memset(&views, 0, sizeof views);
+    memset(&mask, 0, sizeof mask);
+    Py_buffer *data = (Py_buffer *)calloc((size_t)(n_data ? n_data : 1), sizeof(Py_buffer));
+    Py_ssize_t got_data = 0;
+    PyObject *result = NULL;
+    int64_t *offsets = NULL;
+    char *chars = NULL;
+    int failed = 0;
+    if (!data)
+        return PyErr_NoMemory();
+    if (PyObject_GetBuffer(views_obj, &views, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    if (PyObject_GetBuffer(mask_obj, &mask, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    for (; got_data < n_data; got_data++)
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(data_obj, got_data), &data[got_data], PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    Py_ssize_t n = mask.len;
+    if (views.len < n * 16) {
+        PyErr_SetString(PyExc_ValueError, "SanResolver.resolve_views: fewer views than mask bytes");
+        goto done;
+    }
+    const unsigned char *v = (const unsigned char *)views.buf;
+    /* Every view's bytes must lie in its buffer: checked first, so the scan cannot read out of bounds. */
+    for (Py_ssize_t i = 0; i < n && !failed; i++) {
+        int32_t len, buf, off;
+        memcpy(&len, v + i * 16, 4);
+        if (len < 0)
+            failed = 1;
+        else if (len > 12) {
+            memcpy(&buf, v + i * 16 + 8, 4);
+            memcpy(&off, v + i * 16 + 12, 4);
+            if (buf < 0 || buf >= n_data || off < 0 || (Py_ssize_t)off + len > data[buf].len)
+                failed = 1;
+        }
+    }
+    if (failed) {
+        PyErr_SetString(PyExc_ValueError, "SanResolver.resolve_views: a string view points outside its data buffer");
+        goto done;
+    }
+    offsets = (int64_t *)malloc((size_t)(n + 1) * sizeof(int64_t));
+    size_t cap = 4096, used = 0;
+    chars = (char *)malloc(cap);
+    if (!offsets || !chars) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    unsigned char *m = (unsigned char *)mask.buf;
+    c->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t len, buf, off;
+        memcpy(&len, v + i * 16, 4);
+        const unsigned char *p;
+        if (len <= 12) {
+            p = v + i * 16 + 4;
+        } else {
+            memcpy(&buf, v + i * 16 + 8, 4);
+            memcpy(&off, v + i * 16 + 12, 4);
+            p = (const unsigned char *)data[buf].buf + off;
+        }
+        Py_ssize_t ulen = 0;
+        int r = san_path(c, p, len, &ulen);
+        if (r < 0) {
+            failed = 1;
+            break;
+        }
+        m[i] = r == SAN_PATH_UNRESOLVED;
+        if (r == SAN_PATH_OK) {
+            if (used + (size_t)ulen > cap) {
+                while (used + (size_t)ulen > cap)
+                    cap *= 2;
+                char *grown = (char *)realloc(chars, cap);
+                if (!grown) {
+                    failed = 1;
+                    break;
+                }
+                chars = grown;
+            }
+            memcpy(chars + used, c->uci, (size_t)ulen);
+            used += (size_t)ulen;
+        }
+        offsets[i + 1] = (int64_t)used;
+    }
+    Py_END_ALLOW_THREADS
+    c->busy = 0;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *off_bytes = PyBytes_FromStringAndSize((const char *)offsets, (Py_ssize_t)((size_t)(n + 1) * sizeof(int64_t)));
+    PyObject *char_bytes = off_bytes ? PyBytes_FromStringAndSize(chars, (Py_ssize_t)used) : NULL;
+    if (off_bytes && char_bytes)
+        result = PyTuple_Pack(2, off_bytes, char_bytes);
+    Py_XDECREF(off_bytes);
+    Py_XDECREF(char_bytes);
+done:
+    free(offsets);
+    free(chars);
+    if (views.obj)
+        PyBuffer_Release(&views);
+    if (mask.obj)
+        PyBuffer_Release(&mask);
+    for (Py_ssize_t i = 0; i < got_data; i++)
+        PyBuffer_Release(&data[i]);
+    free(data);
+    return result;
+}
+
+PyDoc_STRVAR(san_resolve_one_doc,
+"resolve_one(path)\n--\n\n"
+"resolve() of one path (str), in order with the paths resolved before it.  For tests and small inputs.");
+
+static PyObject *SanResolver_resolve_one(SanResolver *c, PyObject *path)
+{
+    if (c->busy || !c->boards) {
+        PyErr_SetString(PyExc_RuntimeError, "SanResolver.resolve_one: not initialized, or running in another thread");
+        return NULL;
+    }
+    return san_one(c, path);
+}
+
+static PyMethodDef SanResolver_methods[] = {
+    {"resolve", (PyCFunction)SanResolver_resolve, METH_VARARGS, san_resolve_doc},
+    {"resolve_views", (PyCFunction)SanResolver_resolve_views, METH_VARARGS, san_resolve_views_doc},
+    {"resolve_one", (PyCFunction)SanResolver_resolve_one, METH_O, san_resolve_one_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(SanResolver_doc,
+"SanResolver(squares, white_to_move, castling, ep)\n--\n\n"
+"One search's root position, as Checker's arguments; resolve() makes its paths (SAN, UCI-shaped or\n"
+"null moves, '/'-separated) UCI as treediff.parse.moves.PathResolver does with python-chess.");
+
+static PyTypeObject SanResolverType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "treediff.parse._cmoves.SanResolver",
+    .tp_basicsize = sizeof(SanResolver),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = SanResolver_doc,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)SanResolver_init,
+    .tp_dealloc = (destructor)SanResolver_dealloc,
+    .tp_methods = SanResolver_methods,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "treediff.parse._cmoves",
     "Legality of UCI move paths against a search's root position (see Checker).", -1, NULL,
@@ -931,6 +1628,16 @@ PyMODINIT_FUNC PyInit__cmoves(void)
     Py_INCREF(&CheckerType);
     if (PyModule_AddObject(m, "Checker", (PyObject *)&CheckerType) < 0) {
         Py_DECREF(&CheckerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&SanResolverType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SanResolverType);
+    if (PyModule_AddObject(m, "SanResolver", (PyObject *)&SanResolverType) < 0) {
+        Py_DECREF(&SanResolverType);
         Py_DECREF(m);
         return NULL;
     }

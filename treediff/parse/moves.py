@@ -5,7 +5,11 @@ Coordinate and UCI moves are normalized column-wise (see
 without importing python-chess).  SAN needs the position, so
 :class:`PathResolver` replays paths from the search's FEN, keeping the
 positions it reached by path and converting each distinct (parent path, move)
-once.  This module imports only python-chess: the SAN worker process loads it, and
+once.  The parser uses it where the compiled ``_cmoves.SanResolver`` does not resolve (not built,
+``TREEDIFF_SAN=python``, a position with several kings of a side): that resolver reads tokens with
+the grammar and the candidate rules below, and tests/parse/test_san_resolver.py holds the two to the same
+answers, so a change here needs the same change in treediff/parse/_cmoves.c.
+This module imports only python-chess: the SAN worker process loads it, and
 starts faster without polars and pyarrow; the parser imports it only for paths that
 are not UCI (python-chess costs ~30 ms of start-up).
 """

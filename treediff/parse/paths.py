@@ -3,10 +3,16 @@
 Most paths are UCI already (the tokenizer says so per line).  Coordinate
 dialects' paths are normalized column-wise
 (:func:`~treediff.model.notation.normalize_coord_paths`); only what is neither
-(SAN, odd spellings) is replayed on boards (:class:`~treediff.parse.moves.PathResolver`),
-in large logs partly in a worker process (:mod:`treediff.parse.san_worker`)
-so that SAN logs use a second core.  :class:`PathNormalizer` owns that
-worker and counts the moves that do not resolve, in chunk order.
+(SAN, odd spellings) is replayed on boards: by the compiled
+``_cmoves.SanResolver`` (treediff/parse/_cmoves.c: the UCI checker's board stack,
+python-chess's legality and :mod:`treediff.parse.moves`' reading of each token,
+about 0.1 µs a path, the paths handed over as Arrow string views), else
+(not built, ``TREEDIFF_SAN=python``, several kings of a side) by python-chess
+(:class:`~treediff.parse.moves.PathResolver`, about 5 µs a path), in large logs
+partly in a worker process (:mod:`treediff.parse.san_worker`) so that SAN logs
+use a second core.  Both give the same answers (tests/parse/test_san_*.py).
+:class:`PathNormalizer` owns the resolvers and that worker, and counts the
+moves that do not resolve, in chunk order.
 
 Paths that are UCI already (or coordinates made UCI) are validated against
 the search's position too: by the compiled checker :mod:`treediff.parse._cmoves`
@@ -51,8 +57,9 @@ SAN_SPLIT_MIN_PATHS = 2_000
 #: The worker's share of a split: the main thread also assembles the chunk, the worker only resolves.
 SAN_WORKER_SHARE = 0.7
 
-#: Resolved paths of one search part: a list (None where a move does not resolve), or a future of one.
-Part = list[str | None] | Future[list[str | None]]
+#: Resolved paths of one search part: a list (None where a move does not resolve), a future of one, or a
+#: String Series (null where a move does not resolve) from the compiled resolver.
+Part = list[str | None] | Future[list[str | None]] | pl.Series
 
 try:  # The optional compiled legality checker (treediff/parse/_cmoves.c), built by `pip install`.
     from treediff.parse import _cmoves  # type: ignore[attr-defined]  # (compiled: no stub)
@@ -75,6 +82,11 @@ ILLEGAL_REASONS = {
 #: ``TREEDIFF_MOVE_CHECK=python`` makes the parser use the python-chess fallback (tests, benchmarks).
 MOVE_CHECK_ENV = "TREEDIFF_MOVE_CHECK"
 
+#: ``TREEDIFF_SAN=python`` makes the parser resolve SAN paths with python-chess (:mod:`treediff.parse.moves`,
+#: partly in the worker process) instead of the compiled ``_cmoves.SanResolver``: tests and A/B runs.
+#: ``TREEDIFF_MOVE_CHECK=python`` does too (no compiled move code at all).
+SAN_ENV = "TREEDIFF_SAN"
+
 #: The reason the flagged records are counted under, for SAN moves and illegal UCI moves alike.
 UNRESOLVED_REASON = "with a move that does not resolve in its position"
 
@@ -86,6 +98,18 @@ def compiled_checker_available() -> bool:
     ``TREEDIFF_MOVE_CHECK=python``: then python-chess validates them under ``--strict`` only.
     """
     return _cmoves is not None and hasattr(pa, "string_view") and os.environ.get(MOVE_CHECK_ENV, "") != "python"
+
+
+def compiled_san_available() -> bool:
+    """Whether SAN paths are resolved by the compiled ``_cmoves.SanResolver`` (the same answers as python-chess's
+    :class:`~treediff.parse.moves.PathResolver`, tests/parse/test_san_*.py).
+
+    False when ``_cmoves`` was not built (or built from older source), when pyarrow has no string views
+    (< 16), or with ``TREEDIFF_SAN=python`` or
+    ``TREEDIFF_MOVE_CHECK=python``: then python-chess resolves them, partly in the worker process.
+    """
+    return (_cmoves is not None and hasattr(_cmoves, "SanResolver") and hasattr(pa, "string_view")
+            and os.environ.get(SAN_ENV, "") != "python" and os.environ.get(MOVE_CHECK_ENV, "") != "python")
 
 
 CheckerArgs = tuple[bytes, bool, int, int]
@@ -218,11 +242,15 @@ class PathNormalizer:
         #: ... or, without it, replay them on python-chess boards (``--strict`` only: several times the parse).
         self._check_uci = self._compiled or check_uci
         self._checkers: dict[int, Any] = {}  # search -> compiled checker, for the searches of the last chunk
+        #: SAN paths resolved by the compiled resolver (else by python-chess, partly in the worker process).
+        self._san_compiled = compiled_san_available()
+        self._san: dict[int, Any] = {}  # search -> compiled SAN resolver (or _BY_PYTHON_CHESS), last chunk's
         self._worker: SanWorker | None = None
         self._pool: ThreadPoolExecutor | None = None  # talks to the worker, one request at a time
         self._worker_failed = False
         self._aborting = False
-        # (problems, search, source lines, parts) per search part of each chunk, in order, until counted.
+        # (problems, search, source lines, parts, unresolved rows or None) per search part of each chunk, in
+        # order, until counted.
         self._pending: collections.deque = collections.deque()
         self._paths = 0  # paths resolved against a board so far
 
@@ -319,18 +347,60 @@ class PathNormalizer:
 
     def _resolve_on_boards(
         self, hard: pl.DataFrame, line_col: pl.Series, by_id: dict[int, SearchState], problems: Problems
-    ) -> tuple[list[int], list[Part]]:
-        """Resolve ``hard``'s paths search by search; returns their rows and the resolved parts, in order."""
-        hard_index: list[int] = []
+    ) -> tuple[pl.Series, list[Part]]:
+        """Resolve ``hard``'s paths search by search; returns their rows and the resolved parts, in order.
+
+        The searches in their order of first appearance, each search's rows in chunk order (as
+        ``group_by(maintain_order=True)``; a search's rows are consecutive unless contexts interleave them).
+        """
+        searches = hard.get_column("search").to_numpy()
+        if len(searches) > 1 and not bool((searches[1:] >= searches[:-1]).all()):
+            _, first, inverse = np.unique(searches, return_index=True, return_inverse=True)
+            rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+            order = np.argsort(rank[inverse], kind="stable")
+            hard = hard[order]
+            searches = searches[order]
+        bounds = np.flatnonzero(searches[1:] != searches[:-1]) + 1
+        starts = np.concatenate(([0], bounds)).tolist()
+        stops = np.concatenate((bounds, [len(searches)])).tolist()
+        hard_index = hard.get_column("_i")
+        path_col = hard.get_column("path")
+        all_paths: list[str] | None = None  # as Python strings, for python-chess only
+        all_lines = line_col.gather(hard_index).to_numpy()
         parts: list[Part] = []
-        for (search,), part in hard.group_by(["search"], maintain_order=True):
-            state = by_id[search]
-            index = part.get_column("_i").to_list()
-            search_parts = self._resolve_many(state, part.get_column("path").to_list())
-            hard_index.extend(index)
+        resolvers: dict[int, Any] = {}
+        for lo, hi in zip(starts, stops):
+            if lo == hi:
+                continue
+            state = by_id[int(searches[lo])]
+            resolver = self._san_resolver(state, resolvers) if self._san_compiled else None
+            unresolved = None
+            if resolver is not None:
+                unresolved = np.zeros(hi - lo, dtype=np.bool_)
+                search_parts: list[Part] = [resolve_san_compiled(resolver, path_col.slice(lo, hi - lo), unresolved)]
+            else:
+                if all_paths is None:
+                    all_paths = path_col.to_list()
+                search_parts = self._resolve_many(state, all_paths[lo:hi])
             parts.extend(search_parts)
-            self._pending.append((problems, state, line_col.gather(index).to_numpy(), search_parts))
+            self._pending.append((problems, state, all_lines[lo:hi], search_parts, unresolved))
+        self._san = resolvers  # a search's lines are consecutive: the others are over
         return hard_index, parts
+
+    def _san_resolver(self, state: SearchState, resolvers: dict[int, Any]) -> Any:
+        """The compiled SAN resolver of ``state``'s search (kept from the last chunk), or None where python-chess
+        resolves: no or a bad ``fen=`` (nothing resolves but the root: cheap either way) and positions with
+        several kings of a side (python-chess's own reading of check and castling, see :func:`several_kings`)."""
+        resolver = resolvers.get(state.search, self._san.get(state.search))
+        if resolver is None:
+            args = fen_checker_args(state.fen) if state.fen else None
+            if args is None or several_kings(args[0]):
+                resolver = _BY_PYTHON_CHESS
+            else:
+                assert _cmoves is not None
+                resolver = _cmoves.SanResolver(*args)
+        resolvers[state.search] = resolver
+        return None if resolver is _BY_PYTHON_CHESS else resolver
 
     def _resolve_many(self, state: SearchState, paths: list[str]) -> list[Part]:
         """UCI paths for one search's paths (None where a move does not resolve), as consecutive parts.
@@ -383,12 +453,13 @@ class PathNormalizer:
         """
         pending = self._pending
         while pending:
-            problems, state, lines, parts = pending[0]
+            problems, state, lines, parts, unresolved = pending[0]
             if not wait and not all(_part_done(p) for p in parts):
                 return
             pending.popleft()
-            values = _joined_parts(parts)
-            unresolved = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+            if unresolved is None:  # python-chess's answers (the compiled resolver marks them as it goes)
+                values = _joined_parts(parts)
+                unresolved = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
             if not unresolved.any():
                 continue
             _count_unresolved(problems, state, lines[unresolved])
@@ -464,16 +535,40 @@ def _coordinate_paths(paths: pl.Series, dialect_names: pl.Series) -> pl.Series:
     return out
 
 
+def resolve_san_compiled(resolver: Any, paths: pl.Series, unresolved: np.ndarray) -> pl.Series:
+    """One search's ``paths`` (String, no nulls) made UCI by the compiled ``resolver`` (``_cmoves.SanResolver``),
+    in order: a String Series, null where a move does not resolve (those rows also set in ``unresolved``,
+    a bool array of ``len(paths)``).  The paths go over as Arrow string views and come back as Arrow buffers:
+    no Python object per path."""
+    views, data, skip = _string_views(paths.to_arrow(compat_level=pl.CompatLevel.newest()), None)
+    if skip is not None:  # (a null path: the parser hands over none)
+        raise ValueError("resolve_san_compiled: a null path")
+    offsets, chars = resolver.resolve_views(views, data, unresolved)
+    nulls = int(np.count_nonzero(unresolved))
+    validity = pa.py_buffer(np.packbits(~unresolved, bitorder="little")) if nulls else None
+    array = pa.Array.from_buffers(pa.large_string(), len(unresolved),
+                                  [validity, pa.py_buffer(offsets), pa.py_buffer(chars)], null_count=nulls)
+    return pl.Series("v", array, dtype=pl.String)
+
+
 def _part_done(part: Part) -> bool:
-    return isinstance(part, list) or part.done()
+    return not isinstance(part, Future) or part.done()
 
 
 def _joined_parts(parts: list[Part]) -> list[str | None]:
-    """Resolved paths, in order, from parts that are lists or futures of lists (waits for the futures)."""
+    """Resolved paths, in order, from parts that are lists, futures of lists or Series (waits for the futures)."""
     out: list[str | None] = []
     for part in parts:
-        out.extend(part if isinstance(part, list) else part.result())
+        out.extend(part.result() if isinstance(part, Future) else part)
     return out
+
+
+def _parts_series(parts: list[Part]) -> pl.Series:
+    """Resolved paths, in order, as one String Series (null where a move does not resolve; waits for the futures)."""
+    pieces = [part if isinstance(part, pl.Series)
+              else pl.Series("v", part.result() if isinstance(part, Future) else part, dtype=pl.String)
+              for part in parts]
+    return pieces[0] if len(pieces) == 1 else pl.concat(pieces, rechunk=True)
 
 
 def _root_as_empty(raw: pl.Series) -> pl.Series:
@@ -489,7 +584,7 @@ def _patched_paths(
     rows: pl.DataFrame,
     coord_index: pl.Series,
     coord_paths: pl.Series,
-    hard_index: list[int],
+    hard_index: pl.Series,
     parts: list[Part],
 ) -> tuple[pl.Series, pl.Series | None]:
     """The UCI paths of a chunk whose paths are not all UCI, and the rows whose move does not resolve.
@@ -504,11 +599,11 @@ def _patched_paths(
     uci = _root_as_empty(raw)
     if len(coord_index):
         uci = uci.scatter(coord_index, coord_paths)
-    if not hard_index:
+    if not len(hard_index):
         return uci, None
-    patch = pl.Series("v", _joined_parts(parts), dtype=pl.String)
+    patch = _parts_series(parts)
     uci = uci.scatter(hard_index, patch)
-    unresolved = pl.Series([False] * len(uci)).scatter(hard_index, patch.is_null())
+    unresolved = pl.repeat(False, len(uci), dtype=pl.Boolean, eager=True).alias("").scatter(hard_index, patch.is_null())
     if not bool(unresolved.any()):
         return uci, None
     return pl.select(pl.when(unresolved).then(raw).otherwise(uci)).to_series(), unresolved

@@ -1,5 +1,8 @@
 """A helper process that resolves SAN paths, so SAN logs use a second core.
 
+Only on the python-chess path (:mod:`treediff.parse.moves`): with the compiled ``_cmoves.SanResolver``
+(about 50 times faster, treediff/parse/paths.py) the parser starts no worker.
+
 Resolving SAN against python-chess boards is pure Python and holds the GIL,
 so threads cannot share it.  :class:`SanWorker` starts ``python -m
 treediff.parse.san_worker`` (an argv list, no shell) and talks to it over
