@@ -138,6 +138,24 @@ def test_version_names_the_tokenizer_in_use():
     assert "polars regex" in regex
 
 
+@pytest.mark.parametrize("env", [{}, {"TREEDIFF_SAN": "python"}, {"TREEDIFF_MOVE_CHECK": "python"}],
+                         ids=["default", "TREEDIFF_SAN", "TREEDIFF_MOVE_CHECK"])
+def test_version_names_the_san_resolver_the_parser_uses(env):
+    """--version's SAN answer (read without polars or python-chess) is the parser's own choice, in a child with
+    the same environment: compiled exactly when treediff.parse.paths.compiled_san_available() says so."""
+    run_env = {k: v for k, v in os.environ.items() if k not in ("TREEDIFF_SAN", "TREEDIFF_MOVE_CHECK")}
+    run_env.update(env)
+    out = subprocess.run([sys.executable, "-c", "from treediff.cli import main; main()", "--version"],
+                         capture_output=True, text=True, timeout=60, check=True, env=run_env).stdout
+    parser = subprocess.run([sys.executable, "-c", "from treediff.parse.paths import compiled_san_available as c; "
+                             "print(c())"], capture_output=True, text=True, timeout=60, check=True,
+                            env=run_env).stdout.strip()
+    said = out.split("SAN resolved by: ", 1)[1]
+    assert said.startswith("compiled _cmoves") == (parser == "True"), (out, parser)
+    if env:
+        assert said.startswith(f"python-chess ({next(iter(env))}=python)"), out
+
+
 def test_docs_ship_with_the_package_and_print(tmp_path):
     from click.testing import CliRunner
 

@@ -13,7 +13,13 @@ import sys
 import click
 
 from treediff import __version__
-from treediff.cli.common import attach_examples, command_summaries, move_checker_in_use, tokenizer_in_use
+from treediff.cli.common import (
+    attach_examples,
+    command_summaries,
+    move_checker_in_use,
+    san_resolver_in_use,
+    tokenizer_in_use,
+)
 from treediff.model.errors import TreediffError
 from treediff.run.signals import interrupt_status, interrupting
 
@@ -129,7 +135,8 @@ class _Group(click.Group):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="treediff",
                       message="%(prog)s %(version)s (tokenizer: " + tokenizer_in_use()
-                      + "; UCI moves checked by: " + move_checker_in_use() + ")")
+                      + "; UCI moves checked by: " + move_checker_in_use()
+                      + "; SAN resolved by: " + san_resolver_in_use() + ")")
 def main() -> None:
     """Find out why one chess engine's search tree is bigger than another's.
 

@@ -155,6 +155,26 @@ def move_checker_in_use() -> str:
     return "compiled _cmoves, every parse"
 
 
+def san_resolver_in_use() -> str:
+    """Who turns SAN paths (the crafty dialect) into UCI: the compiled ``_cmoves.SanResolver`` or python-chess.
+
+    Loads only the compiled module (no polars, no python-chess), as :func:`tokenizer_in_use`; the same answer
+    as :func:`treediff.parse.paths.compiled_san_available` (pyarrow >= 19, the declared minimum, has the
+    string views it also asks for; tests/test_cli_startup.py checks the two agree).
+    """
+    for variable in ("TREEDIFF_SAN", "TREEDIFF_MOVE_CHECK"):
+        if os.environ.get(variable, "") == "python":
+            return f"python-chess ({variable}=python)"
+    try:
+        cmoves = importlib.import_module("treediff.parse._cmoves")
+    except ImportError:
+        return ("python-chess: the compiled _cmoves was not built (no C compiler at install?); SAN logs take "
+                "about 4x the CPU")
+    if not hasattr(cmoves, "SanResolver"):
+        return "python-chess: the compiled _cmoves is stale (reinstall to rebuild it)"
+    return "compiled _cmoves"
+
+
 def command_summaries(package_dir: str | os.PathLike[str], modules: list[str]) -> dict[str, str] | None:
     """``{command name: help text}`` of every command the modules' ``COMMANDS`` lists, read from their
     source (``ast``) instead of importing them: ``treediff --help`` lists the commands without loading
