@@ -327,9 +327,11 @@ def narrowed_ints(col: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
     validity, data = chunk.buffers()[:2]
     values = np.frombuffer(data, dtype=_INT_TYPES[col.type][0], count=n)
     limits = np.iinfo(numpy_to)
-    outside = (values < limits.min) | (values > limits.max)
     nulls = chunk.null_count
-    if outside.any():
+    # Two reductions first (no temporary arrays): almost always every value fits, and the mask is not needed.
+    fits = limits.min <= values.min() and values.max() <= limits.max
+    outside = None if fits else (values < limits.min) | (values > limits.max)
+    if outside is not None:
         valid = ~outside
         if nulls:
             valid &= np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=n, bitorder="little").astype(bool)
