@@ -130,11 +130,14 @@ def last_at_or_before(marks: np.ndarray, rows: np.ndarray) -> np.ndarray:
     before it, -1 before the first: ``np.searchsorted(marks, rows, side="right") - 1`` (int64).
 
     A chunk has ~10^5 rows and a few marks (headers, ITER lines): the marks are placed among the rows (a
-    search per mark) and counted up, instead of a binary search per row (about 5x less CPU)."""
+    search per mark), and each mark's number repeated over its rows, instead of a binary search per row
+    (one array made: a bincount and its running sum made three, ~0.5 ms a chunk each)."""
     if len(marks) == 0 or len(rows) == 0:
         return np.full(len(rows), -1, dtype=np.int64)
-    first_row = np.searchsorted(rows, marks, side="left")  # the first row at or after each mark
-    return np.cumsum(np.bincount(first_row, minlength=len(rows) + 1)[:len(rows)]) - 1
+    first_row = np.searchsorted(rows, marks, side="left")  # the first row at or after each mark (nondecreasing)
+    # Rows from first_row[k] up to the next mark's first row follow mark k; those before the first, none (-1).
+    lengths = np.diff(first_row, prepend=0, append=len(rows))
+    return np.repeat(np.arange(-1, len(marks), dtype=np.int64), lengths)
 
 
 def run_starts(values: np.ndarray) -> np.ndarray:
