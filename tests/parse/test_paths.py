@@ -45,3 +45,14 @@ def test_root_as_empty_leaves_the_frame_column():
     assert rows.get_column("path").to_list() == ["-", "e2e4", "-"]
     out.scatter([1], "x")  # (a later patch of the result, as _patched_paths makes)
     assert rows.get_column("path").to_list() == ["-", "e2e4", "-"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from([PATH_NONE, PATH_UCI, PATH_ROOT, PATH_OTHER])), max_size=30))
+def test_all_uci_or_root_matches_the_masks(shapes):
+    """The two reductions against the masks they stand in for (a null shape is a row to look at: not told)."""
+    from treediff.parse.paths import _all_uci_or_root
+
+    shape = pl.Series(shapes, dtype=pl.UInt8)
+    by_masks = len(shapes) > 0 and not shape.null_count() and bool(((shape == PATH_UCI) | (shape == PATH_ROOT)).all())
+    assert _all_uci_or_root(shape) == by_masks

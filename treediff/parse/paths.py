@@ -239,11 +239,14 @@ class PathNormalizer:
         raw = rows.get_column("path")
         # The tokenizer has told what each fast-path line's path looks like; slow-path lines have no shape.
         shape = rows.get_column(PATH_SHAPE)
-        ok = (shape == PATH_UCI) | (shape == PATH_ROOT)
-        if shape.null_count():
-            unknown = shape.is_null().arg_true()
-            ok = ok.scatter(unknown, raw.gather(unknown).str.contains(UCI_OR_ROOT_PATTERN))
-        if bool(ok.all()):
+        if _all_uci_or_root(shape):  # (the usual case, told by two reductions: no mask made)
+            ok = None
+        else:
+            ok = (shape == PATH_UCI) | (shape == PATH_ROOT)
+            if shape.null_count():
+                unknown = shape.is_null().arg_true()
+                ok = ok.scatter(unknown, raw.gather(unknown).str.contains(UCI_OR_ROOT_PATTERN))
+        if ok is None or bool(ok.all()):
             if not self._check_uci:
                 return _uci_already
             illegal = self._flag_illegal(rows, raw, None, by_id, problems)
@@ -411,6 +414,15 @@ class PathNormalizer:
             worker.close()
         self._aborting = False
         self._pending.clear()
+
+
+def _all_uci_or_root(shape: pl.Series) -> bool:
+    """Whether every row's :data:`PATH_SHAPE` is ``PATH_UCI`` or ``PATH_ROOT`` (consecutive values): its least
+    and greatest values, no null (a slow-path row has none: its path is then looked at)."""
+    if not len(shape) or shape.null_count():
+        return False
+    low, high = shape.min(), shape.max()
+    return isinstance(low, int) and isinstance(high, int) and PATH_UCI <= low and high <= PATH_ROOT
 
 
 def _count_unresolved(problems: Problems, state: SearchState, bad_lines: np.ndarray) -> None:
