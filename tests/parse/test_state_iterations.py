@@ -79,3 +79,34 @@ def test_hand_log_iterations(monkeypatch, tmp_path):
     iters = list(zip(records.column("search").to_pylist(), records.column("iter").to_pylist()))
     assert iters[:12] == [(0, 0), (0, 1), (0, 1), (0, 1), (0, 2), (0, 2), (0, 2), (0, 2), (0, 2), (0, 2), (0, 2),
                           (1, 0)]
+
+
+ORPHANS_LOG = """MOVE path=e2e4 ply=1 mn=1 d=1 act=FULL a=-1 b=1 nt=PV
+RESULT path=e2e4 ply=1 score=3
+# comment
+MOVE path=d2d4 ply=1 mn=2 d=1 act=FULL a=-1 b=1 nt=PV
+TREEDUMP engine=stockfish v=1 unit=1 id=a fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1
+ITER d=1
+MOVE path=e2e4 ply=1 mn=1 d=1 act=FULL a=-1 b=1 nt=PV
+RESULT path=e2e4 ply=1 score=3
+RESULT path=- ply=0 score=3
+END
+TREEDUMP engine=stockfish v=1 unit=1 id=b fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1
+MOVE path=g1f3 ply=1 mn=1 d=1 act=FULL a=-1 b=1 nt=PV
+"""
+
+
+@pytest.mark.parametrize("chunk_bytes", [None, 61, 97, 200, 300])
+def test_records_before_any_header(monkeypatch, tmp_path, chunk_bytes):
+    """Counted by hand: lines 1, 2 and 4 come before any header (dropped, warned with their lines); the rest
+    belong to searches 0 and 1, wherever the chunks are cut."""
+    log = tmp_path / "orphans.log"
+    log.write_text(ORPHANS_LOG)
+    if chunk_bytes is not None:
+        monkeypatch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
+    result = parse_logs([log])
+    assert any("3 lines with a record before any TREEDUMP header (dropped) (line 1, 2, 4)" in w for w in result.warnings)
+    records = result.records
+    assert records.column("line").to_pylist() == [7, 8, 9, 12]
+    assert records.column("search").to_pylist() == [0, 0, 0, 1]
+    assert records.column("seq").to_pylist() == [0, 1, 2, 0]

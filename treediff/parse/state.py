@@ -342,22 +342,26 @@ class SearchStates:
         ``search`` and ``local``), ``local`` and the chunk's searches, or None
         if no record is left.
         """
-        idx = rows.get_column("idx").to_numpy().astype(np.int64)
+        idx = rows.get_column("idx").to_numpy()
         carried = self._search_before_chunk(chunk.searches)
         search_states: list[SearchState | None] = [carried, *chunk.searches]
-        local = last_at_or_before(np.asarray(chunk.starts, dtype=np.int64), idx) + 1  # index into search_states
-        if carried is None:
-            orphan = local == 0
-            if orphan.any():
-                problems.add_many("with a record before any TREEDUMP header (dropped)", idx[orphan] + line_base)
-                keep = ~orphan
-                rows, local = rows.filter(pl.Series(keep)), local[keep]
-                if rows.height == 0:
-                    return None
+        # Rows come in line order, so each search's rows are one stretch: those after its header and before the
+        # next (what last_at_or_before(headers, rows) + 1 numbers), made by repeating each stretch's number.
+        first_row = np.searchsorted(idx, np.asarray(chunk.starts, dtype=np.int64), side="left")
+        lengths = np.diff(first_row, prepend=0, append=len(idx))  # rows of search_states[0], [1], ...
+        if carried is None and lengths[0]:
+            # The rows before the chunk's first header (a prefix), when no search was open.
+            orphans = int(lengths[0])
+            problems.add_many("with a record before any TREEDUMP header (dropped)",
+                              idx[:orphans].astype(np.int64) + line_base)
+            rows, lengths[0] = rows.slice(orphans), 0
+            if rows.height == 0:
+                return None
+        local = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)  # index into search_states
         state_ids = np.array([s.search if s is not None else -1 for s in search_states], dtype=np.int32)
         rows = rows.with_columns(
-            pl.Series("search", state_ids[local], dtype=pl.Int32),
-            pl.Series("local", local.astype(np.int32), dtype=pl.Int32),
+            pl.Series("search", np.repeat(state_ids, lengths), dtype=pl.Int32),
+            pl.Series("local", local, dtype=pl.Int32),
         )
         return rows, local, search_states
 
