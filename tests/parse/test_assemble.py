@@ -214,3 +214,39 @@ def test_narrowed_ints_are_polars_cast(values, to, start, split):
     got = assemble.narrowed_ints(col, to)
     assert got.type == to and got.to_pylist() == want.to_list()
     assert got.null_count == want.null_count()
+
+
+def _number_records_by_polars(rows, by_id, line_base):
+    """number_records as it was written with polars expressions (the reference)."""
+    import numpy as np
+    import polars as pl
+
+    from treediff.parse.state import run_starts
+
+    search_col = rows.get_column("search").to_numpy()
+    starts = run_starts(search_col)
+    lengths = np.diff(np.append(starts, len(search_col)))
+    present = search_col[starts].tolist()
+    offset = np.repeat(np.array([by_id[s].seq for s in present], dtype=np.int64) - starts, lengths)
+    return rows.with_columns(
+        pl.Series("seq", np.arange(len(search_col), dtype=np.int64) + offset),
+        (pl.col("idx").cast(pl.Int64) + line_base).alias("line"),
+    )
+
+
+@pytest.mark.parametrize("searches", [[0] * 5, [3, 3, 4, 4, 4, 7], [2], [1, 2, 3]])
+@pytest.mark.parametrize("line_base", [1, 1000])
+def test_number_records_against_polars(searches, line_base):
+    import types
+
+    import polars as pl
+
+    from treediff.parse.assemble import number_records
+
+    rows = pl.DataFrame({"search": pl.Series(searches, dtype=pl.Int32),
+                         "idx": pl.Series([2 * i + 1 for i in range(len(searches))], dtype=pl.UInt32)})
+    by_id = {s: types.SimpleNamespace(seq=10 * s + 5) for s in set(searches)}
+    got, runs = number_records(rows, by_id, line_base)
+    expected = _number_records_by_polars(rows, by_id, line_base)
+    assert got.equals(expected) and got.schema == expected.schema
+    assert got.get_column("seq").to_list()[0] == 10 * searches[0] + 5

@@ -326,6 +326,30 @@ def test_split_lines_compiled_and_numpy(monkeypatch, data: bytes):
     assert fallback.equals(lines) and consumed_fallback == consumed
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"a", b"\xff", b"MOVE path=e2e4 ply=1", b"\n\n", b"x" * 15, b"y" * 16, b"z" * 17]),
+                max_size=60))
+def test_split_lines_compiled_by_blocks(data_parts: list[bytes]):
+    """The compiled offsets (16 bytes a step, the last partial block byte by byte, the array grown as it
+    fills) against the offsets written by hand, newlines at every place of a block; also of a slice
+    starting mid-block (a memoryview, as the reader gives)."""
+    data = b"".join(data_parts)
+    for start in (0, 1, 7):
+        view = memoryview(data)[start:] if start <= len(data) else memoryview(b"")
+        expected = [0] + [i + 1 for i, byte in enumerate(bytes(view)) if byte == 10]
+        lines, consumed = split_lines(view)
+        assert np.frombuffer(lines.buffers()[1], dtype=np.int64).tolist() == expected
+        assert consumed == expected[-1]
+
+
+def test_split_lines_many_short_lines():
+    """More lines than the first guess of the offsets' room (a line a byte: the array grows many times)."""
+    data = b"\n" * 100_000 + b"ab\n" * 5 + b"tail"
+    lines, consumed = split_lines(data)
+    expected = [0] + [i + 1 for i, byte in enumerate(data) if byte == 10]
+    assert np.frombuffer(lines.buffers()[1], dtype=np.int64).tolist() == expected and consumed == len(data) - 4
+
+
 def test_null_lines_fall_back():
     assert fast_fields_c(_from_lines([b"MOVE path=a\n", None])) is None
 

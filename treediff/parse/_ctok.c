@@ -574,7 +574,52 @@ PyDoc_STRVAR(line_offsets_doc,
 "line_offsets(data) -> bytearray\n\n"
 "The int64 offsets (native byte order) of the complete lines of data: 0, then one past each\n"
 "newline, as treediff.parse.tokenizer.split_lines makes them (bytes after the last newline\n"
-"are in no line).  Two memchr passes, without the GIL.");
+"are in no line).  One pass without the GIL (SSE2: 16 bytes a step; else two memchr passes).");
+
+#if defined(__SSE2__)
+/* The offsets one past each newline of buf[0..size), after a leading 0, into a malloc'd array grown as
+ * needed; *count gets the number of newlines.  NULL when out of memory.  A line is ~80 bytes, so a
+ * memchr call per line (two passes: count, then fill) cost more in call overhead than the scan itself
+ * (~38 ns a line); here each 16-byte block is compared at once and its newlines taken from the bit mask. */
+static int64_t *newline_offsets_sse2(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *count)
+{
+    Py_ssize_t cap = size / 64 + 64, k = 0;
+    int64_t *off = malloc((size_t)cap * sizeof(int64_t));
+    if (off == NULL)
+        return NULL;
+    off[k++] = 0;
+    const __m128i nl = _mm_set1_epi8('\n');
+    Py_ssize_t i = 0;
+    for (; i < size; i += 16) {
+        unsigned int mask;
+        if (i + 16 <= size) {
+            mask = (unsigned int)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(buf + i)), nl));
+        } else {  /* the last, partial block: byte by byte */
+            mask = 0;
+            for (Py_ssize_t j = i; j < size; j++)
+                mask |= (unsigned int)(buf[j] == '\n') << (j - i);
+        }
+        if (!mask)
+            continue;
+        if (k + 16 >= cap) {
+            cap *= 2;
+            int64_t *grown = realloc(off, (size_t)cap * sizeof(int64_t));
+            if (grown == NULL) {
+                free(off);
+                return NULL;
+            }
+            off = grown;
+        }
+        while (mask) {
+            off[k++] = (int64_t)(i + __builtin_ctz(mask)) + 1;
+            mask &= mask - 1;
+        }
+    }
+    *count = k - 1;
+    return off;
+}
+#endif
 
 static PyObject *line_offsets(PyObject *self, PyObject *arg)
 {
@@ -583,6 +628,20 @@ static PyObject *line_offsets(PyObject *self, PyObject *arg)
         return NULL;
     const unsigned char *buf = (const unsigned char *)data.buf;
     Py_ssize_t size = data.len, count = 0;
+#if defined(__SSE2__)
+    int64_t *found;
+    Py_BEGIN_ALLOW_THREADS
+    found = newline_offsets_sse2(buf, size, &count);
+    Py_END_ALLOW_THREADS
+    if (found == NULL) {
+        PyBuffer_Release(&data);
+        return PyErr_NoMemory();
+    }
+    PyObject *out = PyByteArray_FromStringAndSize((const char *)found, (count + 1) * 8);
+    free(found);
+    PyBuffer_Release(&data);
+    return out;
+#else
     Py_BEGIN_ALLOW_THREADS
     for (const unsigned char *p = buf, *end = buf + size; p < end; p++) {
         p = memchr(p, '\n', (size_t)(end - p));
@@ -607,6 +666,7 @@ static PyObject *line_offsets(PyObject *self, PyObject *arg)
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     return out;
+#endif
 }
 
 static PyObject *row_keys(PyObject *self, PyObject *unused)

@@ -35,11 +35,21 @@ def number_records(rows: pl.DataFrame, by_id: dict[int, SearchState], line_base:
     search_col = rows.get_column("search").to_numpy()
     starts = run_starts(search_col)  # one run per search (records are in line order)
     runs = Runs(starts=starts, lengths=np.diff(np.append(starts, len(search_col))), present=search_col[starts].tolist())
-    offset = np.repeat(np.array([by_id[s].seq for s in runs.present], dtype=np.int64) - starts, runs.lengths)
-    rows = rows.with_columns(
-        pl.Series("seq", np.arange(len(search_col), dtype=np.int64) + offset),
-        (pl.col("idx").cast(pl.Int64) + line_base).alias("line"),
-    )
+    n = len(search_col)
+    # (Arrays made in place: each full-length temporary costs about as much as the arithmetic.)
+    if len(starts) == 1:  # one search in the chunk (the usual case)
+        seq = np.arange(by_id[runs.present[0]].seq, by_id[runs.present[0]].seq + n, dtype=np.int64)
+    else:
+        seq = np.arange(n, dtype=np.int64)
+        seq += np.repeat(np.array([by_id[s].seq for s in runs.present], dtype=np.int64) - starts, runs.lengths)
+    idx = rows.get_column("idx")
+    if idx.null_count():
+        line = pl.Series("line", idx).cast(pl.Int64) + line_base
+    else:
+        line_values = idx.to_numpy().astype(np.int64)
+        line_values += line_base
+        line = pl.Series("line", line_values)
+    rows = rows.with_columns(pl.Series("seq", seq), line.alias("line"))
     return rows, runs
 
 
@@ -327,9 +337,11 @@ def narrowed_ints(col: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
     validity, data = chunk.buffers()[:2]
     values = np.frombuffer(data, dtype=_INT_TYPES[col.type][0], count=n)
     limits = np.iinfo(numpy_to)
-    outside = (values < limits.min) | (values > limits.max)
     nulls = chunk.null_count
-    if outside.any():
+    # Two reductions first (no temporary arrays): almost always every value fits, and the mask is not needed.
+    fits = limits.min <= values.min() and values.max() <= limits.max
+    outside = None if fits else (values < limits.min) | (values > limits.max)
+    if outside is not None:
         valid = ~outside
         if nulls:
             valid &= np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=n, bitorder="little").astype(bool)

@@ -22,6 +22,7 @@ from treediff.store.compressed import TruncatedInput
 from treediff.parse.tokenizer import (
     FAST_FIELDS,
     INT_KEYS,
+    PATH_ROOT,
     PATH_SHAPE,
     ROW_KEYS,
     SLOW_ROW_KEYS,
@@ -202,6 +203,8 @@ def _read_slow_lines(text: pl.Series, slow_idx: np.ndarray, problems: Problems) 
 
 def _usable_fast_rows(fast_rows: pl.DataFrame, problems: Problems) -> pl.DataFrame:
     """The fast path's records without those missing path= (or act= for a MOVE), or a MOVE at the root."""
+    if not _any_unusable(fast_rows):
+        return fast_rows
     missing_path = fast_rows.get_column("path").is_null()
     is_move = fast_rows.get_column("tag") == "MOVE"
     missing_act = is_move & fast_rows.get_column("act").is_null()
@@ -214,6 +217,17 @@ def _usable_fast_rows(fast_rows: pl.DataFrame, problems: Problems) -> pl.DataFra
     problems.add_many("missing required key act= (dropped)", idx_all[(missing_act & ~missing_path).to_numpy()])
     problems.add_many(ROOT_MOVE_PROBLEM, idx_all[(root_move & ~missing_act).to_numpy()])
     return fast_rows.filter(~(missing_path | missing_act | root_move))
+
+
+def _any_unusable(fast_rows: pl.DataFrame) -> bool:
+    """Whether a fast-path record misses path=, or is a MOVE missing act= or at the root: the usual answer (no)
+    found in one pass.  A fast-path tag is ``MOVE`` or ``RESULT`` (the pattern's only two), so a MOVE is a tag of
+    four bytes (a view's length, no string compared), and its path is the root ``-`` exactly where
+    :data:`PATH_SHAPE` says ``PATH_ROOT``."""
+    if fast_rows.get_column("path").null_count():
+        return True
+    is_move = fast_rows.get_column("tag").str.len_bytes() == 4
+    return bool((is_move & (fast_rows.get_column("act").is_null() | (fast_rows.get_column(PATH_SHAPE) == PATH_ROOT))).any())
 
 
 def _all_rows(fast_rows: pl.DataFrame, slow_rows: list[dict]) -> pl.DataFrame:
