@@ -258,12 +258,22 @@ def test_info_and_parse_of_a_uci_log_import_no_pandas_and_no_python_chess(comman
     assert out[-1] == "False"  # treediff.store.dataset not imported
 
 
-def test_info_and_parse_of_a_san_log_still_load_python_chess(tmp_path):
-    """The other side of the lazy import: a SAN (crafty) log's paths are replayed on python-chess boards."""
+@pytest.mark.parametrize("san", ["compiled", "python"])
+def test_parse_of_a_san_log_loads_python_chess_only_where_it_resolves(san, tmp_path):
+    """A SAN (crafty) log's paths and END best= moves are resolved by the compiled SanResolver: no python-chess
+    (~30 ms) is imported; with TREEDIFF_SAN=python they are replayed on python-chess boards, which it loads."""
     crafty = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "crafty_start.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("TREEDIFF_SAN", "TREEDIFF_MOVE_CHECK")}
+    if san == "python":
+        env["TREEDIFF_SAN"] = "python"
     out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_HEAVY, "parse", str(crafty), "-o",
-                          str(tmp_path / "c.parquet")], capture_output=True, text=True, timeout=120, check=True)
-    assert "chess" in out.stdout.split() and "pandas" not in out.stdout.split()
+                          str(tmp_path / "c.parquet")], capture_output=True, text=True, timeout=120, check=True,
+                         env=env).stdout.split()
+    assert "polars" in out and "pandas" not in out  # the child did parse
+    from treediff.parse.paths import compiled_san_available
+
+    expect_chess = san == "python" or not compiled_san_available()
+    assert ("chess" in out) == expect_chess, out
 
 
 def test_parser_modules_import_no_python_chess():

@@ -12,6 +12,7 @@ import polars as pl
 from treediff.model.notation import NULL_UCI, looks_uci
 from treediff.model.schema import SEARCHES_SCHEMA
 from treediff.parse.dialects import Notation
+from treediff.parse.paths import resolve_root_move
 from treediff.parse.state import NO_CTX, SearchState, effective
 
 #: An END line as the state machine keeps it: (nodes, best move as written, score, order in its search).
@@ -173,7 +174,7 @@ def _end_best(st: SearchState, end: End | None) -> str | None:
         return None
     best = end[1]
     if st.dialect.notation == Notation.SAN or not looks_uci(best):
-        return st.resolver.resolve_move(best) or best
+        return resolve_root_move(st, best) or best
     return best.lower() if best not in st.dialect.null_moves else NULL_UCI
 
 
