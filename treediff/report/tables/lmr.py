@@ -60,7 +60,7 @@ def lmr_stats(batch: Batch) -> LmrStats:
     n = batch.record_groups.n
     rg = batch.record_groups.record_group
     move = batch.is_move
-    null = np.asarray(batch.records["null_move"].fillna(False), dtype=bool)
+    null = batch.flag("null_move")
     lmr = move & batch.kind_mask("REDUCE")
     red_all = np.asarray(batch.records["reduction"], dtype=np.float64)
     has = lmr & ~np.isnan(red_all)

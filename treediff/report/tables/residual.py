@@ -61,7 +61,7 @@ def _residual(batch: Batch) -> ResidualPartial:
     t = derive(batch)
     n = len(rec)
     is_move = batch.is_move
-    null = np.asarray(rec["null_move"].fillna(False), dtype=bool) if "null_move" in rec else np.zeros(n, bool)
+    null = batch.flag("null_move")
     k_codes, k_cats = batch.codes("kind")
     kinds = np.asarray(k_cats, dtype=object)
     prune = batch.kind_mask("PRUNE")

@@ -261,8 +261,7 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     acts = take(a_codes)
     prune = take(prune_all)
     probcut = take(batch.equals("act", "PROBCUT"))
-    null = take(np.asarray(records["null_move"].fillna(False), dtype=bool)) if "null_move" in records else \
-        np.zeros(len(acts), dtype=bool)
+    null = take(batch.flag("null_move"))
     n = len(plies)
 
     node_ply = plies - is_move.astype(np.int64)
