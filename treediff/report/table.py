@@ -324,7 +324,7 @@ def flag_values(column: pd.Series) -> np.ndarray:
     if column.dtype == object:
         values = column.to_numpy()
         try:
-            out = values.astype(bool)
+            out: np.ndarray = np.asarray(values.astype(bool), dtype=bool)
             unequal = np.asarray(values != values, dtype=bool)  # float NaN (fillna makes it False)
         except (TypeError, ValueError):  # pd.NA's truth value is ambiguous: the general path
             pass
