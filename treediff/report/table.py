@@ -132,7 +132,7 @@ class Batch:
     """
 
     def __init__(self, records: pd.DataFrame, searches: pd.DataFrame, row_of: np.ndarray,
-                 record_keys: Sequence[str] = ()):
+                 record_keys: Sequence[str] = (), srow: np.ndarray | None = None):
         self.records = records
         self.searches = searches
         self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -141,11 +141,13 @@ class Batch:
         #: ``full_tries = True``): then a light request derives the full one, which every table shares.
         self.wants_full_tries = False
         self.record_keys = tuple(k for k in RECORD_KEYS if k in record_keys)
-        self.srow = row_of[np.asarray(records["search"], dtype=np.int64)] if len(records) else np.zeros(0, np.int64)
+        if srow is None:  # ``srow``: the caller's row_of[records' search], when it has it
+            srow = row_of[np.asarray(records["search"], dtype=np.int64)] if len(records) else np.zeros(0, np.int64)
+        self.srow = np.asarray(srow, dtype=np.int64)
         packed = self.srow * ITER_SPAN + self.iters
         if self.record_keys:
             packed = packed * KEY_SPAN + record_key_codes(records, self.is_move, self.record_keys)
-        cells, inverse = np.unique(packed, return_inverse=True)
+        cells, inverse = sorted_codes(packed)
         span = KEY_SPAN if self.record_keys else 1
         #: Per cell: its searches row, iteration and packed record key.
         self.cell_key = (cells % span).astype(np.int64)
@@ -308,6 +310,18 @@ def concat(frames: Sequence[pd.DataFrame], columns: Sequence[str]) -> pd.DataFra
     if not frames:
         return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in columns})
     return pd.concat(frames, ignore_index=True)
+
+
+def sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of int64 values: hashed (pandas' factorize) and only the
+    distinct values sorted, not every value (a batch has ~1e5-1e6 records and ~1e3 cells)."""
+    values = np.asarray(values, dtype=np.int64)
+    codes, uniques = pd.factorize(values)
+    uniques = np.asarray(uniques, dtype=np.int64)
+    order = np.argsort(uniques, kind="stable")
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[order] = np.arange(len(uniques), dtype=np.int64)
+    return uniques[order], rank[np.asarray(codes, dtype=np.int64)]
 
 
 def flag_values(column: pd.Series) -> np.ndarray:

@@ -195,6 +195,9 @@ class LmrTable:
     """``--table lmr``: the ``lmr`` and ``lmr_hist`` sections."""
 
     name = "lmr"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.09
     columns = ("tag", "kind", "null_move", "reduction")
 
     def partial(self, batch: Batch) -> LmrPartial:

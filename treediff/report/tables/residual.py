@@ -173,6 +173,11 @@ class ResidualTable:
     """``--table residual``: the ``residual``, ``residual_iter``, ``residual_stalled`` and ``pv_stability`` sections."""
 
     name = "residual"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.3
+    #: Reads the batch's move-try derivation (treediff.report.tries.derive): core runs it first, on its own.
+    reads_tries = True
     columns = (*COLUMNS, "line", "score")
     #: Reads the full move-try derivation (subtree nodes, main visits): see Batch.wants_full_tries.
     full_tries = True

@@ -490,6 +490,11 @@ class ScopeTable:
     """``--table scope``: how node visits go on after a PRUNE act fired, and the moves they leave unrecorded."""
 
     name = "scope"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.5
+    #: Reads the batch's move-try derivation (treediff.report.tries.derive): core runs it first, on its own.
+    reads_tries = True
     columns = ("tag", "act", "kind", "ply", "seq", "iter", "path")
     #: Read when the input has them: the move (else taken from the path), null-move flag, RESULT bound (else no
     #: visit counts as a cutoff) and the parser's node visits (else visits are delimited without them).
