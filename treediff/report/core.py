@@ -5,8 +5,12 @@ the modules in :mod:`treediff.report.tables`.
 """
 from __future__ import annotations
 
+import functools
+import itertools
+import os
+import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
@@ -82,6 +86,19 @@ def _check_columns(batch: pd.DataFrame, needed: Sequence[str]) -> pd.DataFrame:
     if missing:
         batch = batch.assign(**{c: pd.Series([], dtype="object") for c in missing})
     return batch
+
+
+def _search_rows(batch: pd.DataFrame, row_of: np.ndarray) -> np.ndarray:
+    """Each record's searches row (``row_of[search]``); an error naming a search the table does not hold."""
+    rsearch = batch["search"].to_numpy(dtype=np.int64)
+    if not len(rsearch):
+        return np.zeros(0, np.int64)
+    if int(rsearch.min()) >= 0 and int(rsearch.max()) < len(row_of):
+        srow = row_of[rsearch]
+        if int(srow.min()) >= 0:  # the usual case: one gather, no masks
+            return np.asarray(srow, dtype=np.int64)
+    _check_search_ids(batch, row_of)
+    return np.asarray(row_of[rsearch], dtype=np.int64)
 
 
 def _check_search_ids(batch: pd.DataFrame, row_of: np.ndarray) -> None:
@@ -275,14 +292,13 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
     last_empty: pd.DataFrame | None = None
     for records in _batches(source, read, list(dict.fromkeys(optional)), target):
         records = _check_columns(records, read)
-        if len(records):
-            _check_search_ids(records, row_of)
-        srow = row_of[records["search"].to_numpy(dtype=np.int64)] if len(records) else np.zeros(0, np.int64)
+        srow = _search_rows(records, row_of)
         last_empty = records.iloc[:0]
         batches: dict[tuple[Any, ...], Batch | None] = {}
         cell_frames: dict[tuple[Any, ...], pd.DataFrame] = {}
         kept: dict[int, np.ndarray] = {}  # per record filter: its mask of this batch's records
-        done: dict[tuple[Any, ...], Any] = {}  # (batch key, partial key) -> the partial
+        tasks: dict[tuple[Any, ...], tuple[Table, Batch]] = {}  # (batch key, partial key) -> what computes it
+        wanted: list[tuple[list[Any], tuple[Any, ...]]] = []  # (a table's partials, its partial's key), in order
         for i, fold in enumerate(folds):
             key = batch_keys[i]
             if key not in batches:
@@ -298,9 +314,12 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
             cells[i].append(cell_frames[key])
             for spec, parts in zip(fold.specs, partials[i]):
                 pkey = (key, _partial_key(spec))
-                if pkey not in done:
-                    done[pkey] = spec.partial(batch)
-                parts.append(done[pkey])
+                if pkey not in tasks:
+                    tasks[pkey] = (spec, batch)
+                wanted.append((parts, pkey))
+        done = _partials(tasks)
+        for parts, pkey in wanted:
+            parts.append(done[pkey])
     out = []
     for i, fold in enumerate(folds):
         if not cells[i] and last_empty is not None:  # every batch held none of its searches: one empty batch
@@ -310,6 +329,78 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
                 parts.append(spec.partial(batch))
         out.append(Folded(partials[i], concat(cells[i], ["srow", "iter", "key"]), populations[i].searches))
     return out
+
+
+#: Threads computing a batch's partials (TREEDIFF_REPORT_THREADS; 1: all on the calling thread).
+def _threads() -> int:
+    value = os.environ.get("TREEDIFF_REPORT_THREADS", "")
+    if value.strip():
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise InputError(f"TREEDIFF_REPORT_THREADS={value!r}: not a number of threads") from None
+    return min(2, os.cpu_count() or 1)
+
+
+def _partials(tasks: dict[tuple[Any, ...], tuple[Table, Batch]]) -> dict[tuple[Any, ...], Any]:
+    """Each task's ``spec.partial(batch)``, on :func:`_threads` threads (the caller's and helpers).
+
+    A partial depends on its batch alone, and the numpy, pandas, Arrow and polars work under the tables, like
+    the move-try kernel, lets go of the GIL for much of its time, so two tables of a batch can count at
+    once.  The derivations the tables read are made first, as a task of their own (treediff.report.tries
+    holds one derivation a batch under a lock): the tables that do not read one go on beside it.  Every
+    partial is the one the sequential loop gives; the first error in task order is raised.
+    """
+    threads = _threads()
+    if threads <= 1 or len(tasks) < 2:  # the tables in order on this thread, as the loop always did
+        return {key: spec.partial(batch) for key, (spec, batch) in tasks.items()}
+    jobs: list[tuple[Any, Callable[[], Any]]] = []
+    derived: set[int] = set()
+    for key, (spec, batch) in tasks.items():
+        if getattr(spec, "reads_tries", False) and id(batch) not in derived:
+            derived.add(id(batch))
+            jobs.append((None, functools.partial(_derive_ahead, batch)))
+    # While one thread derives, the other counts the tables that do not read the derivation; longest first
+    # within each part, so that the last job a thread takes is a short one.
+    ordered = sorted(tasks.items(), key=lambda item: (bool(getattr(item[1][0], "reads_tries", False)),
+                                                      -float(getattr(item[1][0], "cost", 0.0))))
+    jobs += [(key, functools.partial(spec.partial, batch)) for key, (spec, batch) in ordered]
+    results: list[Any] = [None] * len(jobs)
+    errors: list[BaseException | None] = [None] * len(jobs)
+    taken = itertools.count()  # next() of a count is atomic under the GIL: each job is taken once
+
+    def work() -> None:
+        for j in iter(lambda: next(taken), None):
+            if j >= len(jobs):
+                return
+            try:
+                results[j] = jobs[j][1]()
+            except BaseException as error:  # raised on the calling thread below
+                errors[j] = error
+
+    helpers = [threading.Thread(target=work, name="treediff-tables", daemon=True) for _ in range(threads - 1)]
+    for helper in helpers:
+        helper.start()
+    work()
+    for helper in helpers:
+        helper.join()
+    failed = {key: error for (key, _), error in zip(jobs, errors) if error is not None and key is not None}
+    for key in tasks:  # the first table's error in task order, as the sequential loop would raise
+        if key in failed:
+            raise failed[key]
+    return {key: result for (key, _), result in zip(jobs, results) if key is not None}
+
+
+def _derive_ahead(batch: Batch) -> None:
+    """The batch's move-try derivation (as its first reader would ask it), when it has the columns."""
+    from treediff.report.tries import COLUMNS, derive
+
+    if not all(c in batch.records for c in COLUMNS):
+        return
+    try:
+        derive(batch, full=False)
+    except Exception:  # noqa: BLE001 - not cached: the table that reads it derives again and raises there
+        return
 
 
 def _fold_batch(records: pd.DataFrame, srow: np.ndarray, keep: RecordFilter | None, population: _Population,
@@ -329,9 +420,12 @@ def _fold_batch(records: pd.DataFrame, srow: np.ndarray, keep: RecordFilter | No
         if id(keep) not in kept:
             kept[id(keep)] = np.asarray(keep.mask(records), dtype=bool)
         mask = kept[id(keep)] if mask is None else mask & kept[id(keep)]
+    if population.member is not None:  # srow indexes the source's searches: the population's own rows here
+        return Batch(records[mask].reset_index(drop=True) if mask is not None else records, population.searches,
+                     row_of, record_keys)
     if mask is not None:
-        records = records[mask].reset_index(drop=True)
-    return Batch(records, population.searches, row_of, record_keys)
+        records, srow = records[mask].reset_index(drop=True), srow[mask]
+    return Batch(records, population.searches, row_of, record_keys, srow=srow)
 
 
 def report_frames(records: pd.DataFrame, searches: pd.DataFrame, tables: Sequence[str] | str | None = TABLES,

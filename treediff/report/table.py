@@ -132,19 +132,22 @@ class Batch:
     """
 
     def __init__(self, records: pd.DataFrame, searches: pd.DataFrame, row_of: np.ndarray,
-                 record_keys: Sequence[str] = ()):
+                 record_keys: Sequence[str] = (), srow: np.ndarray | None = None):
         self.records = records
         self.searches = searches
         self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._flags: dict[str, np.ndarray] = {}
         #: Whether a table folded over this batch reads the full move-try derivation (a table with
         #: ``full_tries = True``): then a light request derives the full one, which every table shares.
         self.wants_full_tries = False
         self.record_keys = tuple(k for k in RECORD_KEYS if k in record_keys)
-        self.srow = row_of[np.asarray(records["search"], dtype=np.int64)] if len(records) else np.zeros(0, np.int64)
+        if srow is None:  # ``srow``: the caller's row_of[records' search], when it has it
+            srow = row_of[np.asarray(records["search"], dtype=np.int64)] if len(records) else np.zeros(0, np.int64)
+        self.srow = np.asarray(srow, dtype=np.int64)
         packed = self.srow * ITER_SPAN + self.iters
         if self.record_keys:
             packed = packed * KEY_SPAN + record_key_codes(records, self.is_move, self.record_keys)
-        cells, inverse = np.unique(packed, return_inverse=True)
+        cells, inverse = sorted_codes(packed)
         span = KEY_SPAN if self.record_keys else 1
         #: Per cell: its searches row, iteration and packed record key.
         self.cell_key = (cells % span).astype(np.int64)
@@ -182,6 +185,14 @@ class Batch:
 
     def kind_mask(self, kind: str) -> np.ndarray:
         return self.equals("kind", kind)
+
+    def flag(self, column: str) -> np.ndarray:
+        """A boolean column of the records with missing values as False (computed once per batch; all False
+        when the records lack it): ``np.asarray(records[column].fillna(False), dtype=bool)``."""
+        if column not in self._flags:
+            self._flags[column] = (flag_values(self.records[column]) if column in self.records
+                                   else np.zeros(len(self.records), dtype=bool))
+        return self._flags[column]
 
     @cached_property
     def iters(self) -> np.ndarray:
@@ -299,6 +310,43 @@ def concat(frames: Sequence[pd.DataFrame], columns: Sequence[str]) -> pd.DataFra
     if not frames:
         return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in columns})
     return pd.concat(frames, ignore_index=True)
+
+
+def sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of int64 values: hashed (pandas' factorize) and only the
+    distinct values sorted, not every value (a batch has ~1e5-1e6 records and ~1e3 cells)."""
+    values = np.asarray(values, dtype=np.int64)
+    codes, uniques = pd.factorize(values)
+    uniques = np.asarray(uniques, dtype=np.int64)
+    order = np.argsort(uniques, kind="stable")
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[order] = np.arange(len(uniques), dtype=np.int64)
+    return uniques[order], rank[np.asarray(codes, dtype=np.int64)]
+
+
+def flag_values(column: pd.Series) -> np.ndarray:
+    """``np.asarray(column.fillna(False), dtype=bool)`` without pandas' missing-value scan of an object column.
+
+    A bool Arrow column with nulls reads back as an object column of True/False/None: its fillna (an
+    ``isna`` over Python objects, then a new object array) cost ~0.1 CPU-µs a record, three tables a batch.
+    Here an object column is cast by truth value (None -> False, as fillna then bool would) and float NaN,
+    the one missing value that is truthy, is found as the values unequal to themselves; anything else
+    (pd.NA, nullable dtypes) goes through fillna as before.
+    """
+    if column.dtype == bool:
+        return np.asarray(column.to_numpy(), dtype=bool)
+    if column.dtype == object:
+        values = column.to_numpy()
+        try:
+            out: np.ndarray = np.asarray(values.astype(bool), dtype=bool)
+            unequal = np.asarray(values != values, dtype=bool)  # float NaN (fillna makes it False)
+        except (TypeError, ValueError):  # pd.NA's truth value is ambiguous: the general path
+            pass
+        else:
+            if unequal.shape == out.shape:
+                out[unequal] = False
+                return out
+    return np.asarray(column.fillna(False), dtype=bool)
 
 
 def none_for_nan(values: np.ndarray) -> np.ndarray:

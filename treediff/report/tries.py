@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -259,6 +260,11 @@ def derive(batch: Batch, full: bool = True, compiled: bool | None = None) -> Tri
     ``compiled``: run the compiled kernel (True; an error when it is not built) or numpy (False); by default
     the kernel when :func:`compiled_available`.  Both give the same :class:`Tries`.
     """
+    with _DERIVE_LOCK:  # report's tables may run on two threads: one derivation a batch all the same
+        return _derive_once(batch, full, compiled)
+
+
+def _derive_once(batch: Batch, full: bool, compiled: bool | None) -> Tries:
     use = compiled_available() if compiled is None else compiled
     if use and _ctries is None:
         raise RuntimeError("treediff.report._ctries is not built (reinstall with a C compiler)")
@@ -285,6 +291,9 @@ def derive(batch: Batch, full: bool = True, compiled: bool | None = None) -> Tri
 #: Each live batch's derivations, by (compiled, full); an entry goes with its batch.  The arrays are shared by
 #: every table that reads them: no caller writes into a :class:`Tries`.
 _DERIVED: weakref.WeakKeyDictionary[Batch, dict[tuple[bool, bool], Tries]] = weakref.WeakKeyDictionary()
+#: Held while a derivation is looked up or made (the kernel runs without the GIL meanwhile, so a table on
+#: the other thread that does not read it goes on).
+_DERIVE_LOCK = threading.Lock()
 
 
 def _back(values: np.ndarray, inp: _Inputs) -> np.ndarray:

@@ -86,6 +86,11 @@ class CutoffsTable:
     """``--table cutoffs``: the ``cutoffs`` and ``cutoff_mn`` sections."""
 
     name = "cutoffs"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.1
+    #: Reads the batch's move-try derivation (treediff.report.tries.derive): core runs it first, on its own.
+    reads_tries = True
     columns = (*COLUMNS, "mn")
     optional_columns = OPTIONAL
 

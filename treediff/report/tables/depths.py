@@ -101,6 +101,9 @@ class DepthsTable:
     """``--table depths``: the ``depths`` and ``lmr_grid`` sections."""
 
     name = "depths"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.23
     columns = ("tag", "act", "kind", "mn", "depth", "new_depth", "reduction")
 
     def partial(self, batch: Batch) -> DepthsPartial:

@@ -416,6 +416,9 @@ class EbfTable:
     """``--table ebf``: the ``ebf``, ``ebf_iter`` and ``ebf_ply`` sections (search-level keys only)."""
 
     name = "ebf"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.25
     columns = ("tag", "iter", "ply", "depth")
     optional_columns = VISIT_COLUMNS
 

@@ -268,6 +268,11 @@ class FhTable:
     """``--table fh``: fail-high rate per bucket (``ReportOptions.fh_buckets``, ``--bucket``)."""
 
     name = "fh"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.2
+    #: Reads the batch's move-try derivation (treediff.report.tries.derive): core runs it first, on its own.
+    reads_tries = True
     columns = (*COLUMNS, *SHADOW_READS, "mn")  # the buckets: kind, act, depth, mn, ply (+ see, hist, nt)
     optional_columns = (*OPTIONAL, *SHADOW_OPTIONAL, "see", "hist", "node_type")
 

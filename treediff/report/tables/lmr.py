@@ -60,7 +60,7 @@ def lmr_stats(batch: Batch) -> LmrStats:
     n = batch.record_groups.n
     rg = batch.record_groups.record_group
     move = batch.is_move
-    null = np.asarray(batch.records["null_move"].fillna(False), dtype=bool)
+    null = batch.flag("null_move")
     lmr = move & batch.kind_mask("REDUCE")
     red_all = np.asarray(batch.records["reduction"], dtype=np.float64)
     has = lmr & ~np.isnan(red_all)
@@ -195,6 +195,9 @@ class LmrTable:
     """``--table lmr``: the ``lmr`` and ``lmr_hist`` sections."""
 
     name = "lmr"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.09
     columns = ("tag", "kind", "null_move", "reduction")
 
     def partial(self, batch: Batch) -> LmrPartial:

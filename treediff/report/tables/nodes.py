@@ -215,6 +215,9 @@ class NodesTable:
     """``--table nodes``."""
 
     name = "nodes"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.04
     columns = ("tag", "iter", "ply", "depth")
 
     def partial(self, batch: Batch) -> ResultPartial:

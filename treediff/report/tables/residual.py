@@ -61,7 +61,7 @@ def _residual(batch: Batch) -> ResidualPartial:
     t = derive(batch)
     n = len(rec)
     is_move = batch.is_move
-    null = np.asarray(rec["null_move"].fillna(False), dtype=bool) if "null_move" in rec else np.zeros(n, bool)
+    null = batch.flag("null_move")
     k_codes, k_cats = batch.codes("kind")
     kinds = np.asarray(k_cats, dtype=object)
     prune = batch.kind_mask("PRUNE")
@@ -173,6 +173,11 @@ class ResidualTable:
     """``--table residual``: the ``residual``, ``residual_iter``, ``residual_stalled`` and ``pv_stability`` sections."""
 
     name = "residual"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.3
+    #: Reads the batch's move-try derivation (treediff.report.tries.derive): core runs it first, on its own.
+    reads_tries = True
     columns = (*COLUMNS, "line", "score")
     #: Reads the full move-try derivation (subtree nodes, main visits): see Batch.wants_full_tries.
     full_tries = True

@@ -261,8 +261,7 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     acts = take(a_codes)
     prune = take(prune_all)
     probcut = take(batch.equals("act", "PROBCUT"))
-    null = take(np.asarray(records["null_move"].fillna(False), dtype=bool)) if "null_move" in records else \
-        np.zeros(len(acts), dtype=bool)
+    null = take(batch.flag("null_move"))
     n = len(plies)
 
     node_ply = plies - is_move.astype(np.int64)
@@ -491,6 +490,11 @@ class ScopeTable:
     """``--table scope``: how node visits go on after a PRUNE act fired, and the moves they leave unrecorded."""
 
     name = "scope"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.5
+    #: Reads the batch's move-try derivation (treediff.report.tries.derive): core runs it first, on its own.
+    reads_tries = True
     columns = ("tag", "act", "kind", "ply", "seq", "iter", "path")
     #: Read when the input has them: the move (else taken from the path), null-move flag, RESULT bound (else no
     #: visit counts as a cutoff) and the parser's node visits (else visits are delimited without them).

@@ -56,6 +56,9 @@ class WhyTable:
     """``--table why``."""
 
     name = "why"
+    #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
+    #: the order core runs a batch's partials in on two threads (longest first).
+    cost = 0.03
     columns = ("tag", "kind")
     optional_columns = ("why",)
 
