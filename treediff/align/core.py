@@ -32,6 +32,7 @@ Units: depths are plies (float), node counts are RESULT records.
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,19 @@ import pyarrow.compute as pc
 
 from treediff.model.schema import KIND_VALUES
 from treediff.parse.visits import VisitTree, visit_numbers, visit_tree
+
+try:  # the compiled per-path passes (treediff/align/_calign.c); optional: the numpy passes below are the fallback
+    from treediff.align import _calign  # type: ignore[attr-defined]  # (compiled: no stub)
+except ImportError:
+    _calign = None
+
+#: Set (to anything but "" or "0") to run the numpy passes even when ``_calign`` is built (tests, A/B timing).
+NO_CALIGN_ENV = "TREEDIFF_NO_CALIGN"
+
+
+def compiled_available() -> bool:
+    """Whether the aligner runs its compiled per-path passes (``_calign`` built and not turned off)."""
+    return _calign is not None and os.environ.get(NO_CALIGN_ENV, "") in ("", "0")
 
 SEQ_SEPARATOR = "→"
 
@@ -255,6 +269,41 @@ def _tree_of(uniques: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     return uniques, ply, parent
 
 
+def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, object]:
+    """(int64 offsets, data buffer) of a large_string array without nulls, for ``_calign``."""
+    n = len(arr)
+    buffers = arr.buffers()
+    if n == 0 or buffers[1] is None:
+        return np.zeros(1, dtype=np.int64), b""
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+    return np.ascontiguousarray(offsets), buffers[2] if buffers[2] is not None else b""
+
+
+def _encode_and_close(path_a: pa.Array, path_b: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray]:
+    """(path code of every record, A's then B's; paths; ply; parent index, -1 for the root): the numpy
+    dictionary encoding plus :func:`_tree_of`, or ``_calign.tree`` (same codes: first occurrence order, then
+    ``""``, then missing parents in the order the rounds of :func:`_tree_of` append them)."""
+    n_records = len(path_a) + len(path_b)
+    if (compiled_available() and n_records < 2**31 and path_a.type == _PATH_DTYPE and path_b.type == _PATH_DTYPE
+            and path_a.null_count == 0 and path_b.null_count == 0):
+        off_a, data_a = _string_buffers(path_a)
+        off_b, data_b = _string_buffers(path_b)
+        codes = np.empty(n_records, dtype=np.int32)
+        n_paths, offsets, data, ply_bytes, parent_bytes = _calign.tree(off_a, data_a, off_b, data_b, codes)
+        paths = pa.Array.from_buffers(_PATH_DTYPE, n_paths, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        return (codes, paths, np.frombuffer(ply_bytes, dtype=np.int64).copy(),
+                np.frombuffer(parent_bytes, dtype=np.int64).copy())
+    # One memo table across both chunks: codes agree, the last chunk's dictionary has every path.
+    encoded = pc.dictionary_encode(pa.chunked_array([path_a, path_b], type=_PATH_DTYPE), memory_pool=_POOL)
+    codes = np.concatenate(
+        [np.empty(0, np.int32)] + [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
+    ).astype(np.intp if n_records >= 2**31 else np.int32, copy=False)
+    dictionary = encoded.chunks[-1].dictionary if encoded.num_chunks else pa.array([], _PATH_DTYPE)
+    del encoded
+    paths, ply, parent = _tree_of(dictionary)
+    return codes, paths, ply, parent
+
+
 def _main_decisions(side: _Side, codes: np.ndarray, parent: np.ndarray, tree: VisitTree, n_paths: int) -> np.ndarray:
     """The MOVE records that are the rows' decisions: those made in the parent's main visit.
 
@@ -420,6 +469,36 @@ def _preorder(size: np.ndarray, par: np.ndarray, bounds: np.ndarray) -> np.ndarr
     return pos
 
 
+def _order_rows(ply: np.ndarray, parent: np.ndarray, key: np.ndarray, sums: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(path code of each row, parent row, subtree sums per row): rows depth-first, siblings by ``key`` (then
+    code); ``sums`` (per path code: its own counts) summed over subtrees.  The numpy pass of ``_calign.order``."""
+    n_paths = len(ply)
+    level_key = (ply.astype(np.int64) << 40) | (parent + 1)
+    order = np.lexsort((key, level_key))
+    del level_key
+
+    # From here on, arrays are in (ply, parent, sibling) order.
+    inverse = np.empty(n_paths, dtype=np.int64)
+    inverse[order] = np.arange(n_paths)
+    par = parent[order]
+    par = np.where(par >= 0, inverse[np.maximum(par, 0)], -1)
+    ply_o = ply[order]
+    sums = sums[order]
+    bounds = np.searchsorted(ply_o, np.arange(int(ply_o.max(initial=0)) + 2))
+    del inverse, ply_o
+    _sum_subtrees(sums, par, bounds)
+    pos = _preorder(sums[:, 4], par, bounds)
+
+    final = np.empty(n_paths, dtype=np.int64)
+    final[pos] = np.arange(n_paths)
+    src = order[final]  # original path index of each output row
+    parent_row = par[final]
+    parent_row = np.where(parent_row >= 0, pos[np.maximum(parent_row, 0)], -1)
+    sums = sums[final]
+    return src, parent_row, sums
+
+
 def _status(sums: np.ndarray, dec_a: "_Decisions", dec_b: "_Decisions", src: np.ndarray) -> np.ndarray:
     """Status codes (index into STATUS_VALUES) of rows in output order."""
     present_a, present_b = sums[:, 2] > 0, sums[:, 3] > 0
@@ -463,15 +542,7 @@ def align_sides(a: "_Side", b: "_Side", keep_visits: bool = False) -> RowArrays:
     ``keep_visits``: keep what the rows of other node visits need (``visits="all"``, added by
     :meth:`RowArrays.frame`).
     """
-    # One memo table across both chunks: codes agree, the last chunk's dictionary has every path.
-    encoded = pc.dictionary_encode(pa.chunked_array([a.path, b.path], type=_PATH_DTYPE), memory_pool=_POOL)
-    codes = np.concatenate(
-        [np.empty(0, np.int32)] + [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
-    ).astype(np.intp if len(a.path) + len(b.path) >= 2**31 else np.int32, copy=False)
-    dictionary = encoded.chunks[-1].dictionary if encoded.num_chunks else pa.array([], _PATH_DTYPE)
-    del encoded
-    paths, ply, parent = _tree_of(dictionary)
-    del dictionary
+    codes, paths, ply, parent = _encode_and_close(a.path, b.path)
     n_paths = len(paths)
     codes_a, codes_b = codes[: a.n], codes[a.n :]
 
@@ -508,28 +579,18 @@ def align_sides(a: "_Side", b: "_Side", keep_visits: bool = False) -> RowArrays:
     del anchored
     visit_counts = (sums[:, 0].astype(np.int32), sums[:, 1].astype(np.int32))
 
-    level_key = (ply.astype(np.int64) << 40) | (parent + 1)
-    order = np.lexsort((_sibling_key(dec_a, dec_b, paths), level_key))
-    del level_key
-
-    # From here on, arrays are in (ply, parent, sibling) order.
-    inverse = np.empty(n_paths, dtype=np.int64)
-    inverse[order] = np.arange(n_paths)
-    par = parent[order]
-    par = np.where(par >= 0, inverse[np.maximum(par, 0)], -1)
-    ply_o = ply[order]
-    sums = sums[order]
-    bounds = np.searchsorted(ply_o, np.arange(int(ply_o.max(initial=0)) + 2))
-    del inverse, ply_o
-    _sum_subtrees(sums, par, bounds)
-    pos = _preorder(sums[:, 4], par, bounds)
-
-    final = np.empty(n_paths, dtype=np.int64)
-    final[pos] = np.arange(n_paths)
-    src = order[final]  # original path index of each output row
-    parent_row = par[final]
-    parent_row = np.where(parent_row >= 0, pos[np.maximum(parent_row, 0)], -1)
-    sums = sums[final]
+    key = _sibling_key(dec_a, dec_b, paths)
+    ordered = None
+    if compiled_available():
+        ordered = _calign.order(np.ascontiguousarray(ply, dtype=np.int64), np.ascontiguousarray(parent, dtype=np.int64),
+                                np.ascontiguousarray(key, dtype=np.int64), np.ascontiguousarray(sums, dtype=np.int64),
+                                sums.shape[1])
+    if ordered is not None:  # (copies: the rows' arrays are writable, as numpy's are)
+        src = np.frombuffer(ordered[0], dtype=np.int64).copy()
+        parent_row = np.frombuffer(ordered[1], dtype=np.int64).copy()
+        sums = np.frombuffer(ordered[2], dtype=np.int64).reshape(n_paths, sums.shape[1]).copy()
+    else:
+        src, parent_row, sums = _order_rows(ply, parent, key, sums)
     status = _status(sums, dec_a, dec_b, src)
 
     rows = RowArrays(

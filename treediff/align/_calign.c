@@ -1,0 +1,432 @@
+/*
+ * treediff.align._calign: the aligner's per-path passes in C (treediff.align.core uses them when built).
+ *
+ * tree()  does what core.py's dictionary encoding of both sides' paths and _tree_of do: one hash table of
+ *         the path strings gives every record its path code (codes in order of first occurrence, A's records
+ *         then B's, as pyarrow's dictionary_encode numbers them), then "" is added if absent, then every
+ *         path's parent (the path cut at its last '/') is looked up, a missing parent being appended
+ *         (first-lost-first, which is the order core._tree_of's rounds of pc.unique append them in), until
+ *         the set is closed.  Returns the union's strings, ply and parent code.
+ * order() does what core.py's sibling lexsort, _sum_subtrees, _preorder and the reordering after them do:
+ *         children grouped by parent and sorted by (sibling key, code), a depth-first walk for the pre-order
+ *         positions, and subtree sums of the per-path counts accumulated bottom-up.
+ *
+ * Only the CPython API and the buffer protocol are used (no numpy headers); the passes run without the GIL.
+ * Every output is returned as a bytes object holding a native-endian int64 (or int32) array.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline uint64_t hash_bytes(const unsigned char *p, int64_t len)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = mix64(h ^ w);
+    }
+    if (i < len) {
+        uint64_t w = 0;
+        memcpy(&w, p + i, (size_t)(len - i));
+        h = mix64(h ^ w ^ 0x5bd1e995ULL);
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------------ strings -> codes */
+typedef struct {
+    int64_t *slots;              /* -1: empty; else a code */
+    uint64_t mask;
+    const unsigned char **ptr;   /* per code: its bytes (inside an input buffer) */
+    int64_t *len;
+    uint64_t *hash;
+    int64_t *ply, *parent;       /* per code, filled by tree() */
+    int64_t n, cap;
+} StrTab;
+
+static int strtab_init(StrTab *t, int64_t cap)
+{
+    uint64_t size = 16;
+    while (size < (uint64_t)(cap * 2 + 1))
+        size <<= 1;
+    t->slots = malloc(size * sizeof(int64_t));
+    t->ptr = malloc(sizeof(*t->ptr) * (size_t)(cap + 1));
+    t->len = malloc(sizeof(int64_t) * (size_t)(cap + 1));
+    t->hash = malloc(sizeof(uint64_t) * (size_t)(cap + 1));
+    t->ply = malloc(sizeof(int64_t) * (size_t)(cap + 1));
+    t->parent = malloc(sizeof(int64_t) * (size_t)(cap + 1));
+    t->mask = size - 1;
+    t->n = 0;
+    t->cap = cap;
+    if (!t->slots || !t->ptr || !t->len || !t->hash || !t->ply || !t->parent)
+        return 0;
+    memset(t->slots, 0xff, size * sizeof(int64_t));
+    return 1;
+}
+
+static void strtab_free(StrTab *t)
+{
+    free(t->slots);
+    free(t->ptr);
+    free(t->len);
+    free(t->hash);
+    free(t->ply);
+    free(t->parent);
+}
+
+/* Twice the room for codes, and a slot table twice as large. */
+static int strtab_grow(StrTab *t)
+{
+    int64_t cap = t->cap * 2 + 16;
+    uint64_t size = (t->mask + 1) * 2;
+    while (size < (uint64_t)(cap * 2 + 1))
+        size <<= 1;
+    int64_t *slots = malloc(size * sizeof(int64_t));
+    if (!slots)
+        return 0;
+    memset(slots, 0xff, size * sizeof(int64_t));
+    void *q;
+    if (!(q = realloc(t->ptr, sizeof(*t->ptr) * (size_t)(cap + 1)))) { free(slots); return 0; }
+    t->ptr = q;
+    if (!(q = realloc(t->len, sizeof(int64_t) * (size_t)(cap + 1)))) { free(slots); return 0; }
+    t->len = q;
+    if (!(q = realloc(t->hash, sizeof(uint64_t) * (size_t)(cap + 1)))) { free(slots); return 0; }
+    t->hash = q;
+    if (!(q = realloc(t->ply, sizeof(int64_t) * (size_t)(cap + 1)))) { free(slots); return 0; }
+    t->ply = q;
+    if (!(q = realloc(t->parent, sizeof(int64_t) * (size_t)(cap + 1)))) { free(slots); return 0; }
+    t->parent = q;
+    free(t->slots);
+    t->slots = slots;
+    t->mask = size - 1;
+    t->cap = cap;
+    for (int64_t c = 0; c < t->n; c++) {
+        uint64_t i = t->hash[c] & t->mask;
+        while (slots[i] >= 0)
+            i = (i + 1) & t->mask;
+        slots[i] = c;
+    }
+    return 1;
+}
+
+/* The code of the string (p, len); added with the next code when ``add`` (else -1 when absent); -2 when out
+ * of memory. */
+static inline int64_t strtab_get(StrTab *t, const unsigned char *p, int64_t len, int add)
+{
+    uint64_t h = hash_bytes(p, len);
+    uint64_t i = h & t->mask;
+    for (;;) {
+        int64_t c = t->slots[i];
+        if (c < 0)
+            break;
+        if (t->hash[c] == h && t->len[c] == len && (len == 0 || memcmp(t->ptr[c], p, (size_t)len) == 0))
+            return c;
+        i = (i + 1) & t->mask;
+    }
+    if (!add)
+        return -1;
+    if (t->n >= t->cap) {
+        if (!strtab_grow(t))
+            return -2;
+        i = h & t->mask;
+        while (t->slots[i] >= 0)
+            i = (i + 1) & t->mask;
+    }
+    int64_t c = t->n++;
+    t->ptr[c] = p;
+    t->len[c] = len;
+    t->hash[c] = h;
+    t->slots[i] = c;
+    return c;
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, int writable)
+{
+    return PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0));
+}
+
+PyDoc_STRVAR(tree_doc,
+"tree(offsets_a, data_a, offsets_b, data_b, codes_out) -> (n_paths, offsets, data, ply, parent)\n\n"
+"offsets_*: int64 buffers of n+1 string offsets into data_* (no nulls); codes_out: a writable int32\n"
+"buffer of n_a + n_b, filled with each record's path code.  Returns the union of paths, closed under\n"
+"'parent of' (offsets int64 bytes, data bytes), each path's ply (int64 bytes: '/' count + 1, 0 for \"\")\n"
+"and parent code (int64 bytes, -1 for \"\").");
+
+static PyObject *tree(PyObject *self, PyObject *args)
+{
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
+        return NULL;
+    Py_buffer v[5];
+    int got = 0;
+    for (; got < 5; got++)
+        if (get_buffer(objs[got], &v[got], got == 4) < 0)
+            goto fail_buffers;
+    int64_t na = (int64_t)(v[0].len / 8) - 1, nb = (int64_t)(v[2].len / 8) - 1;
+    if (na < 0 || nb < 0 || v[4].len != (Py_ssize_t)((na + nb) * 4)) {
+        PyErr_SetString(PyExc_ValueError, "tree: bad buffer sizes");
+        goto fail_buffers;
+    }
+    const int64_t *off[2] = {(const int64_t *)v[0].buf, (const int64_t *)v[2].buf};
+    const unsigned char *data[2] = {(const unsigned char *)v[1].buf, (const unsigned char *)v[3].buf};
+    int64_t dlen[2] = {(int64_t)v[1].len, (int64_t)v[3].len};
+    int64_t nn[2] = {na, nb};
+    int32_t *codes = (int32_t *)v[4].buf;
+    for (int s = 0; s < 2; s++) {
+        if (nn[s] && (off[s][0] < 0 || off[s][nn[s]] > dlen[s])) {
+            PyErr_SetString(PyExc_ValueError, "tree: offsets outside the data");
+            goto fail_buffers;
+        }
+        for (int64_t i = 0; i < nn[s]; i++)
+            if (off[s][i + 1] < off[s][i]) {
+                PyErr_SetString(PyExc_ValueError, "tree: decreasing offsets");
+                goto fail_buffers;
+            }
+    }
+    StrTab t;
+    PyObject *result = NULL;
+    int nomem = 0;
+    if (!strtab_init(&t, na + nb + 16)) {
+        strtab_free(&t);
+        PyErr_NoMemory();
+        goto fail_buffers;
+    }
+    static const unsigned char empty[1] = {0};
+    Py_BEGIN_ALLOW_THREADS
+    int64_t k = 0;
+    for (int s = 0; s < 2 && !nomem; s++)
+        for (int64_t i = 0; i < nn[s]; i++, k++) {
+            int64_t c = strtab_get(&t, data[s] + off[s][i], off[s][i + 1] - off[s][i], 1);
+            if (c < 0) { nomem = 1; break; }
+            codes[k] = (int32_t)c;
+        }
+    if (!nomem && strtab_get(&t, empty, 0, 1) < 0)
+        nomem = 1;
+    /* In code order; a missing parent is appended, and reached later in this same loop. */
+    for (int64_t c = 0; c < t.n && !nomem; c++) {
+        const unsigned char *p = t.ptr[c];
+        int64_t len = t.len[c], slashes = 0, last = -1;
+        for (int64_t j = 0; j < len; j++)
+            if (p[j] == '/') {
+                slashes++;
+                last = j;
+            }
+        int64_t pl = len > 0 ? slashes + 1 : 0, par = -1;
+        if (pl > 0) {
+            par = slashes > 0 ? strtab_get(&t, p, last, 1) : strtab_get(&t, empty, 0, 1);
+            if (par < 0) { nomem = 1; break; }
+        }
+        t.ply[c] = pl;      /* (after the lookup: it may have grown the arrays) */
+        t.parent[c] = par;
+    }
+    Py_END_ALLOW_THREADS
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        int64_t n = t.n, total = 0;
+        for (int64_t c = 0; c < n; c++)
+            total += t.len[c];
+        PyObject *offsets = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * 8));
+        PyObject *bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+        PyObject *ply_b = PyBytes_FromStringAndSize((const char *)t.ply, (Py_ssize_t)(n * 8));
+        PyObject *par_b = PyBytes_FromStringAndSize((const char *)t.parent, (Py_ssize_t)(n * 8));
+        if (offsets && bytes && ply_b && par_b) {
+            int64_t *o = (int64_t *)PyBytes_AS_STRING(offsets);
+            char *d = PyBytes_AS_STRING(bytes);
+            int64_t at = 0;
+            for (int64_t c = 0; c < n; c++) {
+                o[c] = at;
+                if (t.len[c])
+                    memcpy(d + at, t.ptr[c], (size_t)t.len[c]);
+                at += t.len[c];
+            }
+            o[n] = at;
+            result = Py_BuildValue("(nNNNN)", (Py_ssize_t)n, offsets, bytes, ply_b, par_b);
+        } else {
+            Py_XDECREF(offsets);
+            Py_XDECREF(bytes);
+            Py_XDECREF(ply_b);
+            Py_XDECREF(par_b);
+        }
+    }
+done:
+    strtab_free(&t);
+    for (int i = 0; i < 5; i++)
+        PyBuffer_Release(&v[i]);
+    return result;
+fail_buffers:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&v[i]);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ sibling order, subtree sums, pre-order */
+static const int64_t *sort_key;
+
+static int by_key(const void *x, const void *y)
+{
+    int64_t i = *(const int64_t *)x, j = *(const int64_t *)y;
+    if (sort_key[i] != sort_key[j])
+        return sort_key[i] < sort_key[j] ? -1 : 1;
+    return i < j ? -1 : (i > j);
+}
+
+PyDoc_STRVAR(order_doc,
+"order(ply, parent, key, sums, width) -> (src, parent_row, sums_out) or None\n\n"
+"Per path code: ply (int64), parent (int64, -1 for the root only), sibling key (int64), and ``sums``\n"
+"(int64, n x width, row-major) of its own counts.  Rows are ordered depth-first, siblings by (key,\n"
+"code); returns each row's path code, its parent's row (-1 for the root) and its subtree sums (in row\n"
+"order), as int64 bytes.  None when the tree is not one tree of consecutive plies rooted at the only\n"
+"ply-0 path (core.py's numpy pass then runs).");
+
+static PyObject *order(PyObject *self, PyObject *args)
+{
+    PyObject *objs[4];
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "OOOOn", &objs[0], &objs[1], &objs[2], &objs[3], &width))
+        return NULL;
+    Py_buffer v[4];
+    int got = 0;
+    for (; got < 4; got++)
+        if (get_buffer(objs[got], &v[got], 0) < 0)
+            goto fail;
+    int64_t n = (int64_t)(v[0].len / 8);
+    if (width < 1 || v[1].len != v[0].len || v[2].len != v[0].len || v[3].len != (Py_ssize_t)(n * 8 * width)) {
+        PyErr_SetString(PyExc_ValueError, "order: bad buffer sizes");
+        goto fail;
+    }
+    const int64_t *ply = v[0].buf, *parent = v[1].buf, *key = v[2].buf, *sums = v[3].buf;
+    PyObject *result = NULL;
+    int64_t *start = calloc((size_t)(n + 2), sizeof(int64_t));
+    int64_t *kids = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *src = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *pos = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *prow = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *stack = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *out = malloc(sizeof(int64_t) * (size_t)(n * width + 1));
+    if (!start || !kids || !src || !pos || !prow || !stack || !out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int ok = 1;
+    int64_t root = -1;
+    /* (The GIL stays held: qsort's comparator reads the static sort_key.) */
+    for (int64_t c = 0; c < n && ok; c++) {
+        int64_t p = parent[c];
+        if (p < 0) {
+            if (root >= 0 || ply[c] != 0)
+                ok = 0;
+            root = c;
+        } else if (p >= n || ply[c] != ply[p] + 1) {
+            ok = 0;
+        } else {
+            start[p + 1]++;
+        }
+    }
+    if (root < 0)
+        ok = 0;
+    if (ok) {
+        for (int64_t c = 0; c < n; c++)
+            start[c + 1] += start[c];
+        /* Children of each parent in code order (a stable counting sort), then by (key, code). */
+        int64_t *fill = stack;
+        memcpy(fill, start, sizeof(int64_t) * (size_t)n);
+        for (int64_t c = 0; c < n; c++)
+            if (parent[c] >= 0)
+                kids[fill[parent[c]]++] = c;
+        sort_key = key;
+        for (int64_t p = 0; p < n; p++) {
+            int64_t lo = start[p], hi = start[p + 1];
+            if (hi - lo < 2)
+                continue;
+            if (hi - lo <= 16) {
+                for (int64_t i = lo + 1; i < hi; i++) {
+                    int64_t x = kids[i], j = i;
+                    while (j > lo && (key[kids[j - 1]] > key[x] || (key[kids[j - 1]] == key[x] && kids[j - 1] > x))) {
+                        kids[j] = kids[j - 1];
+                        j--;
+                    }
+                    kids[j] = x;
+                }
+            } else {
+                qsort(kids + lo, (size_t)(hi - lo), sizeof(int64_t), by_key);
+            }
+        }
+        /* Pre-order: a stack of codes, children pushed in reverse. */
+        int64_t top = 0, at = 0;
+        stack[top++] = root;
+        prow[root] = -1;
+        while (top) {
+            int64_t c = stack[--top];
+            pos[c] = at;
+            src[at++] = c;
+            for (int64_t i = start[c + 1] - 1; i >= start[c]; i--) {
+                stack[top++] = kids[i];
+                prow[kids[i]] = at - 1;
+            }
+        }
+        if (at != n)
+            ok = 0;
+        else {
+            /* Subtree sums: rows in reverse pre-order come after all their descendants. */
+            for (int64_t r = 0; r < n; r++)
+                memcpy(out + r * width, sums + src[r] * width, sizeof(int64_t) * (size_t)width);
+            for (int64_t r = n - 1; r > 0; r--) {
+                int64_t q = prow[src[r]];
+                for (Py_ssize_t w = 0; w < width; w++)
+                    out[q * width + w] += out[r * width + w];
+            }
+            for (int64_t r = 0; r < n; r++)
+                stack[r] = prow[src[r]];
+        }
+    }
+    if (!ok) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else {
+        result = Py_BuildValue("(y#y#y#)", (const char *)src, (Py_ssize_t)(n * 8), (const char *)stack,
+                               (Py_ssize_t)(n * 8), (const char *)out, (Py_ssize_t)(n * 8 * width));
+    }
+done:
+    free(start); free(kids); free(src); free(pos); free(prow); free(stack); free(out);
+    for (int i = 0; i < 4; i++)
+        PyBuffer_Release(&v[i]);
+    return result;
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&v[i]);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"tree", tree, METH_VARARGS, tree_doc},
+    {"order", order, METH_VARARGS, order_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_calign",
+    "Compiled per-path passes of the aligner (optional; see treediff.align.core).",
+    -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__calign(void)
+{
+    return PyModule_Create(&module);
+}
