@@ -180,3 +180,30 @@ def test_real_stockfish_trace_compiled_equals_numpy(monkeypatch):
         for visits in ("main", "all"):
             compiled, fallback = _both(lambda: align_trees(real[real["iter"] == it], last, visits=visits), monkeypatch)
             _assert_same_rows(compiled, fallback)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(path_strategy, min_size=1, max_size=40), st.integers(0, 2**16),
+       st.sampled_from([[0, 1], [1, 2, 3], [-1, 0, 1, 2, 5]]))
+def test_visit_tree_matches_numpy(paths_list, seed, visit_values):
+    """Random records (several RESULTs per path, MOVEs before and after them, unknown, written and negative
+    visit numbers, NaN depths) over a closed tree; also a tree with tops at ply > 0 (parent -1)."""
+    from treediff.parse.visits import visit_tree
+
+    codes, _, ply, parent = core._encode_and_close(_large(paths_list), _large([]))
+    rng = np.random.default_rng(seed)
+    n = len(codes)
+    is_result = rng.random(n) < 0.5
+    is_move = ~is_result & (ply[codes] > 0)
+    depth = rng.choice([1.0, 2.0, 2.5, np.nan], n)
+    visit = rng.choice(visit_values, n).astype(np.int64)
+    parent_visit = rng.choice(visit_values, n).astype(np.int64)
+    for par in (parent, np.where(rng.random(len(parent)) < 0.2, -1, parent)):
+        expected = visit_tree(codes, par, ply, is_result, is_move, depth, visit, parent_visit)
+        got = core.compiled_visit_tree(codes, par, ply, is_result, is_move, depth, visit, parent_visit)
+        for field in ("result", "code", "visit", "entering", "parent_visit", "parent_result", "is_main", "anchor",
+                      "nodes", "main_visit"):
+            e, g = getattr(expected, field), getattr(got, field)
+            assert e.dtype == g.dtype, field
+            np.testing.assert_array_equal(g, e, err_msg=field)
+

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
 static inline uint64_t mix64(uint64_t x)
 {
@@ -414,9 +415,270 @@ fail:
     return NULL;
 }
 
+
+/* ------------------------------------------------------------------ the visit tree */
+/* (code, visit) -> first RESULT index: open addressing over int64 keys. */
+typedef struct {
+    int64_t *keys, *vals;
+    uint64_t mask;
+} PairTab;
+
+static int pairtab_init(PairTab *t, int64_t n)
+{
+    uint64_t size = 16;
+    while (size < (uint64_t)(n * 2 + 1))
+        size <<= 1;
+    t->keys = malloc(size * sizeof(int64_t));
+    t->vals = malloc(size * sizeof(int64_t));
+    t->mask = size - 1;
+    if (!t->keys || !t->vals)
+        return 0;
+    memset(t->vals, 0xff, size * sizeof(int64_t));  /* val -1: empty */
+    return 1;
+}
+
+/* The slot of key (its value -1 when absent). */
+static inline uint64_t pairtab_slot(const PairTab *t, int64_t key)
+{
+    uint64_t i = mix64((uint64_t)key) & t->mask;
+    while (t->vals[i] >= 0 && t->keys[i] != key)
+        i = (i + 1) & t->mask;
+    return i;
+}
+
+PyDoc_STRVAR(visit_tree_doc,
+"visit_tree(code, parent, ply, is_result, is_move, depth, visit, parent_visit, out, main_visit)\n\n"
+"treediff.parse.visits.visit_tree in one pass per step.  Per record: code, visit, parent_visit (int64),\n"
+"is_result, is_move (uint8), depth (float64, NaN: unknown); per path code: parent, ply (int64).  ``out``:\n"
+"a writable int64 buffer of 8 x n_results, filled with the RESULT arrays (result, code, visit, entering,\n"
+"parent_visit, parent_result, is_main, anchor) and ``main_visit`` (int64 per code); returns the nodes array\n"
+"(int64 bytes, per RESULT).");
+
+static PyObject *visit_tree(PyObject *self, PyObject *args)
+{
+    PyObject *objs[10];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8], &objs[9]))
+        return NULL;
+    Py_buffer v[10];
+    int got = 0;
+    for (; got < 10; got++)
+        if (get_buffer(objs[got], &v[got], got >= 8) < 0)
+            goto fail;
+    const int64_t *code = v[0].buf, *parent = v[1].buf, *ply = v[2].buf;
+    const uint8_t *is_result = v[3].buf, *is_move = v[4].buf;
+    const double *depth = v[5].buf;
+    const int64_t *visit = v[6].buf, *pvis = v[7].buf;
+    int64_t n = (int64_t)(v[0].len / 8), n_codes = (int64_t)(v[1].len / 8);
+    int64_t nr = 0;
+    for (int64_t i = 0; i < (int64_t)v[3].len && i < n; i++)
+        nr += is_result[i] != 0;
+    if (v[2].len != v[1].len || v[3].len != (Py_ssize_t)n || v[4].len != (Py_ssize_t)n || v[5].len != (Py_ssize_t)(n * 8)
+        || v[6].len != (Py_ssize_t)(n * 8) || v[7].len != (Py_ssize_t)(n * 8) || v[8].len != (Py_ssize_t)(nr * 8 * 8)
+        || v[9].len != (Py_ssize_t)(n_codes * 8)) {
+        PyErr_SetString(PyExc_ValueError, "visit_tree: bad buffer sizes");
+        goto fail;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (code[i] < 0 || code[i] >= n_codes) {
+            PyErr_SetString(PyExc_ValueError, "visit_tree: code out of range");
+            goto fail;
+        }
+    for (int64_t c = 0; c < n_codes; c++)
+        if (parent[c] >= n_codes || ply[c] < 0) {
+            PyErr_SetString(PyExc_ValueError, "visit_tree: parent or ply out of range");
+            goto fail;
+        }
+    int64_t *out = v[8].buf, *main_visit = v[9].buf;
+    int64_t *res = out, *r_code = out + nr, *r_visit = out + 2 * nr, *entering = out + 3 * nr, *r_pv = out + 4 * nr,
+            *parent_result = out + 5 * nr, *is_main = out + 6 * nr, *anchor = out + 7 * nr;
+    PyObject *result = NULL;
+    int64_t max_ply = 0;
+    for (int64_t c = 0; c < n_codes; c++)
+        if (ply[c] > max_ply)
+            max_ply = ply[c];
+    int64_t *last_move = malloc(sizeof(int64_t) * (size_t)(n_codes + 1));
+    int64_t *next_res = malloc(sizeof(int64_t) * (size_t)(n_codes + 1));
+    int64_t *count = calloc((size_t)(n_codes + 1), sizeof(int64_t));
+    int64_t *lvl = calloc((size_t)(max_ply + 3), sizeof(int64_t));
+    int64_t *by_ply = malloc(sizeof(int64_t) * (size_t)(nr + 1));
+    int64_t *best = malloc(sizeof(int64_t) * (size_t)(n_codes + 1));
+    int64_t *nodes = malloc(sizeof(int64_t) * (size_t)(nr + 1));
+    PairTab pt = {NULL, NULL, 0};
+    if (!last_move || !next_res || !count || !lvl || !by_ply || !best || !nodes || !pairtab_init(&pt, nr)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* RESULTs in record order, their entering decision (the latest MOVE of the path before them). */
+    for (int64_t c = 0; c < n_codes; c++)
+        last_move[c] = next_res[c] = best[c] = -1;
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (is_move[i])
+            last_move[code[i]] = i;
+        if (is_result[i]) {
+            int64_t c = code[i];
+            res[k] = i;
+            r_code[k] = c;
+            r_visit[k] = visit[i];
+            entering[k] = last_move[c];
+            r_pv[k] = last_move[c] >= 0 ? pvis[last_move[c]] : 0;
+            count[c]++;
+            k++;
+        }
+    }
+    /* Without an entering decision (or its parent_visit): the parent's first visit to close after it (its
+     * visit number), else the one still open (the parent's RESULT count + 1).  Then none for a top node. */
+    for (k = nr - 1; k >= 0; k--) {
+        int64_t p = parent[r_code[k]];
+        if (p >= 0 && r_pv[k] < 1)
+            r_pv[k] = next_res[p] >= 0 ? r_visit[next_res[p]] : count[p] + 1;
+        if (p < 0)
+            r_pv[k] = 0;
+        next_res[r_code[k]] = k;
+    }
+    /* The parent visit's RESULT: the first RESULT of the parent with that visit number (negatives as 0). */
+    int64_t vmax = 0;
+    for (k = 0; k < nr; k++) {
+        if (r_visit[k] > vmax) vmax = r_visit[k];
+        if (r_pv[k] > vmax) vmax = r_pv[k];
+    }
+    vmax += 2;
+    for (k = 0; k < nr; k++) {
+        int64_t key = r_code[k] * vmax + (r_visit[k] > 0 ? r_visit[k] : 0);
+        uint64_t s = pairtab_slot(&pt, key);
+        if (pt.vals[s] < 0) {
+            pt.keys[s] = key;
+            pt.vals[s] = k;
+        }
+    }
+    for (k = 0; k < nr; k++) {
+        int64_t p = parent[r_code[k]];
+        parent_result[k] = -1;
+        if (p >= 0) {
+            uint64_t s = pairtab_slot(&pt, p * vmax + (r_pv[k] > 0 ? r_pv[k] : 0));
+            parent_result[k] = pt.vals[s];
+        }
+    }
+    /* Main visit of a node without a parent: its last visit, or the one its MOVE records show still open. */
+    for (int64_t c = 0; c < n_codes; c++)
+        main_visit[c] = 0;
+    for (k = 0; k < nr; k++)
+        if (parent[r_code[k]] < 0 && r_visit[k] > main_visit[r_code[k]])
+            main_visit[r_code[k]] = r_visit[k];
+    for (int64_t i = 0; i < n; i++)
+        if (is_move[i]) {
+            int64_t p = parent[code[i]];
+            if (p >= 0 && parent[p] < 0 && pvis[i] > main_visit[p])
+                main_visit[p] = pvis[i];
+        }
+    /* RESULTs by ply (a stable counting sort: record order within a ply). */
+    for (k = 0; k < nr; k++)
+        lvl[ply[r_code[k]] + 1]++;
+    for (int64_t l = 0; l <= max_ply; l++)
+        lvl[l + 1] += lvl[l];
+    {
+        int64_t *fill = malloc(sizeof(int64_t) * (size_t)(max_ply + 2));
+        if (!fill) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memcpy(fill, lvl, sizeof(int64_t) * (size_t)(max_ply + 1));
+        for (k = 0; k < nr; k++)
+            by_ply[fill[ply[r_code[k]]]++] = k;
+        free(fill);
+    }
+    for (k = 0; k < nr; k++) {
+        is_main[k] = 0;
+        anchor[k] = -1;
+    }
+    /* Top-down, ply by ply: main visits, and each visit's anchor on the main line. */
+    for (int64_t l = 0; l <= max_ply; l++) {
+        int64_t lo = lvl[l], hi = lvl[l + 1];
+        if (lo == hi)
+            continue;
+        /* Top nodes: the last RESULT with the main visit's number. */
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t r = by_ply[j], c = r_code[r];
+            if (parent[c] < 0 && r_visit[r] == main_visit[c])
+                best[c] = r;
+        }
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t r = by_ply[j], c = r_code[r];
+            if (parent[c] < 0 && best[c] >= 0) {
+                is_main[best[c]] = 1;
+                best[c] = -1;
+            }
+        }
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t r = by_ply[j];
+            if (parent[r_code[r]] < 0 && is_main[r])
+                anchor[r] = r_code[r];
+        }
+        /* Other nodes: among the visits in the parent's main visit, the deepest (NaN lowest), the last among
+         * equals. */
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t r = by_ply[j], c = r_code[r], p = parent[c];
+            if (p < 0)
+                continue;
+            int64_t mv = main_visit[p];
+            if (!(mv > 0 && r_pv[r] == mv))
+                continue;
+            int64_t b = best[c];
+            if (b < 0) {
+                best[c] = r;
+                continue;
+            }
+            double db = depth[res[b]], dr = depth[res[r]];
+            if (db != db) db = -HUGE_VAL;
+            if (dr != dr) dr = -HUGE_VAL;
+            if (dr > db || (dr == db && res[r] > res[b]))
+                best[c] = r;
+        }
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t r = by_ply[j], c = r_code[r];
+            if (parent[c] >= 0 && best[c] >= 0) {
+                is_main[best[c]] = 1;
+                main_visit[c] = r_visit[best[c]];
+                best[c] = -1;
+            }
+        }
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t r = by_ply[j], c = r_code[r], p = parent[c];
+            if (p < 0)
+                continue;
+            int64_t pr = parent_result[r];
+            int64_t a = pr >= 0 ? anchor[pr] : -1;
+            if (pr < 0 && parent[p] < 0 && r_pv[r] == main_visit[p] && main_visit[p] > 0)
+                a = p;
+            anchor[r] = is_main[r] ? c : a;
+        }
+    }
+    /* Bottom-up: RESULT records under each visit. */
+    for (k = 0; k < nr; k++)
+        nodes[k] = 1;
+    for (int64_t j = nr - 1; j >= 0; j--) {
+        int64_t r = by_ply[j];
+        if (parent_result[r] >= 0)
+            nodes[parent_result[r]] += nodes[r];
+    }
+    result = PyBytes_FromStringAndSize((const char *)nodes, (Py_ssize_t)(nr * 8));
+done:
+    free(last_move); free(next_res); free(count); free(lvl); free(by_ply); free(best); free(nodes);
+    free(pt.keys); free(pt.vals);
+    for (int i = 0; i < 10; i++)
+        PyBuffer_Release(&v[i]);
+    return result;
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&v[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"tree", tree, METH_VARARGS, tree_doc},
     {"order", order, METH_VARARGS, order_doc},
+    {"visit_tree", visit_tree, METH_VARARGS, visit_tree_doc},
     {NULL, NULL, 0, NULL},
 };
 

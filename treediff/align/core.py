@@ -146,8 +146,31 @@ class _Side:
         if self.visit is None or self.parent_visit is None:
             node = np.where(self.is_result, codes, parent[codes]).astype(np.int64)
             self.visit, self.parent_visit = visit_numbers(node, self.is_result, self.depth)
+        if compiled_available():
+            return compiled_visit_tree(codes, parent, ply, self.is_result, self.is_move, self.depth, self.visit,
+                                       self.parent_visit)
         return visit_tree(codes, parent, ply, self.is_result, self.is_move, self.depth, self.visit,
                           self.parent_visit)
+
+
+def compiled_visit_tree(code: np.ndarray, parent: np.ndarray, ply: np.ndarray, is_result: np.ndarray,
+                        is_move: np.ndarray, depth: np.ndarray, visit: np.ndarray,
+                        parent_visit: np.ndarray) -> VisitTree:
+    """:func:`treediff.parse.visits.visit_tree` by ``_calign.visit_tree`` (same arguments, same arrays): a few
+    linear passes (the latest MOVE per path, the next RESULT per parent, a hash of (node, visit), a counting
+    sort by ply) instead of numpy's sorts and searches."""
+    n_results = int(np.count_nonzero(is_result))
+    out = np.empty((8, n_results), dtype=np.int64)
+    main_visit = np.empty(len(parent), dtype=np.int64)
+    nodes = _calign.visit_tree(
+        np.ascontiguousarray(code, dtype=np.int64), np.ascontiguousarray(parent, dtype=np.int64),
+        np.ascontiguousarray(ply, dtype=np.int64), np.ascontiguousarray(is_result, dtype=bool).view(np.uint8),
+        np.ascontiguousarray(is_move, dtype=bool).view(np.uint8), np.ascontiguousarray(depth, dtype=np.float64),
+        np.ascontiguousarray(visit, dtype=np.int64), np.ascontiguousarray(parent_visit, dtype=np.int64),
+        out, main_visit)
+    return VisitTree(result=out[0], code=out[1], visit=out[2], entering=out[3], parent_visit=out[4],
+                     parent_result=out[5], is_main=out[6].astype(bool), anchor=out[7],
+                     nodes=np.frombuffer(nodes, dtype=np.int64).copy(), main_visit=main_visit)
 
 
 def _take(values: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
