@@ -207,3 +207,64 @@ def test_visit_tree_matches_numpy(paths_list, seed, visit_values):
             assert e.dtype == g.dtype, field
             np.testing.assert_array_equal(g, e, err_msg=field)
 
+
+def _with_visit_columns(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """``frame`` with random written visit numbers (unknown, 0, several visits), as the parser's float columns."""
+    frame = frame.copy()
+    n = len(frame)
+    frame["visit"] = np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 4, n)).astype(np.float64)
+    frame["parent_visit"] = np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 4, n)).astype(np.float64)
+    return frame
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(record, max_size=40), st.integers(0, 2**16), st.booleans())
+def test_decisions_match_numpy(recs, seed, written):
+    """_calign.decisions' grouping equals _main_decisions + _Decisions (every array, in order)."""
+    rng = np.random.default_rng(seed)
+    frame = frame_of(recs, rng.permutation(len(recs)))
+    if written:
+        frame = _with_visit_columns(frame, rng)
+    side = core._Side(frame)
+    codes, paths, ply, parent = core._encode_and_close(side.path, _large([]))
+    n_paths = len(paths)
+    tree = side.visits(codes, parent, ply)
+    grouped = core._compiled_decisions(side, codes, parent, tree, n_paths)
+    assert grouped is not None  # (_Side puts the records in seq order)
+    mask = core._main_decisions(side, codes, parent, tree, n_paths)
+    act, kind = side.act[0], side.kind[0]
+    expected = core._Decisions(side, codes, n_paths, act, kind, mask)
+    got = core._Decisions(side, codes, n_paths, act, kind, grouped)
+    for field in ("count", "start", "act", "kind", "depth", "new_depth", "reduction", "mn", "seq", "line"):
+        e, g = getattr(expected, field), getattr(got, field)
+        assert e.dtype == g.dtype, field
+        np.testing.assert_array_equal(g, e, err_msg=field)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(record, max_size=30), st.lists(record, max_size=30), st.integers(0, 2**16),
+       st.sampled_from(["main", "all"]))
+def test_random_written_visits_compiled_equals_numpy(monkeypatch, recs_a, recs_b, seed, visits):
+    """As test_random_traces_compiled_equals_numpy, with random written visit / parent_visit columns."""
+    rng = np.random.default_rng(seed)
+    a = _with_visit_columns(frame_of(recs_a, rng.permutation(len(recs_a))), rng)
+    b = _with_visit_columns(frame_of(recs_b, rng.permutation(len(recs_b))), rng)
+    compiled, fallback = _both(lambda: align_trees(a, b, visits=visits), monkeypatch)
+    _assert_same_rows(compiled, fallback)
+
+
+def test_a_path_decided_in_its_parents_main_visit_keeps_only_those_decisions(monkeypatch):
+    """Hand-counted: e2e4's main visit is its first (deeper) one; e2e4/e7e5 was decided in both visits of
+    e2e4, so its row has the one decision of e2e4's visit 1, not the later visit's (the highest parent_visit)."""
+    records = [("e2e4", True, "FULL", 3.0, 2.0, np.nan, 0), ("e2e4/e7e5", True, "FULL", 2.0, 1.0, np.nan, 0),
+               ("e2e4/e7e5", False, "FULL", 1.0, np.nan, np.nan, None), ("e2e4", False, "FULL", 2.0, np.nan, np.nan, None),
+               ("e2e4/e7e5", True, "LMR", 1.0, 0.0, 1.0, 0), ("e2e4/e7e5", False, "FULL", 0.0, np.nan, np.nan, None),
+               ("e2e4", False, "FULL", 1.0, np.nan, np.nan, None), ("", False, "FULL", 3.0, np.nan, np.nan, None)]
+    frame = frame_of(records)
+    frame["visit"] = [np.nan, np.nan, 1, 1, np.nan, 2, 2, 1]
+    frame["parent_visit"] = [1, 1, np.nan, np.nan, 2, np.nan, np.nan, np.nan]
+    compiled, fallback = _both(lambda: align_trees(frame, frame), monkeypatch)
+    _assert_same_rows(compiled, fallback)
+    row = compiled.set_index("path").loc["e2e4/e7e5"]
+    assert (row["decisions_a"], str(row["seq_a"]), row["visits_a"]) == (1, "FULL", 2)
+

@@ -40,9 +40,10 @@ static inline uint64_t hash_bytes(const unsigned char *p, int64_t len)
         memcpy(&w, p + i, 8);
         h = mix64(h ^ w);
     }
-    if (i < len) {
+    if (i < len) {  /* (a byte loop: a variable-length memcpy is a libc call) */
         uint64_t w = 0;
-        memcpy(&w, p + i, (size_t)(len - i));
+        for (int64_t j = len - 1; j >= i; j--)
+            w = (w << 8) | p[j];
         h = mix64(h ^ w ^ 0x5bd1e995ULL);
     }
     return h;
@@ -675,10 +676,110 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ decisions */
+PyDoc_STRVAR(decisions_doc,
+"decisions(code, is_move, parent_visit, parent, main_visit, order_out, count_out, start_out) -> m\n\n"
+"core._main_decisions plus core._Decisions' grouping, for records in seq order.  Per record: code,\n"
+"parent_visit (int64), is_move (uint8); per path code: parent, main_visit (int64).  A MOVE is kept when\n"
+"its parent_visit is its parent's main visit (> 0), or, for a path its parent's main visit decided\n"
+"nothing about, when it is the highest parent_visit among the path's MOVEs.  Fills order_out[:m] with the\n"
+"kept MOVEs' record indices grouped by path code (record order within a code), count_out and start_out\n"
+"(int64 per code: kept MOVEs, first index into order_out).");
+
+static PyObject *decisions(PyObject *self, PyObject *args)
+{
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7]))
+        return NULL;
+    Py_buffer v[8];
+    int got = 0;
+    for (; got < 8; got++)
+        if (get_buffer(objs[got], &v[got], got >= 5) < 0)
+            goto fail;
+    int64_t n = (int64_t)(v[0].len / 8), np_ = (int64_t)(v[3].len / 8);
+    if (v[1].len != (Py_ssize_t)n || v[2].len != (Py_ssize_t)(n * 8) || v[4].len != v[3].len
+        || v[5].len != (Py_ssize_t)(n * 8) || v[6].len != v[3].len || v[7].len != v[3].len) {
+        PyErr_SetString(PyExc_ValueError, "decisions: bad buffer sizes");
+        goto fail;
+    }
+    const int64_t *code = v[0].buf, *pv = v[2].buf, *parent = v[3].buf, *main_visit = v[4].buf;
+    const uint8_t *is_move = v[1].buf;
+    int64_t *order = v[5].buf, *count = v[6].buf, *start = v[7].buf;
+    for (int64_t i = 0; i < n; i++)
+        if (code[i] < 0 || code[i] >= np_) {
+            PyErr_SetString(PyExc_ValueError, "decisions: code out of range");
+            goto fail;
+        }
+    for (int64_t c = 0; c < np_; c++)
+        if (parent[c] >= np_) {
+            PyErr_SetString(PyExc_ValueError, "decisions: parent out of range");
+            goto fail;
+        }
+    uint8_t *decided = calloc((size_t)(np_ + 1), 1);
+    int64_t *latest = malloc(sizeof(int64_t) * (size_t)(np_ + 1));
+    if (!decided || !latest) {
+        free(decided);
+        free(latest);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int64_t c = 0; c < np_; c++) {
+        latest[c] = INT64_MIN;
+        count[c] = 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (!is_move[i])
+            continue;
+        int64_t c = code[i], p = parent[c];
+        if (p >= 0 && main_visit[p] > 0 && pv[i] == main_visit[p])
+            decided[c] = 1;
+        if (pv[i] > latest[c])
+            latest[c] = pv[i];
+    }
+    /* keep: counted, then placed (a stable counting sort by code). */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            int64_t at = 0;
+            for (int64_t c = 0; c < np_; c++) {
+                start[c] = at;
+                at += count[c];
+            }
+        }
+        for (int64_t i = 0; i < n; i++) {
+            if (!is_move[i])
+                continue;
+            int64_t c = code[i], p = parent[c];
+            int in_main = p >= 0 && main_visit[p] > 0 && pv[i] == main_visit[p];
+            if (!(in_main || (!decided[c] && pv[i] == latest[c])))
+                continue;
+            if (pass == 0)
+                count[c]++;
+            else
+                order[start[c]++] = i;
+        }
+    }
+    int64_t m = 0;
+    for (int64_t c = 0; c < np_; c++) {  /* (start[c] was advanced past its group) */
+        start[c] -= count[c];
+        m += count[c];
+    }
+    free(decided);
+    free(latest);
+    for (int i = 0; i < 8; i++)
+        PyBuffer_Release(&v[i]);
+    return PyLong_FromLongLong((long long)m);
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&v[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"tree", tree, METH_VARARGS, tree_doc},
     {"order", order, METH_VARARGS, order_doc},
     {"visit_tree", visit_tree, METH_VARARGS, visit_tree_doc},
+    {"decisions", decisions, METH_VARARGS, decisions_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -353,11 +353,38 @@ def _main_decisions(side: _Side, codes: np.ndarray, parent: np.ndarray, tree: Vi
     return mask
 
 
+def _compiled_decisions(side: _Side, codes: np.ndarray, parent: np.ndarray, tree: VisitTree,
+                        n_paths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_main_decisions` and :class:`_Decisions`' grouping by ``_calign.decisions``: (the kept MOVEs'
+    record indices grouped by path code, count and first index per code), or None when the records are not
+    in ``seq`` order (the numpy passes then sort them)."""
+    seq = side.seq
+    if len(seq) > 1 and not bool(np.all(seq[1:] >= seq[:-1])):
+        return None
+    assert side.parent_visit is not None  # (side.visits() ran first)
+    order = np.empty(side.n, dtype=np.int64)
+    count = np.empty(n_paths, dtype=np.int64)
+    start = np.empty(n_paths, dtype=np.int64)
+    m = _calign.decisions(np.ascontiguousarray(codes, dtype=np.int64), np.ascontiguousarray(side.is_move, dtype=bool).view(np.uint8),
+                          np.ascontiguousarray(side.parent_visit, dtype=np.int64),
+                          np.ascontiguousarray(parent, dtype=np.int64),
+                          np.ascontiguousarray(tree.main_visit, dtype=np.int64), order, count, start)
+    return order[:m], count, start
+
+
 class _Decisions:
     """One side's MOVE records (those of ``keep``) grouped by path code, in ``seq`` order within a path."""
 
     def __init__(self, side: _Side, codes: np.ndarray, n_paths: int, act: np.ndarray, kind: np.ndarray,
-                 keep: np.ndarray | None = None):
+                 keep: np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+        """``keep``: a mask of the MOVE records to use (default: all), or :func:`_compiled_decisions`' grouping."""
+        if isinstance(keep, tuple):
+            at, self.count, self.start = keep
+            self.act, self.kind = act[at], kind[at]
+            self.depth, self.new_depth, self.reduction = side.depth[at], side.new_depth[at], side.reduction[at]
+            self.mn, self.seq, self.line = side.mn[at], side.seq[at], side.line[at]
+            self._grouped()
+            return
         chosen = side.is_move if keep is None else keep
         move_codes = codes[chosen]
         seq = side.seq[chosen]
@@ -375,17 +402,22 @@ class _Decisions:
         self.mn = side.mn[chosen][order]
         self.seq = seq[order]
         self.line = side.line[chosen][order]
+        self._grouped()
+
+    def _grouped(self) -> None:
+        # (first() and last() are called ~16 times a position: the decided codes and their ends, once)
+        self._has = self.count > 0
+        self._first = self.start[self._has]
+        self._last = self._first + self.count[self._has] - 1
 
     def first(self, values: np.ndarray, fill) -> np.ndarray:
-        has = self.count > 0
         out = np.full(len(self.count), fill, dtype=values.dtype if values.dtype != object else object)
-        out[has] = values[self.start[has]]
+        out[self._has] = values[self._first]
         return out
 
     def last(self, values: np.ndarray, fill) -> np.ndarray:
-        has = self.count > 0
         out = np.full(len(self.count), fill, dtype=values.dtype)
-        out[has] = values[self.start[has] + self.count[has] - 1]
+        out[self._has] = values[self._last]
         return out
 
     def sequence(self, labels: np.ndarray) -> pd.Categorical:
@@ -571,10 +603,12 @@ def align_sides(a: "_Side", b: "_Side", keep_visits: bool = False) -> RowArrays:
 
     # Node visits, one side at a time (a visit tree is large and short-lived): the decisions made in each
     # row's parent's main visit, and per path its main visit's RESULT depth and line and its main-visit nodes.
-    keep, result_of, anchored, trees = [], [], [], []
+    keep: list[np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    result_of, anchored, trees = [], [], []
     for side, side_codes in ((a, codes_a), (b, codes_b)):
         tree = side.visits(side_codes, parent, ply)
-        keep.append(_main_decisions(side, side_codes, parent, tree, n_paths))
+        grouped = _compiled_decisions(side, side_codes, parent, tree, n_paths) if compiled_available() else None
+        keep.append(grouped if grouped is not None else _main_decisions(side, side_codes, parent, tree, n_paths))
         result_of.append((_per_path_result(tree, side.depth, n_paths).astype(np.float32),
                           _per_path_result(tree, side.line, n_paths, -1)))
         anchored.append(np.bincount(tree.anchor[tree.anchor >= 0], minlength=n_paths))
