@@ -268,3 +268,26 @@ def test_a_path_decided_in_its_parents_main_visit_keeps_only_those_decisions(mon
     row = compiled.set_index("path").loc["e2e4/e7e5"]
     assert (row["decisions_a"], str(row["seq_a"]), row["visits_a"]) == (1, "FULL", 2)
 
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(path_strategy, min_size=1, max_size=30), st.lists(path_strategy, min_size=1, max_size=30),
+       st.integers(0, 2**16))
+def test_tree_of_indexed_strings_matches_numpy(monkeypatch, strings_a, strings_b, seed):
+    """The records' paths given as indices into a larger string array (what _Side hands over): same codes,
+    paths, plies and parents as the taken arrays through the numpy passes."""
+    rng = np.random.default_rng(seed)
+    a, b = _large(strings_a, 2), _large(strings_b)
+    idx_a = rng.integers(0, len(a), rng.integers(0, 20)).astype(np.int64)
+    idx_b = rng.integers(0, len(b), rng.integers(0, 20)).astype(np.int64)
+    compiled, fallback = _both(lambda: core._encode_and_close(a, b, idx_a, idx_b), monkeypatch)
+    for got, expected in zip(compiled, fallback):
+        if isinstance(got, pa.Array):
+            assert got.to_pylist() == expected.to_pylist()
+        else:
+            np.testing.assert_array_equal(got, expected)
+    taken = core._encode_and_close(a.take(pa.array(idx_a)), b.take(pa.array(idx_b)))
+    np.testing.assert_array_equal(compiled[0], taken[0])
+    assert compiled[1].to_pylist() == taken[1].to_pylist()
+    with pytest.raises(IndexError):
+        core._calign.tree(*core._string_buffers(a), *core._string_buffers(b), np.empty(1, np.int32),
+                          np.array([len(a)], dtype=np.int64), np.zeros(0, dtype=np.int64))

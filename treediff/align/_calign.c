@@ -162,42 +162,56 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int writable)
 }
 
 PyDoc_STRVAR(tree_doc,
-"tree(offsets_a, data_a, offsets_b, data_b, codes_out) -> (n_paths, offsets, data, ply, parent)\n\n"
-"offsets_*: int64 buffers of n+1 string offsets into data_* (no nulls); codes_out: a writable int32\n"
-"buffer of n_a + n_b, filled with each record's path code.  Returns the union of paths, closed under\n"
-"'parent of' (offsets int64 bytes, data bytes), each path's ply (int64 bytes: '/' count + 1, 0 for \"\")\n"
-"and parent code (int64 bytes, -1 for \"\").");
+"tree(offsets_a, data_a, offsets_b, data_b, codes_out, idx_a=None, idx_b=None)\n"
+"    -> (n_paths, offsets, data, ply, parent)\n\n"
+"offsets_*: int64 buffers of the string offsets (n+1) into data_* (no nulls); idx_*: optional int64\n"
+"buffers, the strings of the side's records (default: every string, in order); codes_out: a writable\n"
+"int32 buffer of the records of A then B, filled with each record's path code.  Returns the union of\n"
+"paths, closed under 'parent of' (offsets int64 bytes, data bytes), each path's ply (int64 bytes: '/'\n"
+"count + 1, 0 for \"\") and parent code (int64 bytes, -1 for \"\").");
 
 static PyObject *tree(PyObject *self, PyObject *args)
 {
-    PyObject *objs[5];
-    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
+    PyObject *objs[7] = {NULL, NULL, NULL, NULL, NULL, Py_None, Py_None};
+    if (!PyArg_ParseTuple(args, "OOOOO|OO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
         return NULL;
-    Py_buffer v[5];
-    int got = 0;
-    for (; got < 5; got++)
-        if (get_buffer(objs[got], &v[got], got == 4) < 0)
+    Py_buffer v[7];
+    int used[7] = {0};
+    for (int i = 0; i < 7; i++) {
+        if (i >= 5 && objs[i] == Py_None)
+            continue;
+        if (get_buffer(objs[i], &v[i], i == 4) < 0)
             goto fail_buffers;
-    int64_t na = (int64_t)(v[0].len / 8) - 1, nb = (int64_t)(v[2].len / 8) - 1;
-    if (na < 0 || nb < 0 || v[4].len != (Py_ssize_t)((na + nb) * 4)) {
+        used[i] = 1;
+    }
+    int64_t ns[2] = {(int64_t)(v[0].len / 8) - 1, (int64_t)(v[2].len / 8) - 1};  /* strings a side */
+    const int64_t *idx[2] = {used[5] ? (const int64_t *)v[5].buf : NULL, used[6] ? (const int64_t *)v[6].buf : NULL};
+    int64_t nn[2] = {used[5] ? (int64_t)(v[5].len / 8) : ns[0], used[6] ? (int64_t)(v[6].len / 8) : ns[1]};
+    int64_t na = nn[0], nb = nn[1];
+    if (ns[0] < 0 || ns[1] < 0 || v[4].len != (Py_ssize_t)((na + nb) * 4)) {
         PyErr_SetString(PyExc_ValueError, "tree: bad buffer sizes");
         goto fail_buffers;
     }
     const int64_t *off[2] = {(const int64_t *)v[0].buf, (const int64_t *)v[2].buf};
     const unsigned char *data[2] = {(const unsigned char *)v[1].buf, (const unsigned char *)v[3].buf};
     int64_t dlen[2] = {(int64_t)v[1].len, (int64_t)v[3].len};
-    int64_t nn[2] = {na, nb};
     int32_t *codes = (int32_t *)v[4].buf;
     for (int s = 0; s < 2; s++) {
-        if (nn[s] && (off[s][0] < 0 || off[s][nn[s]] > dlen[s])) {
+        if (ns[s] && (off[s][0] < 0 || off[s][ns[s]] > dlen[s])) {
             PyErr_SetString(PyExc_ValueError, "tree: offsets outside the data");
             goto fail_buffers;
         }
-        for (int64_t i = 0; i < nn[s]; i++)
+        for (int64_t i = 0; i < ns[s]; i++)
             if (off[s][i + 1] < off[s][i]) {
                 PyErr_SetString(PyExc_ValueError, "tree: decreasing offsets");
                 goto fail_buffers;
             }
+        if (idx[s])
+            for (int64_t i = 0; i < nn[s]; i++)
+                if (idx[s][i] < 0 || idx[s][i] >= ns[s]) {
+                    PyErr_SetString(PyExc_IndexError, "tree: index out of range");
+                    goto fail_buffers;
+                }
     }
     StrTab t;
     PyObject *result = NULL;
@@ -211,7 +225,8 @@ static PyObject *tree(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     int64_t k = 0;
     for (int s = 0; s < 2 && !nomem; s++)
-        for (int64_t i = 0; i < nn[s]; i++, k++) {
+        for (int64_t r = 0; r < nn[s]; r++, k++) {
+            int64_t i = idx[s] ? idx[s][r] : r;
             int64_t c = strtab_get(&t, data[s] + off[s][i], off[s][i + 1] - off[s][i], 1);
             if (c < 0) { nomem = 1; break; }
             codes[k] = (int32_t)c;
@@ -269,12 +284,14 @@ static PyObject *tree(PyObject *self, PyObject *args)
     }
 done:
     strtab_free(&t);
-    for (int i = 0; i < 5; i++)
-        PyBuffer_Release(&v[i]);
+    for (int i = 0; i < 7; i++)
+        if (used[i])
+            PyBuffer_Release(&v[i]);
     return result;
 fail_buffers:
-    for (int i = 0; i < got; i++)
-        PyBuffer_Release(&v[i]);
+    for (int i = 0; i < 7; i++)
+        if (used[i])
+            PyBuffer_Release(&v[i]);
     return NULL;
 }
 
@@ -387,8 +404,12 @@ static PyObject *order(PyObject *self, PyObject *args)
             ok = 0;
         else {
             /* Subtree sums: rows in reverse pre-order come after all their descendants. */
-            for (int64_t r = 0; r < n; r++)
-                memcpy(out + r * width, sums + src[r] * width, sizeof(int64_t) * (size_t)width);
+            for (int64_t r = 0; r < n; r++) {  /* (a loop: memcpy of a row is a libc call) */
+                const int64_t *from = sums + src[r] * width;
+                int64_t *to = out + r * width;
+                for (Py_ssize_t w = 0; w < width; w++)
+                    to[w] = from[w];
+            }
             for (int64_t r = n - 1; r > 0; r--) {
                 int64_t q = prow[src[r]];
                 for (Py_ssize_t w = 0; w < width; w++)
