@@ -2,6 +2,7 @@
 
     python benchmarks/bench_align.py                 # 2M + 2M records (the target size)
     python benchmarks/bench_align.py --records 200000 --check
+    python benchmarks/bench_align.py --positions A.log B.log   # compare's per-position alignment, C vs numpy
 
 Two synthetic trees (support.synthetic: same game tree, typhoon-like vs
 stockfish-like pruning; deterministic) are written to Parquet; each aligner
@@ -17,6 +18,11 @@ out) and the divergence attribution (every node to its frontier row, the top
 
 Targets (issues 5 and 12): >= 5x the baseline, <= 20 s and <= 2 GB peak for 2M + 2M
 with visits and attribution.
+
+``--positions A B`` (issue 17) times what ``treediff compare``'s divergences spend aligning: every
+position pair of two inputs (logs or Parquet) read as compare reads them, then ``align_arrays`` over all
+of them, with the compiled per-path passes (treediff/align/_calign.c) and with the numpy fallback
+(TREEDIFF_NO_CALIGN=1) alternating in one process; thread CPU seconds per pass (min and all).
 """
 from __future__ import annotations
 
@@ -196,8 +202,45 @@ def _run_child(kind: str, a: Path, b: Path, out: Path, timeout: float) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def positions(path_a: str, path_b: str, repeats: int) -> None:
+    """``align_arrays`` over every position pair of two inputs, compiled and numpy passes alternating."""
+    from treediff.align import core
+    from treediff.align.api import align_arrays
+    from treediff.align.stream import MemoryBudget, position_pairs
+    from treediff.align.summaries import paired_positions
+    from treediff.parse.source import open_source
+
+    source_a, source_b = open_source(path_a), open_source(path_b)
+    paired = paired_positions(source_a, source_b)
+    labels = [position for position, _, _ in paired]
+    pairs = [(ra, rb) for _, ra, rb in position_pairs(source_a, source_b, [(ma, mb) for _, ma, mb in paired],
+                                                       core.LOAD_COLUMNS, MemoryBudget(), labels, ("A", "B"))]
+    print(f"{len(pairs)} position pairs, {sum(len(ra) + len(rb) for ra, rb in pairs):,} records")
+    modes = ["compiled", "numpy"] if core._calign is not None else ["numpy"]
+    seconds: dict[str, list[float]] = {mode: [] for mode in modes}
+    saved = os.environ.get(core.NO_CALIGN_ENV)
+    try:
+        for _ in range(repeats):
+            for mode in modes:
+                os.environ[core.NO_CALIGN_ENV] = "1" if mode == "numpy" else ""
+                start = time.thread_time()
+                for ra, rb in pairs:
+                    align_arrays(ra, rb)
+                seconds[mode].append(time.thread_time() - start)
+    finally:
+        if saved is None:
+            os.environ.pop(core.NO_CALIGN_ENV, None)
+        else:
+            os.environ[core.NO_CALIGN_ENV] = saved
+    for mode, values in seconds.items():
+        print(f"{mode:>9}: min {min(values):.3f} s CPU a pass ({' '.join(f'{v:.3f}' for v in values)})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--positions", nargs=2, metavar=("A", "B"),
+                        help="time compare's per-position alignment of two inputs instead (compiled vs numpy)")
+    parser.add_argument("--repeats", type=int, default=3, help="passes per mode with --positions")
     parser.add_argument("--records", type=int, default=2_000_000, help="records per side (default 2M)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per aligner run")
@@ -207,6 +250,9 @@ def main() -> None:
     parser.add_argument("--b", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.positions:
+        positions(args.positions[0], args.positions[1], args.repeats)
+        return
     if args.child:
         _child(args.child, args.a, args.b, args.out)
         return

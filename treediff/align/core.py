@@ -32,6 +32,7 @@ Units: depths are plies (float), node counts are RESULT records.
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,19 @@ import pyarrow.compute as pc
 
 from treediff.model.schema import KIND_VALUES
 from treediff.parse.visits import VisitTree, visit_numbers, visit_tree
+
+try:  # the compiled per-path passes (treediff/align/_calign.c); optional: the numpy passes below are the fallback
+    from treediff.align import _calign  # type: ignore[attr-defined]  # (compiled: no stub)
+except ImportError:
+    _calign = None
+
+#: Set (to anything but "" or "0") to run the numpy passes even when ``_calign`` is built (tests, A/B timing).
+NO_CALIGN_ENV = "TREEDIFF_NO_CALIGN"
+
+
+def compiled_available() -> bool:
+    """Whether the aligner runs its compiled per-path passes (``_calign`` built and not turned off)."""
+    return _calign is not None and os.environ.get(NO_CALIGN_ENV, "") in ("", "0")
 
 SEQ_SEPARATOR = "→"
 
@@ -89,7 +103,10 @@ class _Side:
         tag_codes, tag_labels = _labels(records["tag"])
         # typhoon_py's --shadow side searches (no decision, no node; only fh/whatif read them) and records
         # without a path are left out.
-        use = np.array(records["path"].notna().to_numpy(dtype=bool), dtype=bool)  # (a copy: edited below)
+        path = _as_arrow_strings(records["path"])
+        # (a copy: edited below; the Arrow validity is what pandas' notna reads, at a fraction of its cost)
+        use = np.ones(len(path), dtype=bool) if path.null_count == 0 else \
+            np.array(path.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         use &= ~_code_is(tag_codes, tag_labels, "SHADOW")
         if keep is not None:
             use &= keep
@@ -100,8 +117,11 @@ class _Side:
             idx = order if idx is None else idx[order]
             seq = seq[order]
         self.n = len(seq)
-        path = _as_arrow_strings(records["path"])
-        self.path = path if idx is None else path.take(pa.array(idx, type=pa.int64()))
+        # The records' paths are the strings ``path_idx`` of ``path_strings`` (None: all, in order): the
+        # compiled tree reads them where they are; :attr:`path` takes them (~0.15 ms a side).
+        self.path_strings = path
+        self.path_idx = None if idx is None else np.ascontiguousarray(idx, dtype=np.int64)
+        self._path: pa.Array | None = path if idx is None else None
         tags = _take(tag_codes, idx)
         self.is_move = _code_is(tags, tag_labels, "MOVE")
         self.is_result = _code_is(tags, tag_labels, "RESULT")
@@ -127,13 +147,43 @@ class _Side:
                 self.parent_visit = np.nan_to_num(parent_visit, nan=0.0).astype(np.int32)
             del visit, parent_visit
 
+    @property
+    def path(self) -> pa.Array:
+        """The records' paths (large_string, record order)."""
+        if self._path is None:
+            self._path = self.path_strings.take(pa.array(self.path_idx, type=pa.int64()))
+        return self._path
+
     def visits(self, codes: np.ndarray, parent: np.ndarray, ply: np.ndarray) -> VisitTree:
         """This side's visit tree over the shared path codes (the columns' numbers, else worked out)."""
         if self.visit is None or self.parent_visit is None:
             node = np.where(self.is_result, codes, parent[codes]).astype(np.int64)
             self.visit, self.parent_visit = visit_numbers(node, self.is_result, self.depth)
+        if compiled_available():
+            return compiled_visit_tree(codes, parent, ply, self.is_result, self.is_move, self.depth, self.visit,
+                                       self.parent_visit)
         return visit_tree(codes, parent, ply, self.is_result, self.is_move, self.depth, self.visit,
                           self.parent_visit)
+
+
+def compiled_visit_tree(code: np.ndarray, parent: np.ndarray, ply: np.ndarray, is_result: np.ndarray,
+                        is_move: np.ndarray, depth: np.ndarray, visit: np.ndarray,
+                        parent_visit: np.ndarray) -> VisitTree:
+    """:func:`treediff.parse.visits.visit_tree` by ``_calign.visit_tree`` (same arguments, same arrays): a few
+    linear passes (the latest MOVE per path, the next RESULT per parent, a hash of (node, visit), a counting
+    sort by ply) instead of numpy's sorts and searches."""
+    n_results = int(np.count_nonzero(is_result))
+    out = np.empty((8, n_results), dtype=np.int64)
+    main_visit = np.empty(len(parent), dtype=np.int64)
+    nodes = _calign.visit_tree(
+        np.ascontiguousarray(code, dtype=np.int64), np.ascontiguousarray(parent, dtype=np.int64),
+        np.ascontiguousarray(ply, dtype=np.int64), np.ascontiguousarray(is_result, dtype=bool).view(np.uint8),
+        np.ascontiguousarray(is_move, dtype=bool).view(np.uint8), np.ascontiguousarray(depth, dtype=np.float64),
+        np.ascontiguousarray(visit, dtype=np.int64), np.ascontiguousarray(parent_visit, dtype=np.int64),
+        out, main_visit)
+    return VisitTree(result=out[0], code=out[1], visit=out[2], entering=out[3], parent_visit=out[4],
+                     parent_result=out[5], is_main=out[6].astype(bool), anchor=out[7],
+                     nodes=np.frombuffer(nodes, dtype=np.int64).copy(), main_visit=main_visit)
 
 
 def _take(values: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
@@ -255,6 +305,58 @@ def _tree_of(uniques: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     return uniques, ply, parent
 
 
+def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, object]:
+    """(int64 offsets, data buffer) of a large_string array without nulls, for ``_calign``."""
+    n = len(arr)
+    buffers = arr.buffers()
+    if n == 0 or buffers[1] is None:
+        return np.zeros(1, dtype=np.int64), b""
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+    return np.ascontiguousarray(offsets), buffers[2] if buffers[2] is not None else b""
+
+
+def _no_nulls(strings: pa.Array, idx: np.ndarray | None) -> bool:
+    """Whether the strings ``idx`` (None: all) of ``strings`` are all valid."""
+    if strings.null_count == 0:
+        return True
+    valid = strings.is_valid().to_numpy(zero_copy_only=False)
+    return bool(valid.all() if idx is None else valid[idx].all())
+
+
+def _encode_and_close(path_a: pa.Array, path_b: pa.Array, idx_a: np.ndarray | None = None,
+                      idx_b: np.ndarray | None = None) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray]:
+    """(path code of every record, A's then B's; paths; ply; parent index, -1 for the root): the numpy
+    dictionary encoding plus :func:`_tree_of`, or ``_calign.tree`` (same codes: first occurrence order, then
+    ``""``, then missing parents in the order the rounds of :func:`_tree_of` append them).
+
+    ``idx_a`` / ``idx_b``: int64 indices, the side's records' strings of ``path_a`` / ``path_b`` (None: all)."""
+    n_records = (len(path_a) if idx_a is None else len(idx_a)) + (len(path_b) if idx_b is None else len(idx_b))
+    strings_ok = path_a.type == _PATH_DTYPE and path_b.type == _PATH_DTYPE
+    if (compiled_available() and n_records < 2**31 and strings_ok
+            and _no_nulls(path_a, idx_a) and _no_nulls(path_b, idx_b)):
+        off_a, data_a = _string_buffers(path_a)
+        off_b, data_b = _string_buffers(path_b)
+        codes = np.empty(n_records, dtype=np.int32)
+        n_paths, offsets, data, ply_bytes, parent_bytes = _calign.tree(off_a, data_a, off_b, data_b, codes, idx_a,
+                                                                      idx_b)
+        paths = pa.Array.from_buffers(_PATH_DTYPE, n_paths, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        return (codes, paths, np.frombuffer(ply_bytes, dtype=np.int64).copy(),
+                np.frombuffer(parent_bytes, dtype=np.int64).copy())
+    if idx_a is not None:
+        path_a = path_a.take(pa.array(idx_a, type=pa.int64()))
+    if idx_b is not None:
+        path_b = path_b.take(pa.array(idx_b, type=pa.int64()))
+    # One memo table across both chunks: codes agree, the last chunk's dictionary has every path.
+    encoded = pc.dictionary_encode(pa.chunked_array([path_a, path_b], type=_PATH_DTYPE), memory_pool=_POOL)
+    codes = np.concatenate(
+        [np.empty(0, np.int32)] + [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
+    ).astype(np.intp if n_records >= 2**31 else np.int32, copy=False)
+    dictionary = encoded.chunks[-1].dictionary if encoded.num_chunks else pa.array([], _PATH_DTYPE)
+    del encoded
+    paths, ply, parent = _tree_of(dictionary)
+    return codes, paths, ply, parent
+
+
 def _main_decisions(side: _Side, codes: np.ndarray, parent: np.ndarray, tree: VisitTree, n_paths: int) -> np.ndarray:
     """The MOVE records that are the rows' decisions: those made in the parent's main visit.
 
@@ -281,11 +383,38 @@ def _main_decisions(side: _Side, codes: np.ndarray, parent: np.ndarray, tree: Vi
     return mask
 
 
+def _compiled_decisions(side: _Side, codes: np.ndarray, parent: np.ndarray, tree: VisitTree,
+                        n_paths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_main_decisions` and :class:`_Decisions`' grouping by ``_calign.decisions``: (the kept MOVEs'
+    record indices grouped by path code, count and first index per code), or None when the records are not
+    in ``seq`` order (the numpy passes then sort them)."""
+    seq = side.seq
+    if len(seq) > 1 and not bool(np.all(seq[1:] >= seq[:-1])):
+        return None
+    assert side.parent_visit is not None  # (side.visits() ran first)
+    order = np.empty(side.n, dtype=np.int64)
+    count = np.empty(n_paths, dtype=np.int64)
+    start = np.empty(n_paths, dtype=np.int64)
+    m = _calign.decisions(np.ascontiguousarray(codes, dtype=np.int64), np.ascontiguousarray(side.is_move, dtype=bool).view(np.uint8),
+                          np.ascontiguousarray(side.parent_visit, dtype=np.int64),
+                          np.ascontiguousarray(parent, dtype=np.int64),
+                          np.ascontiguousarray(tree.main_visit, dtype=np.int64), order, count, start)
+    return order[:m], count, start
+
+
 class _Decisions:
     """One side's MOVE records (those of ``keep``) grouped by path code, in ``seq`` order within a path."""
 
     def __init__(self, side: _Side, codes: np.ndarray, n_paths: int, act: np.ndarray, kind: np.ndarray,
-                 keep: np.ndarray | None = None):
+                 keep: np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+        """``keep``: a mask of the MOVE records to use (default: all), or :func:`_compiled_decisions`' grouping."""
+        if isinstance(keep, tuple):
+            at, self.count, self.start = keep
+            self.act, self.kind = act[at], kind[at]
+            self.depth, self.new_depth, self.reduction = side.depth[at], side.new_depth[at], side.reduction[at]
+            self.mn, self.seq, self.line = side.mn[at], side.seq[at], side.line[at]
+            self._grouped()
+            return
         chosen = side.is_move if keep is None else keep
         move_codes = codes[chosen]
         seq = side.seq[chosen]
@@ -303,17 +432,22 @@ class _Decisions:
         self.mn = side.mn[chosen][order]
         self.seq = seq[order]
         self.line = side.line[chosen][order]
+        self._grouped()
+
+    def _grouped(self) -> None:
+        # (first() and last() are called ~16 times a position: the decided codes and their ends, once)
+        self._has = self.count > 0
+        self._first = self.start[self._has]
+        self._last = self._first + self.count[self._has] - 1
 
     def first(self, values: np.ndarray, fill) -> np.ndarray:
-        has = self.count > 0
         out = np.full(len(self.count), fill, dtype=values.dtype if values.dtype != object else object)
-        out[has] = values[self.start[has]]
+        out[self._has] = values[self._first]
         return out
 
     def last(self, values: np.ndarray, fill) -> np.ndarray:
-        has = self.count > 0
         out = np.full(len(self.count), fill, dtype=values.dtype)
-        out[has] = values[self.start[has] + self.count[has] - 1]
+        out[self._has] = values[self._last]
         return out
 
     def sequence(self, labels: np.ndarray) -> pd.Categorical:
@@ -420,6 +554,36 @@ def _preorder(size: np.ndarray, par: np.ndarray, bounds: np.ndarray) -> np.ndarr
     return pos
 
 
+def _order_rows(ply: np.ndarray, parent: np.ndarray, key: np.ndarray, sums: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(path code of each row, parent row, subtree sums per row): rows depth-first, siblings by ``key`` (then
+    code); ``sums`` (per path code: its own counts) summed over subtrees.  The numpy pass of ``_calign.order``."""
+    n_paths = len(ply)
+    level_key = (ply.astype(np.int64) << 40) | (parent + 1)
+    order = np.lexsort((key, level_key))
+    del level_key
+
+    # From here on, arrays are in (ply, parent, sibling) order.
+    inverse = np.empty(n_paths, dtype=np.int64)
+    inverse[order] = np.arange(n_paths)
+    par = parent[order]
+    par = np.where(par >= 0, inverse[np.maximum(par, 0)], -1)
+    ply_o = ply[order]
+    sums = sums[order]
+    bounds = np.searchsorted(ply_o, np.arange(int(ply_o.max(initial=0)) + 2))
+    del inverse, ply_o
+    _sum_subtrees(sums, par, bounds)
+    pos = _preorder(sums[:, 4], par, bounds)
+
+    final = np.empty(n_paths, dtype=np.int64)
+    final[pos] = np.arange(n_paths)
+    src = order[final]  # original path index of each output row
+    parent_row = par[final]
+    parent_row = np.where(parent_row >= 0, pos[np.maximum(parent_row, 0)], -1)
+    sums = sums[final]
+    return src, parent_row, sums
+
+
 def _status(sums: np.ndarray, dec_a: "_Decisions", dec_b: "_Decisions", src: np.ndarray) -> np.ndarray:
     """Status codes (index into STATUS_VALUES) of rows in output order."""
     present_a, present_b = sums[:, 2] > 0, sums[:, 3] > 0
@@ -463,24 +627,18 @@ def align_sides(a: "_Side", b: "_Side", keep_visits: bool = False) -> RowArrays:
     ``keep_visits``: keep what the rows of other node visits need (``visits="all"``, added by
     :meth:`RowArrays.frame`).
     """
-    # One memo table across both chunks: codes agree, the last chunk's dictionary has every path.
-    encoded = pc.dictionary_encode(pa.chunked_array([a.path, b.path], type=_PATH_DTYPE), memory_pool=_POOL)
-    codes = np.concatenate(
-        [np.empty(0, np.int32)] + [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
-    ).astype(np.intp if len(a.path) + len(b.path) >= 2**31 else np.int32, copy=False)
-    dictionary = encoded.chunks[-1].dictionary if encoded.num_chunks else pa.array([], _PATH_DTYPE)
-    del encoded
-    paths, ply, parent = _tree_of(dictionary)
-    del dictionary
+    codes, paths, ply, parent = _encode_and_close(a.path_strings, b.path_strings, a.path_idx, b.path_idx)
     n_paths = len(paths)
     codes_a, codes_b = codes[: a.n], codes[a.n :]
 
     # Node visits, one side at a time (a visit tree is large and short-lived): the decisions made in each
     # row's parent's main visit, and per path its main visit's RESULT depth and line and its main-visit nodes.
-    keep, result_of, anchored, trees = [], [], [], []
+    keep: list[np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    result_of, anchored, trees = [], [], []
     for side, side_codes in ((a, codes_a), (b, codes_b)):
         tree = side.visits(side_codes, parent, ply)
-        keep.append(_main_decisions(side, side_codes, parent, tree, n_paths))
+        grouped = _compiled_decisions(side, side_codes, parent, tree, n_paths) if compiled_available() else None
+        keep.append(grouped if grouped is not None else _main_decisions(side, side_codes, parent, tree, n_paths))
         result_of.append((_per_path_result(tree, side.depth, n_paths).astype(np.float32),
                           _per_path_result(tree, side.line, n_paths, -1)))
         anchored.append(np.bincount(tree.anchor[tree.anchor >= 0], minlength=n_paths))
@@ -508,28 +666,18 @@ def align_sides(a: "_Side", b: "_Side", keep_visits: bool = False) -> RowArrays:
     del anchored
     visit_counts = (sums[:, 0].astype(np.int32), sums[:, 1].astype(np.int32))
 
-    level_key = (ply.astype(np.int64) << 40) | (parent + 1)
-    order = np.lexsort((_sibling_key(dec_a, dec_b, paths), level_key))
-    del level_key
-
-    # From here on, arrays are in (ply, parent, sibling) order.
-    inverse = np.empty(n_paths, dtype=np.int64)
-    inverse[order] = np.arange(n_paths)
-    par = parent[order]
-    par = np.where(par >= 0, inverse[np.maximum(par, 0)], -1)
-    ply_o = ply[order]
-    sums = sums[order]
-    bounds = np.searchsorted(ply_o, np.arange(int(ply_o.max(initial=0)) + 2))
-    del inverse, ply_o
-    _sum_subtrees(sums, par, bounds)
-    pos = _preorder(sums[:, 4], par, bounds)
-
-    final = np.empty(n_paths, dtype=np.int64)
-    final[pos] = np.arange(n_paths)
-    src = order[final]  # original path index of each output row
-    parent_row = par[final]
-    parent_row = np.where(parent_row >= 0, pos[np.maximum(parent_row, 0)], -1)
-    sums = sums[final]
+    key = _sibling_key(dec_a, dec_b, paths)
+    ordered = None
+    if compiled_available():
+        ordered = _calign.order(np.ascontiguousarray(ply, dtype=np.int64), np.ascontiguousarray(parent, dtype=np.int64),
+                                np.ascontiguousarray(key, dtype=np.int64), np.ascontiguousarray(sums, dtype=np.int64),
+                                sums.shape[1])
+    if ordered is not None:  # (copies: the rows' arrays are writable, as numpy's are)
+        src = np.frombuffer(ordered[0], dtype=np.int64).copy()
+        parent_row = np.frombuffer(ordered[1], dtype=np.int64).copy()
+        sums = np.frombuffer(ordered[2], dtype=np.int64).reshape(n_paths, sums.shape[1]).copy()
+    else:
+        src, parent_row, sums = _order_rows(ply, parent, key, sums)
     status = _status(sums, dec_a, dec_b, src)
 
     rows = RowArrays(
