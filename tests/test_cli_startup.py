@@ -156,6 +156,21 @@ def test_version_names_the_san_resolver_the_parser_uses(env):
         assert said.startswith(f"python-chess ({next(iter(env))}=python)"), out
 
 
+@pytest.mark.parametrize("env", [{}, {"TREEDIFF_NO_CALIGN": "1"}], ids=["default", "TREEDIFF_NO_CALIGN"])
+def test_version_names_the_aligner_compare_uses(env):
+    """--version's aligner answer (read without numpy or pandas) is treediff.align.core.compiled_available()'s."""
+    run_env = {k: v for k, v in os.environ.items() if k != "TREEDIFF_NO_CALIGN"}
+    run_env.update(env)
+    out = subprocess.run([sys.executable, "-c", "from treediff.cli import main; main()", "--version"],
+                         capture_output=True, text=True, timeout=60, check=True, env=run_env).stdout
+    used = subprocess.run([sys.executable, "-c", "from treediff.align.core import compiled_available as c; print(c())"],
+                          capture_output=True, text=True, timeout=60, check=True, env=run_env).stdout.strip()
+    said = out.split("aligner: ", 1)[1]
+    assert said.startswith("compiled _calign") == (used == "True"), (out, used)
+    if env:
+        assert said.startswith("numpy (TREEDIFF_NO_CALIGN"), out
+
+
 def test_docs_ship_with_the_package_and_print(tmp_path):
     from click.testing import CliRunner
 

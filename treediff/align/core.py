@@ -47,6 +47,10 @@ try:  # the compiled per-path passes (treediff/align/_calign.c); optional: the n
     from treediff.align import _calign  # type: ignore[attr-defined]  # (compiled: no stub)
 except ImportError:
     _calign = None
+#: What this module calls of ``_calign``: a module built from older source lacks some, and is not used.
+CALIGN_FUNCTIONS = ("tree", "visit_tree", "decisions", "order")
+if _calign is not None and not all(hasattr(_calign, name) for name in CALIGN_FUNCTIONS):
+    _calign = None
 
 #: Set (to anything but "" or "0") to run the numpy passes even when ``_calign`` is built (tests, A/B timing).
 NO_CALIGN_ENV = "TREEDIFF_NO_CALIGN"
@@ -55,6 +59,7 @@ NO_CALIGN_ENV = "TREEDIFF_NO_CALIGN"
 def compiled_available() -> bool:
     """Whether the aligner runs its compiled per-path passes (``_calign`` built and not turned off)."""
     return _calign is not None and os.environ.get(NO_CALIGN_ENV, "") in ("", "0")
+
 
 SEQ_SEPARATOR = "→"
 

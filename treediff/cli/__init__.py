@@ -14,6 +14,7 @@ import click
 
 from treediff import __version__
 from treediff.cli.common import (
+    aligner_in_use,
     attach_examples,
     command_summaries,
     move_checker_in_use,
@@ -132,11 +133,19 @@ class _Group(click.Group):
             ctx.exit(3)
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version``: the version and which compiled parts are in use, each worked out only when asked (every
+    other command starts without loading the extensions for it)."""
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"treediff {__version__} (tokenizer: {tokenizer_in_use()}; UCI moves checked by: "
+               f"{move_checker_in_use()}; SAN resolved by: {san_resolver_in_use()}; aligner: {aligner_in_use()})")
+    ctx.exit()
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="treediff",
-                      message="%(prog)s %(version)s (tokenizer: " + tokenizer_in_use()
-                      + "; UCI moves checked by: " + move_checker_in_use()
-                      + "; SAN resolved by: " + san_resolver_in_use() + ")")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 def main() -> None:
     """Find out why one chess engine's search tree is bigger than another's.
 

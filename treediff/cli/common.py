@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -173,6 +173,42 @@ def san_resolver_in_use() -> str:
     if not hasattr(cmoves, "SanResolver"):
         return "python-chess: the compiled _cmoves is stale (reinstall to rebuild it)"
     return "compiled _cmoves"
+
+
+def _extension_alone(package: str, name: str) -> Any:
+    """``treediff.<package>.<name>``, a compiled module, loaded from its file without running the package's
+    ``__init__`` (ImportError when no file of that name was built)."""
+    import importlib.machinery
+    import importlib.util
+
+    folder = Path(__file__).resolve().parent.parent / package
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = folder / f"{name}{suffix}"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(f"treediff.{package}.{name}", path)
+            if spec is not None and spec.loader is not None:
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return module
+    raise ImportError(f"treediff.{package}.{name} was not built")
+
+
+def aligner_in_use() -> str:
+    """Which per-path passes compare and diff align with: the compiled ``_calign`` or the numpy fallback.
+
+    Loads only the compiled module (no numpy, pandas or pyarrow), as :func:`tokenizer_in_use`; the same answer
+    as :func:`treediff.align.core.compiled_available` (tests/test_cli_startup.py checks the two agree).
+    """
+    if os.environ.get("TREEDIFF_NO_CALIGN", "") not in ("", "0"):
+        return "numpy (TREEDIFF_NO_CALIGN set)"
+    try:  # the extension's file alone: importing treediff.align would load its package (pandas, pyarrow)
+        calign = _extension_alone("align", "_calign")
+    except ImportError:
+        return ("numpy: the compiled _calign was not built (no C compiler at install?); aligning takes about "
+                "1.7x the CPU")
+    if not all(hasattr(calign, name) for name in ("tree", "visit_tree", "decisions", "order")):
+        return "numpy: the compiled _calign is stale (reinstall to rebuild it)"
+    return "compiled _calign"
 
 
 def command_summaries(package_dir: str | os.PathLike[str], modules: list[str]) -> dict[str, str] | None:
