@@ -657,7 +657,9 @@ static void Checker_dealloc(Checker *c)
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
-static int Checker_init(Checker *c, PyObject *args, PyObject *kwds)
+/* The root position of a Checker's or SanResolver's arguments (squares, white_to_move, castling, ep:
+ * paths.fen_checker_args), into *root; -1 with a ValueError naming `who` when they are out of range. */
+static int read_root(PyObject *args, PyObject *kwds, const char *who, Board *root)
 {
     static char *kwlist[] = {"squares", "white_to_move", "castling", "ep", NULL};
     Py_buffer squares;
@@ -665,26 +667,32 @@ static int Checker_init(Checker *c, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*pii", kwlist, &squares, &white, &castling, &ep))
         return -1;
     int bad = squares.len != 64 || ep < -1 || ep > 63 || castling < 0 || castling > 15;
-    Board root;
     if (!bad) {
         const signed char *sq = (const signed char *)squares.buf;
         for (int i = 0; i < 64; i++) {
             if (sq[i] < -KING || sq[i] > KING)
                 bad = 1;
-            root.sq[i] = (int8_t)sq[i];
+            root->sq[i] = (int8_t)sq[i];
         }
     }
     PyBuffer_Release(&squares);
     if (bad) {
-        PyErr_SetString(PyExc_ValueError,
-                        "Checker: squares must be 64 bytes of -6..6, castling 0..15, ep -1..63");
+        PyErr_Format(PyExc_ValueError, "%s: squares must be 64 bytes of -6..6, castling 0..15, ep -1..63", who);
         return -1;
     }
-    root.side = white ? WHITE : BLACK;
-    root.castling = (int8_t)castling;
-    root.ep = (int8_t)ep;
-    root.check = -1;
-    find_kings(&root);
+    root->side = white ? WHITE : BLACK;
+    root->castling = (int8_t)castling;
+    root->ep = (int8_t)ep;
+    root->check = -1;
+    find_kings(root);
+    return 0;
+}
+
+static int Checker_init(Checker *c, PyObject *args, PyObject *kwds)
+{
+    Board root;
+    if (read_root(args, kwds, "Checker", &root) < 0)
+        return -1;
     if (!c->boards) {
         c->cap = 64;
         c->path_cap = 256;
@@ -1320,33 +1328,9 @@ static void SanResolver_dealloc(SanResolver *c)
 
 static int SanResolver_init(SanResolver *c, PyObject *args, PyObject *kwds)
 {
-    /* The root as Checker_init reads it. */
-    static char *kwlist[] = {"squares", "white_to_move", "castling", "ep", NULL};
-    Py_buffer squares;
-    int white, castling, ep;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*pii", kwlist, &squares, &white, &castling, &ep))
-        return -1;
-    int bad = squares.len != 64 || ep < -1 || ep > 63 || castling < 0 || castling > 15;
     Board root;
-    if (!bad) {
-        const signed char *sq = (const signed char *)squares.buf;
-        for (int i = 0; i < 64; i++) {
-            if (sq[i] < -KING || sq[i] > KING)
-                bad = 1;
-            root.sq[i] = (int8_t)sq[i];
-        }
-    }
-    PyBuffer_Release(&squares);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError,
-                        "SanResolver: squares must be 64 bytes of -6..6, castling 0..15, ep -1..63");
+    if (read_root(args, kwds, "SanResolver", &root) < 0)
         return -1;
-    }
-    root.side = white ? WHITE : BLACK;
-    root.castling = (int8_t)castling;
-    root.ep = (int8_t)ep;
-    root.check = -1;
-    find_kings(&root);
     if (!c->boards) {
         c->cap = 64;
         c->path_cap = 256;
