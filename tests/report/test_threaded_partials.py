@@ -54,6 +54,10 @@ def test_tables_really_run_on_two_threads(monkeypatch) -> None:
     seen.clear()
     _report(monkeypatch, 1, LOGS[1], "engine", 2_000)
     assert seen == {threading.get_ident()}
+    seen.clear()
+    monkeypatch.delenv("TREEDIFF_REPORT_THREADS")  # the default: one thread (two doubled the 20M peak)
+    build_report(open_source(LOGS[1]), TABLES, by="engine", target=2_000)
+    assert seen == {threading.get_ident()}
 
 
 def test_one_derivation_a_batch_with_threads(monkeypatch) -> None:

@@ -331,15 +331,22 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
     return out
 
 
-#: Threads computing a batch's partials (TREEDIFF_REPORT_THREADS; 1: all on the calling thread).
+#: Threads computing a batch's partials when TREEDIFF_REPORT_THREADS does not say: one, the calling thread.
+#: Two cost no CPU and halve the main thread's, but `report --table all` of the 20M-line bench log peaked at
+#: 2.98 GB with two against 1.35 GB with one (above the default --memory-limit of 2 GB; 53 s wall against 56 s,
+#: machine loaded): the helper thread's allocations are not handed back between batches.  Opt in with 2.
+DEFAULT_REPORT_THREADS = 1
+
+
 def _threads() -> int:
+    """Threads computing a batch's partials (TREEDIFF_REPORT_THREADS; 1: all on the calling thread, in order)."""
     value = os.environ.get("TREEDIFF_REPORT_THREADS", "")
     if value.strip():
         try:
             return max(1, int(value))
         except ValueError:
             raise InputError(f"TREEDIFF_REPORT_THREADS={value!r}: not a number of threads") from None
-    return min(2, os.cpu_count() or 1)
+    return DEFAULT_REPORT_THREADS
 
 
 def _partials(tasks: dict[tuple[Any, ...], tuple[Table, Batch]]) -> dict[tuple[Any, ...], Any]:
