@@ -147,7 +147,8 @@ class _KeptIds:
             return table
         search = table.column("search")
         if self._range is not None and table.num_rows and not search.null_count:
-            least, greatest = pc.min_max(search).values()
+            extremes = pc.min_max(search)
+            least, greatest = extremes["min"], extremes["max"]
             if self._range[0] <= least.as_py() and greatest.as_py() <= self._range[1]:
                 return table  # every record's search is kept: the filter would copy the table unchanged
         return table.filter(pc.is_in(search, value_set=pa.array(self.ids, type=pa.int32())))
