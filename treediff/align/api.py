@@ -5,6 +5,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+
+from treediff.align.columns import filtered, has, numbers, records_table, value
 
 from treediff.align.core import VISIT_MODES, RowArrays, _Side, align_sides
 from treediff.align.select import SideChoice, choose_iterations, choose_searches
@@ -65,21 +68,16 @@ class Alignment:
         return self.a.position or self.b.position
 
 
-def _where(records: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
-    """``records[mask]`` without copying 2M rows when every row is kept."""
-    return records if bool(mask.all()) else records[mask]
-
-
 def align(
-    records_a: pd.DataFrame,
-    records_b: pd.DataFrame,
+    records_a: pd.DataFrame | pa.Table,
+    records_b: pd.DataFrame | pa.Table,
     iter: int | None = None,
     position: str | None = None,
     visits: str = "main",
 ) -> Alignment:
     """Align A's and B's trees of one position and one iteration each.
 
-    ``records_*`` are records tables (``Source.records(LOAD_COLUMNS)``); see
+    ``records_*`` are records tables (``Source.records(LOAD_COLUMNS)``, or Arrow tables); see
     :mod:`treediff.align.select` for how the search and iteration are chosen
     and :class:`Alignment` for the result.  ``visits``: ``"main"`` (one row
     per path) or ``"all"`` (also a row per other visit of a path in its
@@ -93,29 +91,35 @@ def align(
 
 
 def align_arrays(
-    records_a: pd.DataFrame,
-    records_b: pd.DataFrame,
+    records_a: pa.Table | pd.DataFrame,
+    records_b: pa.Table | pd.DataFrame,
     iter: int | None = None,
     position: str | None = None,
     visits: str = "main",
 ) -> tuple[RowArrays, SideChoice, SideChoice, list[str]]:
-    """:func:`align` without building the rows' DataFrame: (rows as arrays, A's choice, B's choice, notes)."""
+    """:func:`align` without building the rows' DataFrame: (rows as arrays, A's choice, B's choice, notes).
+
+    ``records_*``: Arrow records tables (compare's positions, :mod:`treediff.align.stream`) or pandas frames
+    (converted once, :func:`~treediff.align.columns.records_table`)."""
+    records_a, records_b = records_table(records_a), records_table(records_b)
     search_a, search_b, pos = choose_searches(records_a, records_b, position)
-    ra = _where(records_a, records_a["search"].to_numpy() == search_a)
-    rb = _where(records_b, records_b["search"].to_numpy() == search_b)
+    ra = filtered(records_a, numbers(records_a, "search", np.int64, fill=None) == search_a)
+    rb = filtered(records_b, numbers(records_b, "search", np.int64, fill=None) == search_b)
     iter_a, iter_b, its_a, its_b, notes = choose_iterations(ra, rb, iter)
     sides = []
     dropped = 0
     for label, recs, it, its, search in (("A", ra, iter_a, its_a, search_a), ("B", rb, iter_b, its_b, search_b)):
-        # The iteration is a mask over the columns, not a filtered frame (_Side converts, then indexes).
-        keep = recs["iter"].to_numpy() == it if it != 0 and "iter" in recs.columns else None
-        count = len(recs) if keep is None else int(keep.sum())
+        # The iteration is a mask over the columns, not a filtered table (_Side converts, then indexes).
+        keep = numbers(recs, "iter", np.int64, fill=0) == it if it != 0 and has(recs, "iter") else None
+        count = recs.num_rows if keep is None else int(keep.sum())
         if count == 0:
             raise InputError(f"{label} has no records in iteration {it} of position {pos}")
         first = 0 if keep is None else int(np.argmax(keep))
-        engine = str(recs["engine"].iloc[first]) if "engine" in recs.columns else ""
+        engine_name = value(recs, "engine", first) if has(recs, "engine") else None
+        engine = "" if engine_name is None else str(engine_name)
         choice = SideChoice(label, engine, pos, int(search), int(it), its[0], its[1])
-        no_path = recs["path"].isna().to_numpy(dtype=bool)
+        no_path = recs.column("path").is_null().to_numpy(zero_copy_only=False) if recs.column("path").null_count \
+            else np.zeros(recs.num_rows, dtype=bool)
         dropped += int(no_path.sum() if keep is None else no_path[keep].sum())
         sides.append((_Side(recs, keep), choice))
     (side_a, ca), (side_b, cb) = sides

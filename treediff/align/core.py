@@ -40,6 +40,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from treediff.align.columns import codes, has, numbers, records_table, strings
 from treediff.model.schema import KIND_VALUES
 from treediff.parse.visits import VisitTree, visit_numbers, visit_tree
 
@@ -99,24 +100,26 @@ _POOL = pa.system_memory_pool()
 class _Side:
     """One side's records reduced to numpy arrays, in record order."""
 
-    def __init__(self, records: pd.DataFrame, keep: np.ndarray | None = None):
-        """``keep``: optional boolean mask of the records to use (one search's iteration): the columns are
-        converted and then indexed, never the frame filtered (a frame filter costs ~1 ms a position)."""
-        missing = [c for c in NEEDED_COLUMNS if c not in records.columns and c not in OPTIONAL_COLUMNS]
+    def __init__(self, records: pa.Table | pd.DataFrame, keep: np.ndarray | None = None):
+        """``records``: an Arrow records table (a pandas frame is converted: :func:`records_table`); ``keep``:
+        optional boolean mask of the records to use (one search's iteration): the columns are converted and
+        then indexed, never the table filtered."""
+        records = records_table(records)
+        missing = [c for c in NEEDED_COLUMNS if not has(records, c) and c not in OPTIONAL_COLUMNS]
         if missing:
             raise ValueError(f"records lack column(s): {', '.join(missing)}")
-        tag_codes, tag_labels = _labels(records["tag"])
+        tag_codes, tag_labels = codes(records, "tag")
         # typhoon_py's --shadow side searches (no decision, no node; only fh/whatif read them) and records
         # without a path are left out.
-        path = _as_arrow_strings(records["path"])
-        # (a copy: edited below; the Arrow validity is what pandas' notna reads, at a fraction of its cost)
+        path = strings(records, "path")
+        # (a copy: edited below)
         use = np.ones(len(path), dtype=bool) if path.null_count == 0 else \
             np.array(path.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         use &= ~_code_is(tag_codes, tag_labels, "SHADOW")
         if keep is not None:
             use &= keep
         idx: np.ndarray | None = None if bool(use.all()) else np.flatnonzero(use)
-        seq = _take(records["seq"].to_numpy(dtype=np.int64), idx)
+        seq = _take(numbers(records, "seq", np.int64, fill=None), idx)
         if len(seq) > 1 and not bool(np.all(seq[1:] >= seq[:-1])):
             order = np.argsort(seq, kind="stable")  # visits are read in record order
             idx = order if idx is None else idx[order]
@@ -133,20 +136,20 @@ class _Side:
         self.seq = seq
         # float32 holds every depth exactly (ticks / unit with unit a power of
         # two or 1) and halves the memory of 2M-record sides.
-        self.mn = _take(records["mn"].to_numpy(dtype=np.float32, na_value=np.nan), idx)
-        self.depth = _take(records["depth"].to_numpy(dtype=np.float32, na_value=np.nan), idx)
-        self.new_depth = _take(records["new_depth"].to_numpy(dtype=np.float32, na_value=np.nan), idx)
-        self.reduction = _take(records["reduction"].to_numpy(dtype=np.float32, na_value=np.nan), idx)
-        self.act = _labels(records["act"], idx)
-        self.kind = _labels(records["kind"], idx)
+        self.mn = _take(numbers(records, "mn", np.float32), idx)
+        self.depth = _take(numbers(records, "depth", np.float32), idx)
+        self.new_depth = _take(numbers(records, "new_depth", np.float32), idx)
+        self.reduction = _take(numbers(records, "reduction", np.float32), idx)
+        self.act = codes(records, "act", idx)
+        self.kind = codes(records, "kind", idx)
         #: Source line of each record (-1: unknown), int32 when every line fits.
-        self.line = _lines(records["line"] if "line" in records.columns else None, self.n, idx)
+        self.line = _lines(records, self.n, idx)
         # The parser's visit numbers (0: unknown); None when the records carry none (worked out later).
         self.visit: np.ndarray | None = None
         self.parent_visit: np.ndarray | None = None
-        if "visit" in records.columns and "parent_visit" in records.columns:
-            visit = _take(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan), idx)
-            parent_visit = _take(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan), idx)
+        if has(records, "visit") and has(records, "parent_visit"):
+            visit = _take(numbers(records, "visit", np.float64), idx)
+            parent_visit = _take(numbers(records, "parent_visit", np.float64), idx)
             if not (np.isnan(visit[self.is_result]).all() and np.isnan(parent_visit[self.is_move]).all()):
                 self.visit = np.nan_to_num(visit, nan=0.0).astype(np.int32)
                 self.parent_visit = np.nan_to_num(parent_visit, nan=0.0).astype(np.int32)
@@ -201,45 +204,18 @@ def _code_is(codes: np.ndarray, labels: np.ndarray, value: str) -> np.ndarray:
     return codes == hits[0] if len(hits) else np.zeros(len(codes), dtype=bool)
 
 
-def _lines(series: pd.Series | None, n: int, idx: np.ndarray | None = None) -> np.ndarray:
-    if series is None:
+def _lines(records: pa.Table, n: int, idx: np.ndarray | None = None) -> np.ndarray:
+    if not has(records, "line"):
         return np.full(n, -1, dtype=np.int32)
-    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu":  # no missing line: no float64 round trip
-        values = _take(series.to_numpy(), idx)
-    else:
-        values = _take(series.to_numpy(dtype=np.float64, na_value=-1.0), idx)
-    fits = len(values) == 0 or float(values.max()) < 2**31
+    values = _take(numbers(records, "line", np.int64, fill=-1), idx)
+    fits = len(values) == 0 or int(values.max()) < 2**31
     return values.astype(np.int32 if fits else np.int64)
 
 
-def equals(series: pd.Series, value: str) -> np.ndarray:
-    """``series == value`` as a bool array, cheap for categoricals."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        cat = series.array
-        cats = cat.categories.tolist()
-        if value not in cats:
-            return np.zeros(len(series), dtype=bool)
-        return np.asarray(cat.codes) == cats.index(value)
-    return (series == value).to_numpy(dtype=bool, na_value=False)
-
-
-def _as_arrow_strings(series: pd.Series) -> pa.Array:
-    arr = pa.Array.from_pandas(series)
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.cast(arr.type.value_type)
-    return arr.cast(_PATH_DTYPE)
-
-
-def _labels(series: pd.Series, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, labels) of a categorical-ish column (of rows ``idx``, in that order); code -1 is missing."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        cat = series.array  # (the Categorical itself: the .cat accessor builds Series)
-        return (_take(np.asarray(cat.codes, dtype=np.int32), idx),
-                np.asarray([str(c) for c in cat.categories.tolist()], dtype=object))
-    codes, uniques = pd.factorize(series if idx is None else series.iloc[idx], use_na_sentinel=True)
-    return codes.astype(np.int32), np.asarray([str(u) for u in uniques], dtype=object)
+def equals(records: pa.Table, name: str, value: str) -> np.ndarray:
+    """``records[name] == value`` as a bool array (nulls: False), from the column's codes."""
+    column_codes, labels = codes(records, name)
+    return _code_is(column_codes, labels, value)
 
 
 def _unify(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], order: list[str] | None = None):

@@ -24,7 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from treediff.align.columns import first_strings, has, numbers, records_table, strings
 from treediff.align.core import equals
 from treediff.model.errors import InputError
 from treediff.model.positions import search_position_keys
@@ -43,34 +46,23 @@ class SideChoice:
     completed: tuple[int, ...]   #: iterations with a root RESULT
 
 
-def _strings(series: pd.Series, rows: np.ndarray) -> list[str]:
-    """The values at ``rows`` as strings, "" for a missing one (what ``astype("string").fillna("")`` gives)."""
-    if isinstance(series.dtype, pd.CategoricalDtype):  # the codes, not a Series take (~1 ms a column)
-        cat = series.array  # (the Categorical itself: the .cat accessor builds two Series, ~3x the time)
-        categories = cat.categories
-        values = [categories[c] if c >= 0 else None for c in np.asarray(cat.codes)[rows].tolist()]
-    else:
-        values = series.take(rows).tolist()
-    return ["" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v) for v in values]
-
-
 def _is_one_search(search: np.ndarray) -> bool:
     """Whether every record is of one search (first and last compared first: a cheap no for most batches)."""
     return bool(len(search)) and search[0] == search[-1] and bool((search == search[0]).all())
 
 
-def _searches(records: pd.DataFrame) -> pd.DataFrame:
+def _searches(records: pa.Table) -> pd.DataFrame:
     """One row per search: search, position, fen, engine (strings, "" when unknown)."""
-    search = records["search"].to_numpy()
+    search = numbers(records, "search", np.int64, fill=None)
     if _is_one_search(search):
         first = np.zeros(1, dtype=np.int64)  # one search (compare's positions): no unique over the records
     else:
         _, first = np.unique(search, return_index=True)
         first = np.sort(first)
-    # Only the head rows' values are read: converting whole columns cost ~6 ms a position.
+    # Only the head rows' values are read.
     cols: dict[str, object] = {"search": search[first]}
     for name in ("position", "fen", "engine"):
-        cols[name] = (np.asarray(_strings(records[name], first), dtype=object) if name in records.columns
+        cols[name] = (np.asarray(first_strings(records, name, first), dtype=object) if has(records, name)
                       else np.full(len(first), ""))
     frame = pd.DataFrame(cols)
     ids = search[first]
@@ -196,11 +188,12 @@ def _one_each(searches_a: pd.DataFrame, searches_b: pd.DataFrame, hit_a: np.ndar
 
 
 def choose_searches(
-    records_a: pd.DataFrame, records_b: pd.DataFrame, position: str | None
+    records_a: pa.Table | pd.DataFrame, records_b: pa.Table | pd.DataFrame, position: str | None
 ) -> tuple[int, int, str]:
     """(search on A, search on B, position id) to align (:func:`choose_pair` over the records' searches)."""
+    records_a, records_b = records_table(records_a), records_table(records_b)
     for label, records in (("A", records_a), ("B", records_b)):
-        if len(records) == 0:
+        if records.num_rows == 0:
             where = f" for position {position}" if position else ""
             raise InputError(f"{label} has no MOVE or RESULT records{where} (a 0-node search?)")
     if position is None:
@@ -212,13 +205,13 @@ def choose_searches(
     return int(sa["search"].iloc[row_a]), int(sb["search"].iloc[row_b]), label
 
 
-def _one_search(records: pd.DataFrame) -> tuple[int, str, str] | None:
+def _one_search(records: pa.Table) -> tuple[int, str, str] | None:
     """(search, position id, FEN; "" when unknown) when the records hold one search, else None."""
-    search = records["search"].to_numpy()
+    search = numbers(records, "search", np.int64, fill=None)
     if not _is_one_search(search):
         return None
     head = np.zeros(1, dtype=np.int64)
-    pid, fen = ((_strings(records[name], head)[0] if name in records.columns else "") for name in ("position", "fen"))
+    pid, fen = ((first_strings(records, name, head)[0] if has(records, name) else "") for name in ("position", "fen"))
     return int(search[0]), pid, fen
 
 
@@ -236,19 +229,19 @@ def _one_each_side(a: tuple[int, str, str], b: tuple[int, str, str]) -> tuple[in
     return search_a, search_b, str(id_a or id_b)
 
 
-def _iterations(records: pd.DataFrame) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _iterations(records: pa.Table) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(all iterations, completed iterations) of one search's records."""
-    if "iter" not in records.columns:
+    if not has(records, "iter"):
         return (0,), (0,)
-    iters = records["iter"].fillna(0).to_numpy(dtype=np.int64)
+    iters = numbers(records, "iter", np.int64, fill=0)
     all_iters = tuple(int(i) for i in _distinct(iters))
     if len(all_iters) > 1:
         # Records before the first ITER marker carry iter 0; they are not an iteration.
         all_iters = tuple(i for i in all_iters if i != 0)
-    if "ply" in records.columns:
-        at_root = records["ply"].to_numpy() == 0
+    if has(records, "ply"):
+        at_root = numbers(records, "ply", np.float64) == 0
     else:
-        at_root = (records["path"] == "").to_numpy(dtype=bool, na_value=False)
+        at_root = pc.equal(strings(records, "path"), "").fill_null(False).to_numpy(zero_copy_only=False)
     root_result = at_root & _is_result(records)
     done = tuple(int(i) for i in _distinct(iters[root_result]) if i in all_iters)
     return all_iters, (done or all_iters)
@@ -261,15 +254,15 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.bincount(values))
 
 
-def _is_result(records: pd.DataFrame) -> np.ndarray:
-    return equals(records["tag"], "RESULT")
+def _is_result(records: pa.Table) -> np.ndarray:
+    return equals(records, "tag", "RESULT")
 
 
 def choose_iterations(
-    records_a: pd.DataFrame, records_b: pd.DataFrame, iter: int | None
+    records_a: pa.Table | pd.DataFrame, records_b: pa.Table | pd.DataFrame, iter: int | None
 ) -> tuple[int, int, tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]], list[str]]:
     """(iteration on A, iteration on B, A's (all, completed), B's (all, completed), notes)."""
-    ia, ib = _iterations(records_a), _iterations(records_b)
+    ia, ib = _iterations(records_table(records_a)), _iterations(records_table(records_b))
     notes: list[str] = []
     flat_a, flat_b = ia[0] == (0,), ib[0] == (0,)
     if iter is not None:

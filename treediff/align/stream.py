@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from treediff.model.errors import InputError
 from treediff.store.budget import (  # re-exported: their home was here
@@ -38,30 +39,17 @@ from treediff.store.budget import (  # re-exported: their home was here
 )
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from treediff.store.source import Source
 
-#: Bytes counted for each value of an object column besides its pointer: a short Python str (``e2e4/e7e5``: 58).
-OBJECT_VALUE_BYTES = 56
-
-
-def frame_bytes(frame: pd.DataFrame) -> int:
-    """Bytes of a records frame's column buffers (numpy arrays, Arrow string buffers, categorical codes).
-
-    The columns compare reads are numbers, categoricals and strings: with pandas 3 the strings are Arrow-backed
-    and their ``nbytes`` is what they hold (an Arrow slice reports its share of the buffers it views); with
-    pandas 2 they are object columns, whose shallow size counts only the pointers, so each value is counted
-    :data:`OBJECT_VALUE_BYTES` more (an estimate: ``deep=True`` would visit every string)."""
-    if not len(frame.columns):
-        return 0
-    objects = sum(1 for dtype in frame.dtypes if dtype == object)
-    return int(frame.memory_usage(index=False, deep=False).sum()) + objects * len(frame) * OBJECT_VALUE_BYTES
+def frame_bytes(table: pa.Table) -> int:
+    """Bytes of a records table's buffers: every buffer it views, whole (a slice keeps its batch's buffers
+    alive, so a batch's size counts them all; an owned copy counts its own)."""
+    return int(table.get_total_buffer_size())
 
 
 @dataclass
 class _Pending:
-    """One side's records of one position, in memory (frames) or spilled (files), and searches seen.
+    """One side's records of one position, in memory (frames: Arrow tables) or spilled (files), and searches seen.
 
     ``pins``: per frame, the id of the batch it is a slice of (a view that keeps the whole batch alive),
     or -1 when the frame owns its data (a copy: :meth:`_Side.compact`); ``owned``: bytes of those."""
@@ -103,7 +91,7 @@ class _Side:
         self.known = "records" in searches.columns
         self.pending: dict[int, _Pending] = {}
         self.done = np.zeros(len(masks), dtype=bool)
-        self._batches = iter(source.select(wanted).batches(columns, target=target)) if wanted.any() else iter(())
+        self._batches = iter(source.select(wanted).arrow_batches(columns, target=target)) if wanted.any() else iter(())
         self.exhausted = False
         #: Bytes of each batch some pending frame is a slice of (by batch id); the whole batch stays alive.
         self._batch_bytes: dict[int, int] = {}
@@ -124,7 +112,7 @@ class _Side:
         bid, self._next_batch = self._next_batch, self._next_batch + 1
         size = frame_bytes(batch)
         self.batch_peak = max(self.batch_peak, size)
-        search = batch["search"].to_numpy(dtype=np.int64)
+        search = batch.column("search").to_numpy().astype(np.int64, copy=False)
         pos = self.of_search[search]
         order = np.argsort(pos, kind="stable")  # records keep their order within a position
         sorted_pos = pos[order]
@@ -148,11 +136,11 @@ class _Side:
             # A position's records are usually one run of the batch: a slice, not a take of the batch reordered
             # (the positions are numbered in label order, not in the inputs' order).
             if last - first == end - start - 1:
-                entry.frames.append(batch.iloc[first:last + 1])  # a view: the batch stays alive with it
+                entry.frames.append(batch.slice(first, last + 1 - first))  # a view: the batch stays alive with it
                 entry.pins.append(bid)
-                self._batch_bytes[bid], self._batch_rows[bid] = size, len(batch)
+                self._batch_bytes[bid], self._batch_rows[bid] = size, batch.num_rows
             else:  # a take: its own copy
-                part = batch.iloc[order[start:end]]
+                part = batch.take(pa.array(order[start:end], type=pa.int64()))
                 entry.frames.append(part)
                 entry.pins.append(-1)
                 entry.owned += frame_bytes(part)
@@ -172,13 +160,13 @@ class _Side:
         for entry in self.pending.values():
             for frame, pin in zip(entry.frames, entry.pins):
                 if pin >= 0 and pin != current:
-                    pinned[pin] = pinned.get(pin, 0) + len(frame)
+                    pinned[pin] = pinned.get(pin, 0) + frame.num_rows
         sparse = {b for b, rows in pinned.items() if 2 * rows < self._batch_rows.get(b, 0)}
         if sparse:
             self.compact(sparse)
 
     def buffered(self) -> int:
-        return sum(sum(len(f) for f in e.frames) for e in self.pending.values())
+        return sum(sum(f.num_rows for f in e.frames) for e in self.pending.values())
 
     def held(self) -> int:
         """Bytes the pending frames keep alive: every batch one of them is a slice of, whole, plus the
@@ -204,7 +192,7 @@ class _Side:
             self._batch_rows.pop(b, None)
 
     def spill(self, directory: Path) -> None:
-        """Write every in-memory pending frame to ``directory`` (pickles: exact dtypes and categories)."""
+        """Write every in-memory pending frame to ``directory`` (pickles: exact types and dictionaries)."""
         self.compact()  # (a pickled slice would carry only its rows; the copy makes that certain)
         for p, entry in self.pending.items():
             if not entry.frames:
@@ -223,8 +211,9 @@ class _Side:
 def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.ndarray, np.ndarray]],
                    columns: Sequence[str], budget: MemoryBudget, labels: Sequence[str],
                    paths: Sequence[str] = ("A", "B"),
-                   scratch: Callable[[], Path] | None = None) -> Iterator[tuple[int, pd.DataFrame, pd.DataFrame]]:
-    """(position index, A's records, B's records) for each paired position, in the order both sides complete.
+                   scratch: Callable[[], Path] | None = None) -> Iterator[tuple[int, pa.Table, pa.Table]]:
+    """(position index, A's records, B's records: Arrow tables) for each paired position, in the order both
+    sides complete.
 
     ``masks``: per position, A's and B's searches rows (int indices, as
     :func:`~treediff.align.summaries.paired_positions` gives them, or boolean masks); ``labels``:
@@ -237,8 +226,6 @@ def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.
     made on first need).  A position whose records exceed the budget raises :class:`InputError` (see
     :meth:`MemoryBudget.check_pair`).
     """
-    from treediff.store.dataset import concat_keeping_categories
-
     sides = [_Side(source, [m[i] for m in masks], columns, budget.batch_records)
              for i, source in enumerate((source_a, source_b))]
     directory: Path | None = None
@@ -258,14 +245,13 @@ def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.
         for s in sides:
             s.spill(directory)
 
-    def pair(p: int) -> tuple[int, pd.DataFrame, pd.DataFrame]:
+    def pair(p: int) -> tuple[int, pa.Table, pa.Table]:
         (frames_a, n_a), (frames_b, n_b) = sides[0].take(p), sides[1].take(p)
         budget.check_pair(labels[p], n_a, n_b, paths)
         # The aligner's working set, the batches being split and read ahead (two a side) and the pending
         # frames together stay within the limit: make room before aligning.
         room((n_a + n_b) * BYTES_PER_RECORD + 2 * sum(s.batch_peak for s in sides), budget.limit)
-        return (p, _one(frames_a, columns, concat_keeping_categories),
-                _one(frames_b, columns, concat_keeping_categories))
+        return p, _one(frames_a, columns), _one(frames_b, columns)
 
     try:
         turn = 0
@@ -292,27 +278,19 @@ def position_pairs(source_a: Source, source_b: Source, masks: Sequence[tuple[np.
             _remove(directory)
 
 
-def _owned(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``frame`` that shares no buffer with it (numpy, categorical codes and Arrow strings alike).
-
-    ``DataFrame.take`` of every row and ``copy(deep=True)`` both keep viewing the batch (pandas returns a view
-    for a take of 0..n-1, and Arrow arrays are never copied): each column's array is taken instead."""
-    import pandas as pd
-
-    every = np.arange(len(frame))
-    out = pd.DataFrame({name: frame[name].array.take(every) for name in frame.columns}, copy=False)
-    out.index = frame.index
-    return out
+def _owned(frame: pa.Table) -> pa.Table:
+    """A copy of ``frame`` that shares no record buffer with it (a slice of a batch keeps the whole batch
+    alive; the copy does not).  A dictionary column's copy keeps its dictionary (one small array a batch)."""
+    return frame.take(pa.array(np.arange(frame.num_rows, dtype=np.int64)))
 
 
-def _one(frames: list, columns: Sequence[str], concat: Callable) -> pd.DataFrame:
+def _one(frames: list, columns: Sequence[str]) -> pa.Table:
     if not frames:
-        import pandas as pd
-
-        return pd.DataFrame({c: [] for c in dict.fromkeys(("engine", "search", *columns))})
+        return pa.table({c: pa.array([], pa.null()) for c in dict.fromkeys(("engine", "search", *columns))})
     if len(frames) == 1:
-        return frames[0].reset_index(drop=True)
-    return concat(frames).reset_index(drop=True)
+        return frames[0]
+    # (a side's batches share one schema; "permissive" also unifies a dictionary's index width should two differ)
+    return pa.concat_tables(frames, promote_options="permissive")
 
 
 def _scratch() -> Path:

@@ -130,15 +130,24 @@ class SearchChunks(Source):
         return masks
 
     def batches(self, columns=None, target: int = BATCH_RECORDS):
+        return self._batches(columns, target, pandas=True)
+
+    def arrow_batches(self, columns=None, target: int = BATCH_RECORDS):
+        return self._batches(columns, target, pandas=False)
+
+    def _batches(self, columns, target: int, pandas: bool):
         from concurrent.futures import ThreadPoolExecutor
+
+        def of(source):
+            return source.batches(columns, target) if pandas else source.arrow_batches(columns, target)
 
         masks = self.chunks(target)
         if len(masks) <= 1:
-            yield from self._inner.batches(columns, target)
+            yield from of(self._inner)
             return
 
         def read(keep):
-            return list(self._inner.select(keep).batches(columns, target))
+            return list(of(self._inner.select(keep)))
 
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(read, masks[0])
@@ -223,6 +232,9 @@ class IndexedLogSource(Source):
 
     def batches(self, columns=None, target: int = BATCH_RECORDS):
         yield from self.parsed().batches(columns, target)
+
+    def arrow_batches(self, columns=None, target: int = BATCH_RECORDS):
+        yield from self.parsed().arrow_batches(columns, target)
 
     def span_bytes(self) -> int:
         """Bytes :meth:`parsed` reads for one search (the log's size for several)."""

@@ -90,6 +90,15 @@ class Source(abc.ABC):
         Only ``columns`` (plus ``engine`` and ``search``) are read; None reads every column.
         """
 
+    def arrow_batches(self, columns: Sequence[str] | None = None,
+                      target: int = BATCH_RECORDS) -> Iterator[pa.Table]:
+        """:meth:`batches` as Arrow tables (string columns as dictionaries where the batch has categoricals).
+
+        Sources that hold Arrow (a parsed log, a Parquet pair) give their tables without the pandas
+        conversion; this default converts each pandas batch."""
+        for batch in self.batches(columns, target):
+            yield pa.Table.from_pandas(batch, preserve_index=False)
+
     @abc.abstractmethod
     def select(self, keep: np.ndarray) -> Source:
         """The source restricted to the searches rows where ``keep`` is true (same ``search`` numbers)."""
@@ -178,8 +187,12 @@ class ArrowSource(Source):
         return self._searches
 
     def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
-        table = self._kept.arrow(self._read(_wanted(columns)))
-        yield table.to_pandas()
+        for table in self.arrow_batches(columns, target):
+            yield table.to_pandas()
+
+    def arrow_batches(self, columns: Sequence[str] | None = None,
+                      target: int = BATCH_RECORDS) -> Iterator[pa.Table]:
+        yield self._kept.arrow(self._read(_wanted(columns)))
 
     def select(self, keep: np.ndarray) -> Source:
         rows = _rows(keep, len(self._searches))
@@ -424,19 +437,29 @@ class GroupedSource(ArrowSource):
         self._spans = spans
 
     def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
+        return self._batches(columns, target, pandas=True)
+
+    def arrow_batches(self, columns: Sequence[str] | None = None,
+                      target: int = BATCH_RECORDS) -> Iterator[pa.Table]:
+        return self._batches(columns, target, pandas=False)
+
+    def _batches(self, columns: Sequence[str] | None, target: int, pandas: bool) -> Iterator[Any]:
         wanted = _wanted(columns)
         ids = None if self._kept.ids is None else np.sort(np.asarray(self._kept.ids, dtype=np.int64))
         plan = None if self._spans is None else plan_row_groups(self._spans, target, ids)
         if plan is None or sum(len(read) for read in plan) <= 1:
             groups = None if plan is None else (plan[0] if plan else [])
-            yield self._kept.arrow(self._read_groups(wanted, groups)).to_pandas()
+            table = self._kept.arrow(self._read_groups(wanted, groups))
+            yield table.to_pandas() if pandas else table
             return
         # The batches are built (read, cut, converted to pandas) on a thread one batch ahead of the consumer:
         # Parquet decoding, the conversion and the consumer's compiled passes release the GIL, so reading
-        # batch k + 1 overlaps counting batch k instead of waiting for it (issue 13).
-        yield from read_ahead(self._cut_batches(wanted, [g for read in plan for g in read], target))
+        # batch k + 1 overlaps counting batch k instead of waiting for it (issue 13).  (The generator runs on
+        # that thread: the conversion too.)
+        tables = self._cut_batches(wanted, [g for read in plan for g in read], target)
+        yield from read_ahead((table.to_pandas() for table in tables) if pandas else tables)
 
-    def _cut_batches(self, wanted: list[str] | None, groups: list[int], target: int) -> Iterator[pd.DataFrame]:
+    def _cut_batches(self, wanted: list[str] | None, groups: list[int], target: int) -> Iterator[pa.Table]:
         """Batches of the groups ``groups``, read one at a time: a batch is cut inside a group at the last
         point no search spans (the parser's groups end mid-search, so cuts between groups alone would rarely
         exist), the rest carried into the next batch.  A cut holding none of a selection's searches (a group's
@@ -456,18 +479,18 @@ class GroupedSource(ArrowSource):
                 continue
             batch = self._kept.arrow(table.slice(0, cut))
             if batch.num_rows:
-                yield batch.to_pandas()
+                yield batch
                 yielded = True
             else:
                 empty = batch
             carry = table.slice(cut)
         rest = self._kept.arrow(carry) if carry is not None else None
         if rest is not None and rest.num_rows:
-            yield rest.to_pandas()
+            yield rest
         elif not yielded:
             last = rest if rest is not None else empty
             if last is not None:
-                yield last.to_pandas()
+                yield last
 
     def select(self, keep: np.ndarray) -> Source:
         rows = _rows(keep, len(self._searches))
@@ -663,9 +686,24 @@ class CombinedSource(Source):
         for source, ids, offset in self._parts:
             for batch in source.batches(columns, target):
                 if len(batch):
-                    batch["search"] = (np.searchsorted(ids, batch["search"].to_numpy(dtype=np.int64))
-                                       + offset).astype("int32")
+                    batch["search"] = self._renumbered(batch["search"].to_numpy(dtype=np.int64), ids, offset)
                 yield batch
+
+    def arrow_batches(self, columns: Sequence[str] | None = None,
+                      target: int = BATCH_RECORDS) -> Iterator[pa.Table]:
+        for source, ids, offset in self._parts:
+            for table in source.arrow_batches(columns, target):
+                if table.num_rows:
+                    at = table.schema.get_field_index("search")
+                    search = table.column(at).to_numpy()
+                    table = table.set_column(at, pa.field("search", pa.int32()),
+                                             pa.array(self._renumbered(search, ids, offset)))
+                yield table
+
+    @staticmethod
+    def _renumbered(search: np.ndarray, ids: np.ndarray, offset: int) -> np.ndarray:
+        """An input's search ids as the combined source numbers them (offset + rank), int32."""
+        return (np.searchsorted(ids, search.astype(np.int64, copy=False)) + offset).astype("int32")
 
     def select(self, keep: np.ndarray) -> Source:
         keep = np.asarray(keep, dtype=bool)
