@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
+from treediff.report import floats
 from treediff.report.core import Fold, Folded, Report, ReportRequest, Section, build_reports, finish_report, fold_many
 from treediff.report.filters import IterationCut
 from treediff.report.pairing import (ITERATIONS, LETTERS, Pairing, SideDepths, cut_filter, cut_view, depths_of,
@@ -319,7 +320,7 @@ def _nodes_table(figures: Sequence[_Figures], pairing: Pairing) -> pd.DataFrame:
         for name in ratio_names:
             good = both[(both[name] > 0) & np.isfinite(both[name])]
             if len(good) > 1:
-                geo[name] = float(np.exp(np.log(good[name]).mean()))
+                geo[name] = float(floats.exp(floats.log(good[name].to_numpy(dtype=np.float64)).mean()))
                 shown = True
         if shown:
             rows.append(pd.DataFrame([geo]))

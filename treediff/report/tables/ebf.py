@@ -56,6 +56,7 @@ from typing import Sequence
 
 from treediff.model.errors import InputError
 from treediff.parse.visits import main_visit_flags
+from treediff.report import floats
 from treediff.report.grouping import RECORD_KEYS, key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 
@@ -379,11 +380,11 @@ def ebf_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_nodes = np.bincount(g[known], weights=nodes[known], minlength=n_g) / np.where(n_known > 0, n_known, np.nan)
         ebf = np.where((dmin == dmax) & (dmin > 0) & (mean_nodes > 0),
-                       mean_nodes ** (1.0 / np.where(dmin > 0, dmin, 1)), np.nan)
+                       floats.power(mean_nodes, 1.0 / np.where(dmin > 0, dmin, 1)), np.nan)
         ok = known & (depth > 0) & (nodes > 0)
-        logs = np.bincount(g[ok], weights=np.log(nodes[ok]) / depth[ok], minlength=n_g)
+        logs = np.bincount(g[ok], weights=floats.log(nodes[ok]) / depth[ok], minlength=n_g)
         n_ok = np.bincount(g[ok], minlength=n_g)
-        ebf_geo = np.where(n_ok > 0, np.exp(logs / np.where(n_ok > 0, n_ok, 1)), np.nan)
+        ebf_geo = np.where(n_ok > 0, floats.exp(logs / np.where(n_ok > 0, n_ok, 1)), np.nan)
         # Last-iteration estimator: each search's own final iteration D and D - 2.
         rows = np.arange(len(nodes))
         fin = sn.final_iter
@@ -405,7 +406,7 @@ def ebf_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
         last = d_res[cand] - 1
         first_n, last_n = grid[cand, 0], grid[cand, last]
         good = (first_n > 0) & (last_n > 0)
-        fan[cand[good]] = (last_n[good] / first_n[good]) ** (1.0 / last[good])
+        fan[cand[good]] = floats.power(last_n[good] / first_n[good], 1.0 / last[good])
     out = pd.DataFrame({"searches": count.astype(np.int64), "node_source": labels,
                         "mean_nodes": mean_nodes, "depth_min": dmin, "depth_max": dmax, "ebf": ebf,
                         "ebf_geo": ebf_geo, "ebf_iter": ebf_iter, "ebf_fanout": fan})
