@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 
-def _each(function, *arrays: np.ndarray) -> np.ndarray:
+def _each(function, *arrays: np.ndarray | float) -> np.ndarray:
     """``function`` of the arrays' values element by element (broadcast), as float64; NaN in, NaN out."""
     columns = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in arrays))
     shape = columns[0].shape
