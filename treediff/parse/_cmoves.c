@@ -570,6 +570,40 @@ static int grow(Checker *c, Py_ssize_t need)
 }
 
 /* Length of the common prefix of a and b (limit bytes at most), eight bytes at a time where it can. */
+/* Arrow's / polars' 16-byte string views: the length (int32), then the bytes inline when they fit in 12,
+ * else a 4-byte prefix, the index of the data buffer and the offset in it (int32 each). */
+
+/* Whether every one of the ``n`` views' bytes lies in its data buffer: checked before any is read. */
+static int views_in_bounds(const unsigned char *v, Py_ssize_t n, const Py_buffer *data, Py_ssize_t n_data)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t len, buf, off;
+        memcpy(&len, v + i * 16, 4);
+        if (len < 0)
+            return 0;
+        if (len > 12) {
+            memcpy(&buf, v + i * 16 + 8, 4);
+            memcpy(&off, v + i * 16 + 12, 4);
+            if (buf < 0 || buf >= n_data || off < 0 || (Py_ssize_t)off + len > data[buf].len)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* View ``i``'s bytes (its length in ``*len``); the views were checked by views_in_bounds. */
+static inline const unsigned char *view_bytes(const unsigned char *v, Py_ssize_t i, const Py_buffer *data,
+                                              int32_t *len)
+{
+    int32_t buf, off;
+    memcpy(len, v + i * 16, 4);
+    if (*len <= 12)
+        return v + i * 16 + 4;
+    memcpy(&buf, v + i * 16 + 8, 4);
+    memcpy(&off, v + i * 16 + 12, 4);
+    return (const unsigned char *)data[buf].buf + off;
+}
+
 static inline Py_ssize_t common_prefix(const unsigned char *a, const unsigned char *b, Py_ssize_t limit)
 {
     Py_ssize_t i = 0;
@@ -763,23 +797,7 @@ static PyObject *scan_paths(Checker *c, PyObject *args, int counting)
     }
     const unsigned char *v = (const unsigned char *)views.buf;
     /* Every view's bytes must lie in its buffer: checked first, so the scan cannot read out of bounds. */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t len, buf, off;
-        memcpy(&len, v + i * 16, 4);
-        if (len < 0) {
-            failed = 1;
-            break;
-        }
-        if (len > 12) {
-            memcpy(&buf, v + i * 16 + 8, 4);
-            memcpy(&off, v + i * 16 + 12, 4);
-            if (buf < 0 || buf >= n_data || off < 0 || (Py_ssize_t)off + len > data[buf].len) {
-                failed = 1;
-                break;
-            }
-        }
-    }
-    if (failed) {
+    if (!views_in_bounds(v, n, data, n_data)) {
         PyErr_Format(PyExc_ValueError, "%s: a string view points outside its data buffer", name);
         goto done;
     }
@@ -798,16 +816,8 @@ static PyObject *scan_paths(Checker *c, PyObject *args, int counting)
             }
             continue;
         }
-        int32_t len, buf, off;
-        memcpy(&len, v + i * 16, 4);
-        const unsigned char *p;
-        if (len <= 12) {
-            p = v + i * 16 + 4;
-        } else {
-            memcpy(&buf, v + i * 16 + 8, 4);
-            memcpy(&off, v + i * 16 + 12, 4);
-            p = (const unsigned char *)data[buf].buf + off;
-        }
+        int32_t len;
+        const unsigned char *p = view_bytes(v, i, data, &len);
         int r = check_path(c, p, len);
         if (r < 0) {
             failed = 1;
@@ -1473,19 +1483,7 @@ static PyObject *SanResolver_resolve_views(SanResolver *c, PyObject *args)
     }
     const unsigned char *v = (const unsigned char *)views.buf;
     /* Every view's bytes must lie in its buffer: checked first, so the scan cannot read out of bounds. */
-    for (Py_ssize_t i = 0; i < n && !failed; i++) {
-        int32_t len, buf, off;
-        memcpy(&len, v + i * 16, 4);
-        if (len < 0)
-            failed = 1;
-        else if (len > 12) {
-            memcpy(&buf, v + i * 16 + 8, 4);
-            memcpy(&off, v + i * 16 + 12, 4);
-            if (buf < 0 || buf >= n_data || off < 0 || (Py_ssize_t)off + len > data[buf].len)
-                failed = 1;
-        }
-    }
-    if (failed) {
+    if (!views_in_bounds(v, n, data, n_data)) {
         PyErr_SetString(PyExc_ValueError, "SanResolver.resolve_views: a string view points outside its data buffer");
         goto done;
     }
@@ -1501,16 +1499,8 @@ static PyObject *SanResolver_resolve_views(SanResolver *c, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     offsets[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t len, buf, off;
-        memcpy(&len, v + i * 16, 4);
-        const unsigned char *p;
-        if (len <= 12) {
-            p = v + i * 16 + 4;
-        } else {
-            memcpy(&buf, v + i * 16 + 8, 4);
-            memcpy(&off, v + i * 16 + 12, 4);
-            p = (const unsigned char *)data[buf].buf + off;
-        }
+        int32_t len;
+        const unsigned char *p = view_bytes(v, i, data, &len);
         Py_ssize_t ulen = 0;
         int r = san_path(c, p, len, &ulen);
         if (r < 0) {
