@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treediff.align.columns import codes, has, numbers, records_table, strings
+from treediff.align.columns import PATH_TYPE, codes, has, numbers, records_table, strings
 from treediff.model.schema import KIND_VALUES
 from treediff.parse.visits import VisitTree, visit_numbers, visit_tree
 
@@ -90,7 +90,7 @@ LOAD_COLUMNS = ("position", "fen", "iter", "ply", *NEEDED_COLUMNS)
 VISIT_MODES = ("main", "all")
 #: ``visit_label`` values (``visits="all"``), in the order a path's rows come.
 VISIT_LABELS = ("main", "verify", "re-search")
-_PATH_DTYPE = pa.large_string()
+_PATH_DTYPE = PATH_TYPE  # (the type align/columns.py reads paths as)
 # The big transient Arrow buffers (hash tables, parent strings) go to the
 # system allocator, which hands them back when freed; Arrow's default pool
 # keeps them, and numpy cannot reuse them, so peak RSS would grow by ~0.5 GB.
