@@ -41,32 +41,7 @@
 #define C_MULTICUT 3
 #define C_NONE 4
 
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static inline uint64_t hash_bytes(const unsigned char *p, int64_t len)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
-    int64_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = mix64(h ^ w);
-    }
-    if (i < len) {
-        uint64_t w = 0;
-        memcpy(&w, p + i, (size_t)(len - i));
-        h = mix64(h ^ w ^ 0x5bd1e995ULL);
-    }
-    return h;
-}
+#include "../_chash.h"  /* mix64, hash_bytes */
 
 /* Large tables are accessed at random: ask for transparent huge pages (fewer TLB misses), where the kernel
  * gives them on request. */
