@@ -23,6 +23,26 @@
 
 #include "../_chash.h"  /* mix64, hash_bytes */
 
+/* ------------------------------------------------------------------ open addressing */
+/* Slots for ``entries`` keys: the least power of two, at least ``least``, above twice the entries
+ * (a load factor under one half keeps the linear probes short). */
+static uint64_t slot_count(int64_t entries, uint64_t least)
+{
+    uint64_t size = least;
+    while (size < (uint64_t)(entries * 2 + 1))
+        size <<= 1;
+    return size;
+}
+
+/* ``size`` int64 slots, every one -1 (empty); NULL when out of memory. */
+static int64_t *empty_slots(uint64_t size)
+{
+    int64_t *slots = malloc(size * sizeof(int64_t));
+    if (slots)
+        memset(slots, 0xff, size * sizeof(int64_t));
+    return slots;
+}
+
 /* ------------------------------------------------------------------ strings -> codes */
 typedef struct {
     int64_t *slots;              /* -1: empty; else a code */
@@ -36,10 +56,8 @@ typedef struct {
 
 static int strtab_init(StrTab *t, int64_t cap)
 {
-    uint64_t size = 16;
-    while (size < (uint64_t)(cap * 2 + 1))
-        size <<= 1;
-    t->slots = malloc(size * sizeof(int64_t));
+    uint64_t size = slot_count(cap, 16);
+    t->slots = empty_slots(size);
     t->ptr = malloc(sizeof(*t->ptr) * (size_t)(cap + 1));
     t->len = malloc(sizeof(int64_t) * (size_t)(cap + 1));
     t->hash = malloc(sizeof(uint64_t) * (size_t)(cap + 1));
@@ -50,7 +68,6 @@ static int strtab_init(StrTab *t, int64_t cap)
     t->cap = cap;
     if (!t->slots || !t->ptr || !t->len || !t->hash || !t->ply || !t->parent)
         return 0;
-    memset(t->slots, 0xff, size * sizeof(int64_t));
     return 1;
 }
 
@@ -68,13 +85,10 @@ static void strtab_free(StrTab *t)
 static int strtab_grow(StrTab *t)
 {
     int64_t cap = t->cap * 2 + 16;
-    uint64_t size = (t->mask + 1) * 2;
-    while (size < (uint64_t)(cap * 2 + 1))
-        size <<= 1;
-    int64_t *slots = malloc(size * sizeof(int64_t));
+    uint64_t size = slot_count(cap, (t->mask + 1) * 2);
+    int64_t *slots = empty_slots(size);
     if (!slots)
         return 0;
-    memset(slots, 0xff, size * sizeof(int64_t));
     void *q;
     if (!(q = realloc(t->ptr, sizeof(*t->ptr) * (size_t)(cap + 1)))) { free(slots); return 0; }
     t->ptr = q;
@@ -421,15 +435,12 @@ typedef struct {
 
 static int pairtab_init(PairTab *t, int64_t n)
 {
-    uint64_t size = 16;
-    while (size < (uint64_t)(n * 2 + 1))
-        size <<= 1;
+    uint64_t size = slot_count(n, 16);
     t->keys = malloc(size * sizeof(int64_t));
-    t->vals = malloc(size * sizeof(int64_t));
+    t->vals = empty_slots(size);  /* val -1: empty */
     t->mask = size - 1;
     if (!t->keys || !t->vals)
         return 0;
-    memset(t->vals, 0xff, size * sizeof(int64_t));  /* val -1: empty */
     return 1;
 }
 
