@@ -30,12 +30,19 @@ LOGS = [TRACES / f"{engine}_batch3.log" for engine in ("typhoon", "stockfish", "
 
 
 class CountingSource(Source):
-    """A source that counts the reads of its records (each :meth:`batches` call, its relabelled copies' too)."""
+    """A source that counts the reads of its records (each :meth:`batches` call, its relabelled copies' too).
 
-    def __init__(self, inner: Source, counter: list[int] | None = None):
+    ``profile``: whether it passes on its inner source's iteration profile (a spilled log's), else it has
+    none, as a source that must be read for it."""
+
+    def __init__(self, inner: Source, counter: list[int] | None = None, profile: bool = False):
         self.inner = inner
         self.warnings = []
         self.counter = [0] if counter is None else counter
+        self.profile = profile
+
+    def iteration_profile(self) -> pd.DataFrame | None:
+        return self.inner.iteration_profile() if self.profile else None
 
     @property
     def reads(self) -> int:
@@ -53,7 +60,7 @@ class CountingSource(Source):
         return self.inner.select(keep)
 
     def with_searches(self, searches: pd.DataFrame) -> Source:
-        return CountingSource(self.inner.with_searches(searches), self.counter)
+        return CountingSource(self.inner.with_searches(searches), self.counter, self.profile)
 
 
 @pytest.fixture(scope="module")
@@ -206,15 +213,16 @@ def test_compare_figures_are_the_separate_reports_of_the_cut_views() -> None:
 STOPPED = DEEP.replace("RESULT path=- ply=0 d=3 score=10 bound=exact\n", "")
 
 
-def _compare_counting(tmp_path: Path, text_a: str, text_b: str, monkeypatch, one_read: bool):
+def _compare_counting(tmp_path: Path, text_a: str, text_b: str, monkeypatch, one_read: bool, profile: bool = False,
+                      **options):
     sources = []
     for name, text in (("a", text_a), ("b", text_b)):
         path = tmp_path / f"{name}.log"
         path.write_text(text)
-        sources.append(CountingSource(open_source(path)))
+        sources.append(CountingSource(open_source(path), profile=profile))
     if not one_read:
         monkeypatch.setattr(compare_module, "_cut_expected_to_keep_everything", lambda *args: False)
-    result = compare(Side("a", sources[0]), Side("b", sources[1]), lmr_by_phase=True)
+    result = compare(Side("a", sources[0]), Side("b", sources[1]), lmr_by_phase=True, **options)
     monkeypatch.undo()
     return result, [s.reads for s in sources]
 
@@ -246,3 +254,38 @@ def test_compare_reads_again_when_the_cut_drops_records(tmp_path, monkeypatch):
     assert row["lmr_pct_a"] == row["lmr_pct_b"] == pytest.approx(20.0)
     want, _ = _compare_counting(tmp_path, DEEP, STOPPED, monkeypatch, one_read=False)
     _assert_same_comparison(got, want)
+
+
+# ------------------------------------------------- compare: a spilled log's iteration profile, no first read
+
+
+@pytest.mark.parametrize("options", [{}, {"depth": 1}, {"depth": 2}], ids=["deepest", "depth1", "depth2"])
+def test_compare_reads_each_side_once_with_the_spills_iteration_profile(tmp_path, monkeypatch, options):
+    """A log's spill counted every search's iteration profile as it was written: compare pairs before reading
+    and reads each side once, cut to the pairing, where without the profile it reads each twice (the cut drops
+    records: B did not complete iteration 3, or --depth); the comparison is the same."""
+    got, reads = _compare_counting(tmp_path, DEEP, STOPPED, monkeypatch, one_read=True, profile=True, **options)
+    assert reads == [1, 1]
+    want, reads = _compare_counting(tmp_path, DEEP, STOPPED, monkeypatch, one_read=True, **options)
+    assert reads == [2, 2]
+    _assert_same_comparison(got, want)
+    row = got.nodes.iloc[0]
+    # Hand counts (tests/support/pairing_traces.py): nodes through iteration 1, 2: 1, 3.
+    depth = options.get("depth", 2)  # (default: the deepest iteration both completed, 2)
+    assert (row["depth_a"], row["nodes_a"], row["nodes_b"]) == (depth, {1: 1, 2: 3}[depth], {1: 1, 2: 3}[depth])
+
+
+def test_compare_with_the_profile_pairs_unpaired_positions_as_before():
+    """typhoon's three positions against stockfish's start position (one paired; --allow-different-positions):
+    one read a side with the profiles, and every table as the read profile gives it."""
+    sides = []
+    for profile in (True, False):
+        a = CountingSource(open_sources([str(TRACES / "typhoon_batch3.log")]), profile=profile)
+        b = CountingSource(open_sources([str(TRACES / "stockfish_start.log")]), profile=profile)
+        result = compare(Side("typhoon", a), Side("stockfish", b), allow_different_positions=True, target=500,
+                         lmr_by_phase=True)
+        sides.append((result, [a.reads, b.reads]))
+    (got, reads_profiled), (want, reads_read) = sides
+    assert reads_profiled == [1, 1] and reads_read == [2, 2]
+    _assert_same_comparison(got, want)
+    assert got.only_a == want.only_a and len(got.only_a) == 2

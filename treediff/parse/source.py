@@ -158,6 +158,9 @@ class SearchChunks(Source):
                 del current
             yield from pending.result()
 
+    def iteration_profile(self):
+        return self._inner.iteration_profile()
+
     def select(self, keep) -> Source:
         return SearchChunks(self._inner.select(keep))
 

@@ -253,6 +253,24 @@ def _first_read(source: Source, keys: np.ndarray, target: int, lmr_by_phase: boo
     return _FirstRead(depths, folds, rest[1:], tops)
 
 
+def _profile_partial(source: Source) -> pd.DataFrame | None:
+    """The source's own iteration profile (:meth:`~treediff.store.source.Source.iteration_profile`) as the
+    :data:`ITERATIONS` partial of its searches rows (srow, iter, key, results, roots, root_depth), or None."""
+    profile = source.iteration_profile()
+    if profile is None:
+        return None
+    numbers = source.searches["search"].to_numpy(dtype=np.int64)
+    search = profile["search"].to_numpy(dtype=np.int64)
+    order = np.argsort(numbers, kind="stable")
+    at = np.searchsorted(numbers[order], search).clip(max=max(len(numbers) - 1, 0))
+    mine = (numbers[order][at] == search) if len(numbers) else np.zeros(len(search), dtype=bool)
+    return pd.DataFrame({"srow": order[at[mine]].astype(np.int64), "iter": profile["iter"].to_numpy(dtype=np.int64)[mine],
+                         "key": np.zeros(int(mine.sum()), dtype=np.int64),
+                         "results": profile["results"].to_numpy(dtype=np.int64)[mine],
+                         "roots": profile["roots"].to_numpy(dtype=np.int64)[mine],
+                         "root_depth": profile["root_depth"].to_numpy(dtype=np.float64)[mine]})
+
+
 def _cut_expected_to_keep_everything(keys: Sequence[np.ndarray], searches: Sequence[pd.DataFrame],
                                      depth: int | None) -> bool:
     """Whether the searches table already says every side searched every position to one last iteration
@@ -417,8 +435,16 @@ def compare(*sides: Side, allow_different_positions: bool = False, depth: int | 
             raise InputError(f"{LETTERS[i].upper()} ({side.label}) holds no searches")
     release_freed_memory()  # (the tables read every batch of every side: freed batches go back to the system)
     keys = [search_position_keys(side.searches) for side in sides]
-    one_read = _cut_expected_to_keep_everything(keys, [side.searches for side in sides], depth)
-    first = [_first_read(side.source, k, target, lmr_by_phase, one_read) for side, k in zip(sides, keys)]
+    known = [_profile_partial(side.source) for side in sides]
+    if all(profile is not None for profile in known):
+        # Every side's iteration profile was counted as its log was spilled: the pairing is known before any
+        # read, and each side is read once, cut to it.
+        one_read = False
+        first = [_FirstRead(depths_of(side.searches, [profile], k), [], [], pd.DataFrame({"srow": [], "iter": []}))
+                 for side, k, profile in zip(sides, keys, known)]
+    else:
+        one_read = _cut_expected_to_keep_everything(keys, [side.searches for side in sides], depth)
+        first = [_first_read(side.source, k, target, lmr_by_phase, one_read) for side, k in zip(sides, keys)]
     depths = [f.depths for f in first]
     pairing = pair_positions(depths, [side.searches for side in sides], depth)
     everywhere = all(all(pairing.present[k]) for k in pairing.order)

@@ -27,6 +27,7 @@ from treediff.report.core import fold_tables
 from treediff.report.filters import IterationCut, counts_view
 from treediff.report.table import Batch, Grouping, Section, concat
 from treediff.report.tables.nodes import search_position_keys
+from treediff.store.iterations import cell_counts
 from treediff.store.source import BATCH_RECORDS, Source
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -39,16 +40,10 @@ class _Iterations:
     columns = ("tag", "iter", "ply", "depth")
 
     def partial(self, batch: Batch) -> pd.DataFrame:
-        res = batch.is_result
-        rg = batch.record_groups.record_group
-        root = res & (batch.plies == 0)
-        results = np.bincount(rg[res], minlength=batch.n_cells)
-        roots = np.bincount(rg[root], minlength=batch.n_cells)
-        depth = np.full(batch.n_cells, -np.inf)
-        if root.any():
-            np.maximum.at(depth, rg[root], np.asarray(batch.records["depth"], dtype=np.float64)[root])
-        return batch.cell_frame(np.arange(batch.n_cells), results=results.astype(np.int64),
-                                roots=roots.astype(np.int64), root_depth=depth)
+        depth = np.asarray(batch.records["depth"], dtype=np.float64) if len(batch.records) else np.zeros(0)
+        results, roots, deepest = cell_counts(batch.record_groups.record_group, batch.n_cells, batch.is_result,
+                                              batch.plies, depth)
+        return batch.cell_frame(np.arange(batch.n_cells), results=results, roots=roots, root_depth=deepest)
 
     def finish(self, partials: Sequence[pd.DataFrame], grouping: Grouping) -> list[Section]:
         return []

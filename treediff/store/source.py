@@ -107,6 +107,14 @@ class Source(abc.ABC):
     def with_searches(self, searches: pd.DataFrame) -> Source:
         """The same rows (order and ``search`` numbers) with other column values, e.g. filled positions."""
 
+    def iteration_profile(self) -> pd.DataFrame | None:
+        """Every search's iteration profile (:mod:`treediff.store.iterations`: per (search, iter) holding
+        records, its RESULT and root RESULT records and deepest root depth) when the source knows it without
+        reading its records (a spilled log counted it as it was written), else None.  It may list searches
+        the source does not hold (a selection keeps its input's profile): readers keep the ones of
+        :attr:`searches`."""
+        return None
+
     def records(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """Every batch as one DataFrame (for consumers that need a search's records whole, as the aligner)."""
         frames = list(self.batches(columns, target=np.iinfo(np.int64).max))
@@ -431,10 +439,14 @@ class GroupedSource(ArrowSource):
 
     def __init__(self, read_records: Callable[..., pa.Table], searches: pd.DataFrame,
                  spans: list[tuple[int, int, int]] | None, warnings: list[str] | None = None,
-                 kept: _KeptIds | None = None):
+                 kept: _KeptIds | None = None, profile: pd.DataFrame | None = None):
         super().__init__(read_records, searches, warnings, kept)
         self._read_groups: Callable[..., pa.Table] = read_records  # the same object as _read
         self._spans = spans
+        self._profile = profile  # (a spill's, counted as it was written; a Parquet pair has none)
+
+    def iteration_profile(self) -> pd.DataFrame | None:
+        return self._profile
 
     def batches(self, columns: Sequence[str] | None = None, target: int = BATCH_RECORDS) -> Iterator[pd.DataFrame]:
         return self._batches(columns, target, pandas=True)
@@ -495,11 +507,12 @@ class GroupedSource(ArrowSource):
     def select(self, keep: np.ndarray) -> Source:
         rows = _rows(keep, len(self._searches))
         ids = self._searches["search"].to_numpy(dtype=np.int64)[rows]
-        return GroupedSource(self._read, self._searches.iloc[rows], self._spans, self.warnings, _KeptIds(ids))
+        return GroupedSource(self._read, self._searches.iloc[rows], self._spans, self.warnings, _KeptIds(ids),
+                             self._profile)
 
     def with_searches(self, searches: pd.DataFrame) -> Source:
         _same_rows(searches, self._searches)
-        return GroupedSource(self._read, searches, self._spans, self.warnings, self._kept)
+        return GroupedSource(self._read, searches, self._spans, self.warnings, self._kept, self._profile)
 
 
 #: A ``treediff parse`` Parquet pair's source (:func:`parquet_source`): a :class:`GroupedSource` whose
@@ -699,6 +712,22 @@ class CombinedSource(Source):
                     table = table.set_column(at, pa.field("search", pa.int32()),
                                              pa.array(self._renumbered(search, ids, offset)))
                 yield table
+
+    def iteration_profile(self) -> pd.DataFrame | None:
+        """The inputs' profiles, each input's searches renumbered as its records are (None: an input has none)."""
+        import pandas as pd
+
+        frames = []
+        for source, ids, offset in self._parts:
+            profile = source.iteration_profile()
+            if profile is None:
+                return None
+            search = profile["search"].to_numpy(dtype=np.int64)
+            mine = np.isin(search, ids)  # (an input's profile may list searches its selection dropped)
+            part = profile[mine].copy()
+            part["search"] = self._renumbered(search[mine], ids, offset).astype(np.int64)
+            frames.append(part)
+        return pd.concat(frames, ignore_index=True) if frames else None
 
     @staticmethod
     def _renumbered(search: np.ndarray, ids: np.ndarray, offset: int) -> np.ndarray:

@@ -14,6 +14,8 @@ Layout of a spill directory:
   order) a Parquet pair's row groups give.  Each file's schema metadata holds the batch's rows and
   smallest and largest ``search`` (its "span", as a Parquet row group's statistics give it).
 * ``records.searches.parquet``: the searches table, as a ``treediff parse`` pair has it (it is small).
+* ``records.iterations.parquet``: every search's iteration profile (:mod:`treediff.store.iterations`), counted
+  from the parts as they were written: compare pairs searches by it without reading the records for it.
 
 :class:`SpillWriter` writes one; :func:`spill_source` reads it as a
 :class:`~treediff.store.source.GroupedSource` (the batching of a Parquet pair: a part is a row group).
@@ -26,16 +28,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Sequence
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from treediff.model.errors import InputError
 from treediff.store.files import is_write_failure, write_error
+from treediff.store.iterations import PROFILE_RECORD_COLUMNS, merge_profiles, profile_of
 from treediff.store.source import GroupedSource, read_searches
 from treediff.store.validate import check_finite
 
-__all__ = ["SPILL_COMPRESSION", "SpillWriter", "spill_searches_path", "spill_source"]
+__all__ = ["SPILL_COMPRESSION", "SpillWriter", "spill_iterations_path", "spill_searches_path", "spill_source"]
 
 #: How the parts are compressed (``pa.ipc.IpcWriteOptions(compression=...)``).  Measured on the 1M-line
 #: stockfish log's 10 chunks (docs/PERFORMANCE.md): uncompressed 153 MB (19x the Parquet spill's 7.9 MB),
@@ -54,6 +58,11 @@ _PART_SUFFIX = ".arrow"
 def spill_searches_path(directory: str | os.PathLike[str]) -> Path:
     """Where a spill directory keeps its searches table (Parquet, as a ``treediff parse`` pair's)."""
     return Path(directory) / "records.searches.parquet"
+
+
+def spill_iterations_path(directory: str | os.PathLike[str]) -> Path:
+    """Where a spill directory keeps its searches' iteration profile (Parquet; written with the searches)."""
+    return Path(directory) / "records.iterations.parquet"
 
 
 def _part_paths(directory: Path) -> list[Path]:
@@ -78,6 +87,10 @@ class SpillWriter:
         self._options = pa.ipc.IpcWriteOptions(compression=compression)
         self.parts = 0
         self.rows = 0
+        #: Each part's iteration profile, merged and written with the searches table (None: the schema
+        #: lacks a column it is counted from).
+        self._profiles: list[pd.DataFrame] | None = (
+            [] if all(name in schema.names for name in PROFILE_RECORD_COLUMNS) else None)
 
     def write(self, table: pa.Table | pa.RecordBatch) -> None:
         """Append ``table``'s rows: one part per non-empty record batch (a chunk of the parser)."""
@@ -101,13 +114,22 @@ class SpillWriter:
             raise
         self.parts += 1
         self.rows += batch.num_rows
+        if self._profiles is not None:
+            self._profiles.append(profile_of(batch))
 
     def write_searches(self, searches: pa.Table) -> None:
         """The searches table, as a ``treediff parse`` pair's searches file but not fsynced: a scratch file
-        is never read after a crash (``treediff parse``'s fsyncs cost ~10 ms a small log's report)."""
-        path = spill_searches_path(self.directory)
+        is never read after a crash (``treediff parse``'s fsyncs cost ~10 ms a small log's report).  Called
+        once every part is written: the parts' iteration profile is written beside it."""
+        if self._profiles is not None:
+            profile = pa.Table.from_pandas(merge_profiles(self._profiles), preserve_index=False)
+            self._write_parquet(spill_iterations_path(self.directory), profile, compression=None)
+        self._write_parquet(spill_searches_path(self.directory), searches, compression="zstd")
+
+    @staticmethod
+    def _write_parquet(path: Path, table: pa.Table, compression: str | None) -> None:
         try:
-            pq.write_table(searches, str(path), compression="zstd")
+            pq.write_table(table, str(path), compression=compression)
         except BaseException as exc:
             if is_write_failure(exc):
                 raise write_error(path, exc) from None
@@ -140,6 +162,7 @@ def spill_source(directory: str | os.PathLike[str]) -> GroupedSource:
     """
     directory = Path(directory)
     searches = read_searches(spill_searches_path(directory))
+    profile = _read_profile(spill_iterations_path(directory))
     parts = _part_paths(directory)
     if parts:
         spans = []
@@ -157,7 +180,18 @@ def spill_source(directory: str | os.PathLike[str]) -> GroupedSource:
         check_finite(directory, table)
         return table
 
-    return GroupedSource(read, searches, spans)
+    return GroupedSource(read, searches, spans, profile=profile)
+
+
+def _read_profile(path: Path) -> pd.DataFrame | None:
+    """The spill's iteration profile; None when it has none (a writer whose schema lacked its columns)."""
+    if not path.exists():
+        return None
+    try:
+        return pq.read_table(str(path)).to_pandas()
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{path}: a scratch file of this run is unreadable ({str(exc).splitlines()[0][:200]})"
+                         ) from None
 
 
 def read_parts(paths: Sequence[Path], schema: pa.Schema, columns: list[str] | None) -> pa.Table:

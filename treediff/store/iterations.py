@@ -1,0 +1,123 @@
+"""A search's iteration profile: per (search, iteration), its RESULT records, its root RESULT records and the
+deepest root RESULT's depth.
+
+compare pairs searches by the iterations they completed (:mod:`treediff.report.pairing`: an iteration is
+completed when it holds a root RESULT record).  The report folds the profile from the records
+(``pairing.ITERATIONS``), which costs a read of every record of a side before its figures can be read cut to
+the pairing.  A spilled log's writer (:class:`treediff.store.spill.SpillWriter`) counts the same profile from
+the parts it writes, so compare gets it from the spill without that read
+(:meth:`treediff.store.source.Source.iteration_profile`).  Both count with :func:`cell_counts`.
+
+Units: ``iter`` is the iteration (root depth, plies; 0 for records before the first ITER marker or in a log
+without them); ``root_depth`` is a root RESULT record's ``d`` (plies; ``-inf`` when the cell holds no root
+RESULT, NaN when one of its root RESULTs has no ``d``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["PROFILE_COLUMNS", "cell_counts", "merge_profiles", "profile_of"]
+
+#: The profile's columns: one row per (search, iter) holding records.
+PROFILE_COLUMNS = ("search", "iter", "results", "roots", "root_depth")
+#: Records columns the profile is counted from.
+PROFILE_RECORD_COLUMNS = ("search", "iter", "tag", "ply", "depth")
+#: (search, iter) packed as search * _SPAN + (iter + _ITER_OFFSET): ``iter`` is int16.
+_ITER_OFFSET = 1 << 15
+_SPAN = 1 << 16
+
+
+def cell_counts(cell: np.ndarray, n_cells: int, is_result: np.ndarray, plies: np.ndarray,
+                depth: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cell (``cell``: each record's cell number, below ``n_cells``): RESULT records, root (ply 0) RESULT
+    records (int64 each) and the deepest root RESULT's ``depth`` (float64; ``-inf`` without one, NaN when one
+    has no depth: ``np.maximum`` keeps NaN).  ``plies``: each record's ply, nulls as 0; ``depth`` float64."""
+    root = is_result & (plies == 0)
+    results = np.bincount(cell[is_result], minlength=n_cells).astype(np.int64)
+    roots = np.bincount(cell[root], minlength=n_cells).astype(np.int64)
+    deepest = np.full(n_cells, -np.inf)
+    if root.any():
+        with np.errstate(invalid="ignore"):  # (a NaN depth stays NaN: that is the point)
+            np.maximum.at(deepest, cell[root], np.asarray(depth, dtype=np.float64)[root])
+    return results, roots, deepest
+
+
+def _numbers(table: pa.Table | pa.RecordBatch, name: str, dtype: type) -> np.ndarray:
+    column = table.column(name)
+    if column.null_count:
+        column = pc.fill_null(column, 0)
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _equals(column: pa.Array | pa.ChunkedArray, value: str) -> np.ndarray:
+    """Whether each value of a string (or dictionary-encoded string) column is ``value`` (nulls: False), the
+    dictionary's values compared once rather than each record's."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = []
+    for chunk in chunks:
+        if pa.types.is_dictionary(chunk.type):
+            words = np.asarray(chunk.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+            codes = pc.fill_null(chunk.indices, -1).to_numpy(zero_copy_only=False)
+            out.append(np.isin(codes, np.flatnonzero(words == value)))
+        else:
+            out.append(np.asarray(pc.fill_null(pc.equal(chunk, value), False).to_numpy(zero_copy_only=False),
+                                  dtype=bool))
+    return np.concatenate(out) if out else np.zeros(0, dtype=bool)
+
+
+def _packed(search: np.ndarray, iters: np.ndarray) -> np.ndarray:
+    return search.astype(np.int64) * _SPAN + (iters.astype(np.int64) + _ITER_OFFSET)
+
+
+def _cells(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``packed`` (sorted) and each value's index among them.  A records table holds
+    long runs of one (search, iteration), so the runs are found first and only their values sorted."""
+    n = len(packed)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], packed[1:] != packed[:-1])))
+    cells, run_cell = np.unique(packed[starts], return_inverse=True)
+    return cells, np.repeat(run_cell.reshape(-1), np.diff(np.append(starts, n)))
+
+
+def profile_of(table: pa.Table | pa.RecordBatch) -> pd.DataFrame:
+    """The profile of a records table (it needs :data:`PROFILE_RECORD_COLUMNS`): one row per (search, iter)
+    holding records, in (search, iter) order; ``iter`` and ``ply`` nulls count as 0, as a report batch reads
+    them."""
+    search = np.asarray(table.column("search").to_numpy(zero_copy_only=False), dtype=np.int64)
+    iters = _numbers(table, "iter", np.int64)
+    cells, cell = _cells(_packed(search, iters))
+    is_result = _equals(table.column("tag"), "RESULT")
+    depth_column = table.column("depth")
+    depth = np.asarray(depth_column.to_numpy(zero_copy_only=False), dtype=np.float64)  # (nulls: NaN)
+    results, roots, deepest = cell_counts(cell, len(cells), is_result, _numbers(table, "ply", np.int64),
+                                          depth)
+    return _frame(cells, results, roots, deepest)
+
+
+def _frame(cells: np.ndarray, results: np.ndarray, roots: np.ndarray, deepest: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"search": (cells // _SPAN).astype(np.int64), "iter": (cells % _SPAN - _ITER_OFFSET).astype(np.int64),
+                         "results": results, "roots": roots, "root_depth": deepest})
+
+
+def merge_profiles(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The profile of the records of several tables (a search's records may lie in several): counts added,
+    depths the maximum (NaN kept, as :func:`cell_counts` over all the records at once gives)."""
+    if not parts:
+        return _frame(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                      np.zeros(0, dtype=np.float64))
+    whole = pd.concat(parts, ignore_index=True)
+    cells, cell = np.unique(_packed(whole["search"].to_numpy(dtype=np.int64), whole["iter"].to_numpy(dtype=np.int64)),
+                            return_inverse=True)
+    cell = cell.reshape(-1)
+    results = np.zeros(len(cells), dtype=np.int64)
+    roots = np.zeros(len(cells), dtype=np.int64)
+    np.add.at(results, cell, whole["results"].to_numpy(dtype=np.int64))
+    np.add.at(roots, cell, whole["roots"].to_numpy(dtype=np.int64))
+    deepest = np.full(len(cells), -np.inf)
+    with np.errstate(invalid="ignore"):
+        np.maximum.at(deepest, cell, whole["root_depth"].to_numpy(dtype=np.float64))
+    return _frame(cells, results, roots, deepest)
