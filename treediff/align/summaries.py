@@ -256,9 +256,8 @@ def _row_values(rows: RowArrays, at: list[int], paths: list[str]) -> list[dict]:
     for side, suffix in ((rows.a, "a"), (rows.b, "b")):
         seq = [side.seq_categories[c] for c in side.seq_codes[idx].tolist()]
         kind = [kinds[c] for c in side.kind_codes[idx].tolist()]
-        floats = {name: getattr(side, name)[idx].tolist()
-                  for name in ("depth", "new_depth", "final_depth", "reduction", "mn")}
-        decisions, visits = side.decisions[idx].tolist(), side.visits[idx].tolist()
+        floats = {name: side.at(name, idx).tolist() for name in ("depth", "new_depth", "final_depth", "reduction", "mn")}
+        decisions, visits = side.at("decisions", idx).tolist(), side.at("visits", idx).tolist()
         for k, row in enumerate(out):
             row[f"seq_{suffix}"] = seq[k]
             row[f"kind_{suffix}"] = kind[k]
