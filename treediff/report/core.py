@@ -410,6 +410,12 @@ def _derive_ahead(batch: Batch) -> None:
         return
 
 
+def _plain_index(records: pd.DataFrame) -> bool:
+    """Whether ``records``' index is 0, 1, 2, ... (what ``records[mask].reset_index(drop=True)`` gives)."""
+    index = records.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+
+
 def _fold_batch(records: pd.DataFrame, srow: np.ndarray, keep: RecordFilter | None, population: _Population,
                 record_keys: tuple[str, ...], kept: dict[int, np.ndarray]) -> Batch | None:
     """The :class:`Batch` of one fold's records of a source batch (None: its population has none there).
@@ -427,6 +433,8 @@ def _fold_batch(records: pd.DataFrame, srow: np.ndarray, keep: RecordFilter | No
         if id(keep) not in kept:
             kept[id(keep)] = np.asarray(keep.mask(records), dtype=bool)
         mask = kept[id(keep)] if mask is None else mask & kept[id(keep)]
+    if mask is not None and _plain_index(records) and bool(mask.all()):
+        mask = None  # every record kept (a cut above every iteration of the batch): no copy of the batch
     if population.member is not None:  # srow indexes the source's searches: the population's own rows here
         return Batch(records[mask].reset_index(drop=True) if mask is not None else records, population.searches,
                      row_of, record_keys)
