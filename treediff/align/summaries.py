@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -302,19 +303,49 @@ class _PositionResult:
     by_ply: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+class _Shortlist:
+    """The ``n`` frontier rows that lead so far, over the positions aligned, in the order :func:`divergences` shows
+    them: largest |delta| first, then positions in sorted order, then a position's own order.  A row ``n`` others
+    already beat is never shown (more rows only raise the bar), so its values and sentence are not built:
+    most positions of a large compare then build none."""
+
+    def __init__(self, n: int):
+        self.n = max(n, 0)
+        #: The leaders' keys negated, (|delta|, -position, -k): heap[0] is the weakest leader.
+        self._heap: list[tuple[int, int, int]] = []
+
+    def admit(self, cost: int, position: int, k: int) -> bool:
+        """Whether the row (|delta| ``cost``, position rank, rank within its position) may still be shown."""
+        entry = (cost, -position, -k)
+        if len(self._heap) < self.n:
+            heapq.heappush(self._heap, entry)
+            return True
+        if self.n and entry > self._heap[0]:
+            heapq.heapreplace(self._heap, entry)
+            return True
+        return False
+
+
 def _position_result(position: str, rows: RowArrays, iter_a: int, iter_b: int, n: int,
-                     min_cost: int) -> _PositionResult:
-    """One position's attribution (one tree walk), its own top ``n`` frontier rows and its breakdowns."""
+                     min_cost: int, rank: int = 0, shortlist: _Shortlist | None = None) -> _PositionResult:
+    """One position's attribution (one tree walk), its own top ``n`` frontier rows and its breakdowns.
+
+    ``rank``: the position's place in the sorted order; ``shortlist``: the rows leading over every position
+    so far (the rows it rules out are left out of ``top``: they are summed in the rest, never shown)."""
     att = attribute_arrays(rows.subtree_rows, rows.nodes_a, rows.nodes_b, rows.status != 0, rows.parent)
     # Only a position's own top n can be among the overall top n: the rest is summed.
     pick = shown(att, n, min_cost)
+    paths = rows.path_at(att.frontier[pick])
+    delta = att.delta[pick].tolist()
+    chosen = [k for k, path in enumerate(paths) if path != REST
+              and (shortlist is None or shortlist.admit(abs(delta[k]), rank, k))]
+    pick, paths, delta = pick[chosen], [paths[k] for k in chosen], [delta[k] for k in chosen]
     at = att.frontier[pick]
-    paths = rows.path_at(at)
-    values = _row_values(rows, at.tolist(), paths)
-    nodes_a, nodes_b, delta = att.nodes_a[pick].tolist(), att.nodes_b[pick].tolist(), att.delta[pick].tolist()
+    values = _row_values(rows, at.tolist(), paths) if len(at) else []
+    nodes_a, nodes_b = att.nodes_a[pick].tolist(), att.nodes_b[pick].tolist()
     top = [{"position": position, "iter_a": iter_a, "iter_b": iter_b, "path": path, "status": row["status"],
             "nodes_a": nodes_a[k], "nodes_b": nodes_b[k], "delta": delta[k], "sentence": sentence(row)}
-           for k, (path, row) in enumerate(zip(paths, values)) if path != REST]
+           for k, (path, row) in enumerate(zip(paths, values))]
     # by_kind: frontier rows grouped by (kind in A, kind in B) in order of appearance, then largest |delta|.
     ka, kb = _frontier_kinds(rows, att.frontier)
     groups: dict[tuple[str, str], list[int]] = {}
@@ -397,6 +428,7 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
     paired = paired_positions(source_a, source_b)
     labels = [position for position, _, _ in paired]
     per: dict[int, _PositionResult | str] = {}
+    shortlist = _Shortlist(n)
     pairs = position_pairs(source_a, source_b, [(mask_a, mask_b) for _, mask_a, mask_b in paired], LOAD_COLUMNS,
                            budget or MemoryBudget(), labels, paths)
     for done, (index, ra, rb) in enumerate(pairs):
@@ -409,7 +441,7 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
             per[index] = f"divergences: position {position} not aligned ({exc})"
             continue
         del ra, rb
-        per[index] = _position_result(position, rows, choice_a.iter, choice_b.iter, n, min_cost)
+        per[index] = _position_result(position, rows, choice_a.iter, choice_b.iter, n, min_cost, index, shortlist)
     # Folded in the positions' sorted order, whatever order the inputs completed them in: same numbers, same ties.
     tops: list[dict] = []
     results: list[_PositionResult] = []
