@@ -131,3 +131,16 @@ def test_a_combined_source_renumbers_its_inputs_profiles(monkeypatch):
     keep = np.zeros(len(source.searches), dtype=bool)
     keep[1::2] = True
     _same_as_fold(source.select(keep))
+
+
+def test_a_table_counted_in_slices_gives_the_profile_of_the_whole(monkeypatch):
+    import treediff.store.iterations as iterations
+
+    spill = open_sources([str(ROOT / "fixtures" / "real" / "mid_a_d7.log")])
+    table = pa.concat_tables(list(spill.arrow_batches(list(iterations.PROFILE_RECORD_COLUMNS))))
+    whole = profile_of(table)
+    monkeypatch.setattr(iterations, "SLICE_ROWS", 7)  # slices cut inside every (search, iteration)
+    sliced = profile_of(table)
+    pd.testing.assert_frame_equal(sliced, whole, check_exact=True)
+    assert whole["results"].sum() == int(pa.compute.sum(pa.compute.equal(
+        table.column("tag").cast(pa.string()), "RESULT")).as_py())

@@ -83,18 +83,28 @@ def _cells(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return cells, np.repeat(run_cell.reshape(-1), np.diff(np.append(starts, n)))
 
 
+#: Records counted at a time by :func:`profile_of` (its per-record arrays, ~50 bytes a record, stay small
+#: however large the table: the spill writer counts beside the parse).
+SLICE_ROWS = 1 << 16
+
+
 def profile_of(table: pa.Table | pa.RecordBatch) -> pd.DataFrame:
     """The profile of a records table (it needs :data:`PROFILE_RECORD_COLUMNS`): one row per (search, iter)
     holding records, in (search, iter) order; ``iter`` and ``ply`` nulls count as 0, as a report batch reads
-    them."""
+    them.  Counted :data:`SLICE_ROWS` records at a time and merged (:func:`merge_profiles`: the same counts)."""
+    if table.num_rows <= SLICE_ROWS:
+        return _slice_profile(table)
+    return merge_profiles([_slice_profile(table.slice(start, SLICE_ROWS))
+                           for start in range(0, table.num_rows, SLICE_ROWS)])
+
+
+def _slice_profile(table: pa.Table | pa.RecordBatch) -> pd.DataFrame:
     search = np.asarray(table.column("search").to_numpy(zero_copy_only=False), dtype=np.int64)
     iters = _numbers(table, "iter", np.int64)
     cells, cell = _cells(_packed(search, iters))
     is_result = _equals(table.column("tag"), "RESULT")
-    depth_column = table.column("depth")
-    depth = np.asarray(depth_column.to_numpy(zero_copy_only=False), dtype=np.float64)  # (nulls: NaN)
-    results, roots, deepest = cell_counts(cell, len(cells), is_result, _numbers(table, "ply", np.int64),
-                                          depth)
+    depth = np.asarray(table.column("depth").to_numpy(zero_copy_only=False), dtype=np.float64)  # (nulls: NaN)
+    results, roots, deepest = cell_counts(cell, len(cells), is_result, _numbers(table, "ply", np.int64), depth)
     return _frame(cells, results, roots, deepest)
 
 
