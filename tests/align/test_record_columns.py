@@ -57,6 +57,11 @@ def test_strings_and_first_strings():
     assert strings(table, "path").to_pylist() == ["", "e2e4", None, "e2e4/e7e5", "d2d4"]
     assert strings(table, "kind").to_pylist() == ["SEARCH", None, "PRUNE", "REDUCE", "SEARCH"]
     assert first_strings(table, "path", np.array([2, 3])) == ["", "e2e4/e7e5"]
+    # One row (a scalar read): the same, in either batch, from a plain or a dictionary column, nulls as "".
+    for row in range(table.num_rows):
+        for name in ("path", "kind"):
+            assert first_strings(table, name, np.array([row])) == [
+                "" if v is None else v for v in strings(table, name).to_pylist()[row:row + 1]]
     assert has(table, "path") and not has(table, "iter")
 
 

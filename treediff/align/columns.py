@@ -100,7 +100,10 @@ def strings(table: pa.Table, name: str) -> pa.Array:
 def first_strings(table: pa.Table, name: str, rows: np.ndarray) -> list[str]:
     """The values at ``rows`` as strings, "" for a null (what ``astype("string").fillna("")`` gives)."""
     column = table.column(name)
-    values = column.take(pa.array(rows, type=pa.int64())).to_pylist()
+    if len(rows) == 1:  # (compare: a position's one search, every position; a scalar read, not a take)
+        values = [column[int(rows[0])].as_py()]
+    else:
+        values = column.take(pa.array(rows, type=pa.int64())).to_pylist()
     return ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in values]
 
 
