@@ -32,7 +32,8 @@ import pandas as pd
 
 from treediff.model.errors import InputError
 from treediff.report import floats
-from treediff.report.core import Fold, Folded, Report, ReportRequest, Section, build_reports, finish_report, fold_many
+from treediff.report.core import (Fold, Folded, Report, ReportRequest, Section, _row_of, build_reports, finish_report,
+                                  fold_many)
 from treediff.report.filters import IterationCut
 from treediff.report.pairing import (ITERATIONS, LETTERS, Pairing, SideDepths, cut_filter, cut_view, depths_of,
                                      pair_positions)
@@ -221,6 +222,11 @@ class _FirstRead:
     folded: list[Folded]
     top: pd.DataFrame  #: srow, iter: each search's largest records iteration
 
+    @classmethod
+    def depths_only(cls, depths: SideDepths) -> _FirstRead:
+        """A first read that gave the iteration profile alone (no figures to reuse)."""
+        return cls(depths, [], [], pd.DataFrame({"srow": [], "iter": []}))
+
     def reports(self, view: Source, keep: IterationCut, population: np.ndarray | None) -> list[Report] | None:
         """The figures' reports over ``view`` when this read counted what the cut view counts (every search in
         the population, no record beyond its cut), else None.  The partials depend on the records alone;
@@ -248,7 +254,7 @@ def _first_read(source: Source, keys: np.ndarray, target: int, lmr_by_phase: boo
     first, *rest = fold_many(source, [iterations, *([top] if with_figures else []), *folds], target)
     depths = depths_of(source.searches, first.partials[0], keys)
     if not with_figures:
-        return _FirstRead(depths, [], [], pd.DataFrame({"srow": [], "iter": []}))
+        return _FirstRead.depths_only(depths)
     tops = concat(rest[0].partials[0], ["srow", "iter"])
     return _FirstRead(depths, folds, rest[1:], tops)
 
@@ -259,12 +265,13 @@ def _profile_partial(source: Source) -> pd.DataFrame | None:
     profile = source.iteration_profile()
     if profile is None:
         return None
-    numbers = source.searches["search"].to_numpy(dtype=np.int64)
+    row_of = _row_of(source.searches)
     search = profile["search"].to_numpy(dtype=np.int64)
-    order = np.argsort(numbers, kind="stable")
-    at = np.searchsorted(numbers[order], search).clip(max=max(len(numbers) - 1, 0))
-    mine = (numbers[order][at] == search) if len(numbers) else np.zeros(len(search), dtype=bool)
-    return pd.DataFrame({"srow": order[at[mine]].astype(np.int64), "iter": profile["iter"].to_numpy(dtype=np.int64)[mine],
+    srow = np.full(len(search), -1, dtype=np.int64)
+    inside = (search >= 0) & (search < len(row_of))
+    srow[inside] = row_of[search[inside]]
+    mine = srow >= 0  # (a selection's profile lists its input's other searches too)
+    return pd.DataFrame({"srow": srow[mine], "iter": profile["iter"].to_numpy(dtype=np.int64)[mine],
                          "key": np.zeros(int(mine.sum()), dtype=np.int64),
                          "results": profile["results"].to_numpy(dtype=np.int64)[mine],
                          "roots": profile["roots"].to_numpy(dtype=np.int64)[mine],
@@ -440,7 +447,7 @@ def compare(*sides: Side, allow_different_positions: bool = False, depth: int | 
         # Every side's iteration profile was counted as its log was spilled: the pairing is known before any
         # read, and each side is read once, cut to it.
         one_read = False
-        first = [_FirstRead(depths_of(side.searches, [profile], k), [], [], pd.DataFrame({"srow": [], "iter": []}))
+        first = [_FirstRead.depths_only(depths_of(side.searches, [profile], k))
                  for side, k, profile in zip(sides, keys, known)]
     else:
         one_read = _cut_expected_to_keep_everything(keys, [side.searches for side in sides], depth)
