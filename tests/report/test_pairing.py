@@ -190,3 +190,25 @@ def test_report_ratio_between_different_depths(logs):
     res = run("report", logs["deep"], logs["shallow"], "--table", "nodes", "--by", "source",
               "--allow-different-depths", "--format", "json")
     assert json.loads(res.stdout)["tables"][0]["rows"][1]["ratio"] == pytest.approx(3 / 7)
+
+
+def test_depths_of_partials_counted_by_hand():
+    """depths_of over two batches' ITERATIONS partials: counts summed per (search, iteration), a running sum of
+    nodes from iteration 0 on, an iteration completed only with a root RESULT, a search without ITER markers
+    completed at its deepest root depth unless that is unknown (NaN) or absent (-inf)."""
+    import numpy as np
+    import pandas as pd
+
+    from treediff.report.pairing import depths_of
+
+    inf = float("inf")
+    parts = [pd.DataFrame({"srow": [0, 0, 1, 2], "iter": [0, 1, 0, 0], "key": 0, "results": [1, 2, 3, 4],
+                           "roots": [0, 1, 1, 1], "root_depth": [-inf, 1.0, 3.0, float("nan")]}),
+             pd.DataFrame({"srow": [0, 0, 3, 4, 4], "iter": [1, 2, 0, 1, 3], "key": 0, "results": [1, 5, 2, 6, 7],
+                           "roots": [0, 0, 0, 1, 1], "root_depth": [-inf, -inf, -inf, 1.0, 3.0]})]
+    searches = pd.DataFrame({"search": [10, 11, 12, 13, 14], "position": list("abcde"), "fen": [None] * 5})
+    depths = depths_of(searches, parts, keys=np.asarray(list("abcde"), dtype=object))
+    # search 0: iteration 0 (1 node), 1 (2 + 1, with a root RESULT), 2 (5, none): only 1 completed, at 1 + 3.
+    # search 4: iterations 1 and 3 completed, at 6 and 13.
+    assert depths.completed == [{1: 4.0}, {3: 3.0}, {}, {}, {1: 6.0, 3: 13.0}]
+    assert depths.has_iters.tolist() == [True, False, False, False, True]

@@ -84,19 +84,26 @@ def depths_of(searches: pd.DataFrame, parts: Sequence[pd.DataFrame],
     if len(frame):
         frame = frame.groupby(["srow", "iter"], as_index=False).agg(
             results=("results", "sum"), roots=("roots", "sum"), root_depth=("root_depth", "max"))
-        for srow, part in frame.groupby("srow", sort=True):
-            it = part["iter"].to_numpy(dtype=np.int64)
-            res = part["results"].to_numpy(dtype=np.float64)
-            roots = part["roots"].to_numpy(dtype=np.int64)
-            cum = np.cumsum(res)
-            row = int(srow)
-            if (it > 0).any():
-                has_iters[row] = True
-                completed[row] = {int(d): float(c) for d, c, r in zip(it, cum, roots) if d > 0 and r > 0}
-            else:
-                deepest = float(np.max(part["root_depth"].to_numpy(dtype=np.float64)))
-                if np.isfinite(deepest):
-                    completed[row] = {int(round(deepest)): float(cum[-1])}
+        # One row per (srow, iter), sorted: each search's rows are a run.  Worked out over the runs at once (a
+        # pandas group per search cost ~1 ms a search, a quarter of compare's tables at 5M + 5M lines).
+        srow = frame["srow"].to_numpy(dtype=np.int64)
+        it = frame["iter"].to_numpy(dtype=np.int64)
+        res = frame["results"].to_numpy(dtype=np.float64)
+        roots = frame["roots"].to_numpy(dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, srow[1:] != srow[:-1]])
+        ends = np.r_[starts[1:], len(srow)]
+        total = np.cumsum(res)  # (whole numbers of nodes: exact, in any order of summing)
+        cum = total - np.repeat(total[starts] - res[starts], ends - starts)  # each search's running sum
+        iterated = np.maximum.reduceat(it > 0, starts)
+        with np.errstate(invalid="ignore"):  # (np.max of a run keeps its NaN, as the search's depth is unknown)
+            deepest = np.maximum.reduceat(frame["root_depth"].to_numpy(dtype=np.float64), starts)
+        has_iters[srow[starts[iterated]]] = True
+        done = np.flatnonzero(np.repeat(iterated, ends - starts) & (it > 0) & (roots > 0))
+        for row, d, c in zip(srow[done].tolist(), it[done].tolist(), cum[done].tolist()):
+            completed[row][d] = c
+        flat = np.flatnonzero(~iterated & np.isfinite(deepest))
+        for row, d, c in zip(srow[starts[flat]].tolist(), deepest[flat].tolist(), cum[ends[flat] - 1].tolist()):
+            completed[row] = {int(round(d)): c}
     engine = (searches["node_source"].astype("object") == "engine").to_numpy() if "node_source" in searches else \
         np.zeros(n, dtype=bool)
     if "iter_nodes" in searches.columns:
