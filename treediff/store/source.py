@@ -699,7 +699,9 @@ class CombinedSource(Source):
         for source, ids, offset in self._parts:
             for batch in source.batches(columns, target):
                 if len(batch):
-                    batch["search"] = self._renumbered(batch["search"].to_numpy(dtype=np.int64), ids, offset)
+                    search = batch["search"].to_numpy()
+                    if not (batch["search"].dtype == np.int32 and self._unchanged(search, ids, offset)):
+                        batch["search"] = self._renumbered(search.astype(np.int64, copy=False), ids, offset)
                 yield batch
 
     def arrow_batches(self, columns: Sequence[str] | None = None,
@@ -708,10 +710,22 @@ class CombinedSource(Source):
             for table in source.arrow_batches(columns, target):
                 if table.num_rows:
                     at = table.schema.get_field_index("search")
-                    search = table.column(at).to_numpy()
-                    table = table.set_column(at, pa.field("search", pa.int32()),
-                                             pa.array(self._renumbered(search, ids, offset)))
+                    column = table.column(at)
+                    search = column.to_numpy()
+                    if column.type == pa.int32() and self._unchanged(search, ids, offset):
+                        renumbered: pa.ChunkedArray | pa.Array = column  # (the same numbers: no copy)
+                    else:
+                        renumbered = pa.array(self._renumbered(search, ids, offset))
+                    table = table.set_column(at, pa.field("search", pa.int32()), renumbered)
                 yield table
+
+    @staticmethod
+    def _unchanged(search: np.ndarray, ids: np.ndarray, offset: int) -> bool:
+        """Whether renumbering ``search`` gives the same numbers: an input whose ids are 0, 1, ... n - 1 at offset
+        0 (a single log, every search of it) and a batch within them (one min/max, not a search per record)."""
+        n = len(ids)
+        return (offset == 0 and n > 0 and int(ids[0]) == 0 and int(ids[-1]) == n - 1 and len(search) > 0
+                and int(search.min()) >= 0 and int(search.max()) <= n - 1)
 
     def iteration_profile(self) -> pd.DataFrame | None:
         """The inputs' profiles, each input's searches renumbered as its records are (None: an input has none)."""
