@@ -9,8 +9,11 @@ takes its engine with it.
 from __future__ import annotations
 
 import importlib.util
+import os
+import platform
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -54,6 +57,58 @@ def test_parse_terminated(cli, tmp_path, sig, record):
     assert c.wait(20) == 128 + sig, c.output
     c.proc.stdin.close()
     record(f"parse, {signal.Signals(sig).name}", "exited after signal", time.monotonic() - t0, 5.0)
+    assert not _no_tmp_files(tmp_path) and not (tmp_path / "out.parquet").exists()
+
+
+#: tgkill(2) by architecture: a signal to one thread of another process (Python's pthread_kill is in-process only).
+_TGKILL = {"x86_64": 234, "aarch64": 131}
+
+
+def _signal_thread(pid: int, tid: int, sig: int) -> None:
+    import ctypes
+    import platform
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(_TGKILL[platform.machine()], pid, tid, int(sig)) != 0:
+        raise OSError(ctypes.get_errno(), f"tgkill {pid} {tid} {sig}")
+
+
+def _threads_taking(pid: int, sig: int) -> list[int]:
+    """The threads of ``pid`` but its main one whose signal mask lets ``sig`` through (where the kernel may
+    deliver a process signal)."""
+    out = []
+    for name in os.listdir(f"/proc/{pid}/task"):
+        tid = int(name)
+        if tid == pid:
+            continue
+        with open(f"/proc/{pid}/task/{name}/status") as fh:
+            blocked = next(int(line.split()[1], 16) for line in fh if line.startswith("SigBlk:"))
+        if not blocked & (1 << (int(sig) - 1)):
+            out.append(tid)
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.machine() not in _TGKILL,
+                    reason="tgkill and /proc: Linux on x86_64 or aarch64")
+@pytest.mark.parametrize("sig", SIGNALS)
+def test_parse_terminated_through_another_thread(cli, tmp_path, sig, record):
+    """The kernel hands a process signal to any thread that does not block it (the parse's sink threads, a native
+    pool's).  Sent to such a thread of `treediff parse -` while the main thread waits on a pipe that stays open,
+    the signal still ends the parse (it hung: the main thread's read got no EINTR, so the handler never ran)."""
+    c = cli("parse", "-", "-o", tmp_path / "out.parquet", stdin=subprocess.PIPE)
+    assert c.proc.stdin is not None
+    c.proc.stdin.write(b"TREEDUMP engine=stockfish v=1 unit=1 fen=" + START.encode() + b"\n"
+                       + b"ITER d=1\n" + b"MOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL\n" * 1000)
+    c.proc.stdin.flush()
+    assert wait_until(lambda: _no_tmp_files(tmp_path), 20), c.output
+    others = _threads_taking(c.proc.pid, sig)
+    assert others, "no other thread takes the signal: nothing to test"
+    t0 = time.monotonic()
+    _signal_thread(c.proc.pid, others[0], sig)
+    assert c.wait(20) == 128 + sig, c.output
+    c.proc.stdin.close()
+    record(f"parse, {signal.Signals(sig).name} to another thread", "exited after signal", time.monotonic() - t0,
+           5.0)
     assert not _no_tmp_files(tmp_path) and not (tmp_path / "out.parquet").exists()
 
 

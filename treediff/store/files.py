@@ -182,6 +182,54 @@ class _CheckedStream:
         self.close()
 
 
+#: Seconds a read of a pipe, FIFO, socket or terminal waits for data before the interpreter runs again.
+_WAKE_S = 0.2
+
+
+class _WakingReader(io.RawIOBase):
+    """The raw reads of a stream that can block indefinitely (a pipe, FIFO, socket or terminal), each waiting
+    in ``select`` that returns every :data:`_WAKE_S` seconds.
+
+    Why: SIGTERM, SIGHUP and Ctrl-C raise in the main thread (:mod:`treediff.run.signals`), but the kernel hands
+    a process signal to any thread whose mask lets it through (the parse's sink threads, a native pool's).  The
+    main thread, blocked reading a pipe its writer keeps open, then gets no EINTR and never runs the handler:
+    ``treediff parse -`` hung (tests/reliability/test_signals_orphans.py sends the signal to such a thread).
+    Each wake returns to the interpreter, which runs a pending handler.  The bytes read are the same."""
+
+    def __init__(self, stream: io.BufferedReader) -> None:
+        super().__init__()
+        self._stream = stream  # (nothing read from it yet: its buffer is empty)
+        self._fd = stream.fileno()
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def readinto(self, buffer: Any) -> int:
+        import select
+
+        while not select.select([self._fd], [], [], _WAKE_S)[0]:
+            pass
+        return os.readv(self._fd, [buffer])
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._stream.close()
+            finally:
+                super().close()
+
+
+def _can_block(stream: BinaryIO) -> bool:
+    """Whether a read of ``stream`` (an OS file) can wait indefinitely: anything but a regular file."""
+    try:
+        return not stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return False
+
+
 def open_log(path: str | os.PathLike[str]) -> BinaryIO:
     """Open a log for binary reading; gzip and zstd are detected by their magic bytes.
 
@@ -202,6 +250,8 @@ def open_log(path: str | os.PathLike[str]) -> BinaryIO:
             raise _open_error(path, exc) from None
     # Only a replaced sys.stdin gets here: typeshed types its buffer as BinaryIO, which lacks the readinto()
     # BufferedReader asks of its raw stream; the binary streams found there at run time (BytesIO, ...) have it.
+    if isinstance(raw, io.BufferedReader) and _can_block(raw):
+        raw = io.BufferedReader(_WakingReader(raw))  # (a pipe or terminal: woken while it waits, see the class)
     buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(io.RawIOBase, raw))
     try:
         head = buffered.peek(4)[:4]
