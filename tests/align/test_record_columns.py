@@ -102,3 +102,36 @@ def test_align_gives_the_same_rows_from_a_frame_and_from_its_arrow_batches(visit
     pd.testing.assert_frame_equal(from_frames.rows, from_tables.rows)
     assert (from_frames.a, from_frames.b, from_frames.notes) == (from_tables.a, from_tables.b, from_tables.notes)
     assert (from_frames.rows["status"] != "same").any()  # (two engines: the trees differ somewhere)
+
+
+def _masked_alignment(table_a: pa.Table, table_b: pa.Table, visits: str) -> pd.DataFrame:
+    """The rows as the aligner built them before it sliced the iteration out: each side's whole search
+    converted, the chosen iteration a mask over its columns (``_Side(records, keep)``)."""
+    from treediff.align.core import _Side, align_sides
+    from treediff.align.select import choose_iterations
+
+    iter_a, iter_b, *_ = choose_iterations(table_a, table_b, None)
+    sides = [_Side(t, numbers(t, "iter", np.int64, fill=0) == it) for t, it in ((table_a, iter_a), (table_b, iter_b))]
+    return align_sides(*sides, keep_visits=visits == "all").frame()
+
+
+@pytest.mark.parametrize("visits", ["main", "all"])
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_the_sliced_iteration_gives_the_masked_rows(visits, chunks):
+    """align() slices the chosen iteration's records out of the search when they are one run: the same rows,
+    categories included, as converting the whole search and masking the iteration (in one chunk, and in three
+    chunks with dictionaries of their own, whose labels the slice must not lose)."""
+    from treediff.align.api import align_arrays
+
+    sources = open_source(TRACES / "typhoon_start.log"), open_source(TRACES / "stockfish_start.log")
+    tables = [pa.concat_tables(list(s.arrow_batches(LOAD_COLUMNS))).combine_chunks() for s in sources]
+    if chunks == 3:
+        tables = [_rebatched(t) for t in tables]
+    rows, choice_a, choice_b, _ = align_arrays(*tables, visits=visits)
+    # The slice was taken on both sides, and it is not the whole search: other iterations precede the chosen
+    # one (and on B one follows it: stockfish's iteration 5 has no counterpart).
+    for table, choice in ((tables[0], choice_a), (tables[1], choice_b)):
+        iters = numbers(table, "iter", np.int64, fill=0)
+        assert iters.min() < choice.iter and bool(np.all(iters[1:] >= iters[:-1]))
+    assert numbers(tables[1], "iter", np.int64, fill=0).max() > choice_b.iter
+    pd.testing.assert_frame_equal(rows.frame(), _masked_alignment(*tables, visits))

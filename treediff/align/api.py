@@ -115,6 +115,16 @@ def align_arrays(
         if count == 0:
             raise InputError(f"{label} has no records in iteration {it} of position {pos}")
         first = 0 if keep is None else int(np.argmax(keep))
+        if keep is not None and bool(keep[first:first + count].all()):
+            # The iteration's records are one run (a search's iterations follow each other in record order):
+            # a zero-copy slice, so _Side converts that run's columns only, not every iteration's (~30% of a
+            # compare position's records are in earlier iterations).  A table in several chunks has its
+            # dictionaries unified first: the slice's chunks then carry every chunk's labels, so a string
+            # column's categories are those of the whole table, as without the slice.
+            if recs.num_rows and recs.column(0).num_chunks > 1:
+                recs = recs.unify_dictionaries()
+            recs, keep = recs.slice(first, count), None
+            first = 0
         engine_name = value(recs, "engine", first) if has(recs, "engine") else None
         engine = "" if engine_name is None else str(engine_name)
         choice = SideChoice(label, engine, pos, int(search), int(it), its[0], its[1])

@@ -335,6 +335,8 @@ def flag_values(column: pd.Series) -> np.ndarray:
     """
     if column.dtype == bool:
         return np.asarray(column.to_numpy(), dtype=bool)
+    if isinstance(column.dtype, pd.BooleanDtype):  # (what the sources' batches hold: records_frame)
+        return np.asarray(column.to_numpy(dtype=bool, na_value=False), dtype=bool)
     if column.dtype == object:
         values = column.to_numpy()
         try:
