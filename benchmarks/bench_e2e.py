@@ -16,7 +16,10 @@ Per size the two logs (typhoon and stockfish dialects, every search its own posi
 
 and every figure is printed with its ratio to ``cat`` and to the minimal tokenizer.  Then, per command, the growth from one size to the
 next per doubling of the input: time x2.0 is linear, memory x1.0 is flat (bounded).  ``--baseline DIR`` also runs each command from another checkout (e.g. a ``git worktree`` of the
-code before issue 17) in the same run, and prints new / old.  Targets (issue 17): compare and diff of
+code before issue 17) in the same run, and prints new / old.  ``--repeat N`` times each command N times, the
+two checkouts alternating (who goes first swaps each round) and the inputs read again before each run (a
+shared machine's memory reclaim drops them from the page cache between runs: ``cat`` of the 20M pair took
+8.6 s once instead of ~0.8), and prints the medians.  Targets (issue 17): compare and diff of
 20M + 20M lines <= 30 s and <= 2 GB; compare 1M + 1M <= 2 s; 100M + 100M completes under the default
 --memory-limit.
 """
@@ -75,6 +78,21 @@ def timed(argv: list[str], cwd: Path | None = None, stdout: str | None = None) -
     return float(wall), float(user) + float(system), int(kb) / 1024
 
 
+def warm(*paths: Path) -> None:
+    """Read ``paths`` once (into the page cache), so that no timed run pays the disk for its inputs."""
+    for path in paths:
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
+
+
+def median_run(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    """The median of each of (wall, CPU, peak RSS) over ``runs`` (each figure on its own)."""
+    return tuple(sorted(values)[len(values) // 2] if len(values) % 2 else
+                 sum(sorted(values)[len(values) // 2 - 1:len(values) // 2 + 1]) / 2
+                 for values in zip(*runs))  # type: ignore[return-value]
+
+
 def build_min_tokenizer(where: Path) -> Path | None:
     """``benchmarks/limits/min_tokenizer.c`` compiled into ``where`` (None without a C compiler)."""
     cc = shutil.which("cc") or shutil.which("gcc")
@@ -102,7 +120,12 @@ def main() -> None:
     parser.add_argument("--data", default=str(ROOT / "benchmarks" / "data"), help="where the logs are kept")
     parser.add_argument("--only", default="compare,diff,report", help="which commands (comma-separated)")
     parser.add_argument("--baseline", metavar="DIR", help="another checkout to run in the same run (ratios)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="time each command N times, the two checkouts alternating (the order swapped each "
+                             "round), the inputs read again before each run; medians are printed")
     args = parser.parse_args()
+    if args.repeat < 1:
+        raise SystemExit("--repeat: at least 1")
     labels = [s.strip() for s in args.sizes.split(",") if s.strip()] + (["100m"] if args.huge else [])
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
@@ -135,12 +158,17 @@ def run_sizes(args: argparse.Namespace, labels: list[str], data: Path, out: Path
         tok = (results[(label, "tokenize", "")][0] or 1e-3) if tokenizer is not None else float("nan")
         runs = [("", None)] + ([("base", Path(args.baseline))] if args.baseline else [])
         same: dict[str, bool] = {}
-        for tag, cwd in runs:
-            where = out / (tag or "new")
-            where.mkdir(exist_ok=True)
-            for name, argv in commands(a, b, where).items():
-                if name in only:
-                    results[(label, name, tag)] = timed(argv, cwd=cwd or ROOT)
+        for name in only:
+            times: dict[str, list[tuple[float, float, float]]] = {tag: [] for tag, _ in runs}
+            for round_ in range(args.repeat):
+                for tag, cwd in (runs if round_ % 2 == 0 else runs[::-1]):
+                    where = out / (tag or "new")
+                    where.mkdir(exist_ok=True)
+                    argv = commands(a, b, where)[name]
+                    warm(a, b)  # (a shared machine's memory reclaim may have dropped them since the last run)
+                    times[tag].append(timed(argv, cwd=cwd or ROOT))
+            for tag, _ in runs:
+                results[(label, name, tag)] = median_run(times[tag])
         if args.baseline:  # the outputs of both checkouts, byte for byte
             for name in only:
                 files = [sorted((out / d).glob(f"{name}.*")) for d in ("new", "base")]
