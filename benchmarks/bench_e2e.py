@@ -35,6 +35,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from trees import compile_package  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = {"1m": 1_000_000, "2m": 2_000_000, "5m": 5_000_000, "10m": 10_000_000, "20m": 20_000_000,
          "100m": 100_000_000}
@@ -132,6 +135,8 @@ def main() -> None:
     out = data / "e2e_out"
     out.mkdir(exist_ok=True)
     only = [c for c in args.only.split(",") if c]
+    for tree in [ROOT, *([Path(args.baseline)] if args.baseline else [])]:
+        compile_package(tree)  # (both trees load their modules from .pyc: see benchmarks/trees.py)
     results: dict[tuple[str, str, str], tuple[float, float, float]] = {}
     scratch = Path(tempfile.mkdtemp(prefix="bench_e2e_"))
     try:

@@ -170,6 +170,10 @@ def main() -> None:
     if args.sizes:
         sizes = [int(float(x)) for x in args.sizes.split(",")]
     print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    from trees import compile_package
+
+    for tree in [Path(__file__).resolve().parent.parent, *([Path(args.baseline_tree)] if args.baseline_tree else [])]:
+        compile_package(tree)  # (both trees load their modules from .pyc: see benchmarks/trees.py)
     from treediff.parse.tokenizer import ctok_available  # the children see the same install and environment
 
     print(f"tokenizer: {'compiled (_ctok)' if ctok_available() else 'polars regex'}"
