@@ -30,6 +30,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,9 +92,8 @@ def warm(*paths: Path) -> None:
 
 def median_run(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
     """The median of each of (wall, CPU, peak RSS) over ``runs`` (each figure on its own)."""
-    return tuple(sorted(values)[len(values) // 2] if len(values) % 2 else
-                 sum(sorted(values)[len(values) // 2 - 1:len(values) // 2 + 1]) / 2
-                 for values in zip(*runs))  # type: ignore[return-value]
+    wall, cpu, rss = (statistics.median(values) for values in zip(*runs))
+    return wall, cpu, rss
 
 
 def build_min_tokenizer(where: Path) -> Path | None:

@@ -76,9 +76,9 @@ def records_frame(table: pa.Table) -> pd.DataFrame:
     """A records table as the pandas frame :meth:`Source.batches` yields.
 
     Bool columns (``null_move``, ``fh``) become pandas' nullable ``boolean`` dtype, nulls ``pd.NA``: a plain
-    ``to_pandas`` makes a bool column with nulls (``null_move`` is null on RESULT records) an object column of
-    Python True/False/None, ~50 ms per 1M records to build and ~45 ms more for each flag read of it
-    (:func:`treediff.report.table.flag_values`), against ~12 and ~1 ms this way.  Other columns as
+    ``to_pandas`` makes a bool column with nulls (``null_move`` is null on the root's records: no last move) an
+    object column of Python True/False/None, ~50 ms per 1M records to build and ~45 ms more for each flag read
+    of it (:func:`treediff.report.table.flag_values`), against ~12 and ~1 ms this way.  Other columns as
     ``to_pandas`` gives them."""
     import pandas as pd
 
