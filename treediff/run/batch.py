@@ -85,7 +85,7 @@ def _worker_init(parent: int | None = None, parent_start: str | None = None) -> 
     # workers with SIGTERM, which unwinds the running task (never inside its cleanup: see signals.deferred).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, worker_handler(lambda signum: _Terminated()))
+    signal.signal(signal.SIGTERM, worker_handler(_terminated))
     # The batch's main process may die without a word (kill -9); the pool never tells its workers (each holds
     # both ends of its queues), so each watches the main itself and leaves, its engine killed, writing nothing.
     set_parent_death_signal(signal.SIGTERM)  # spawned workers: the parent is the main
@@ -95,6 +95,20 @@ def _worker_init(parent: int | None = None, parent_start: str | None = None) -> 
 
 #: In a pool worker: a task is running (then leaving must unwind it, its engine killed).
 _TASK_RUNNING = threading.Event()
+
+
+def _terminated(signum: int) -> BaseException:  # pragma: no cover - runs in pool workers
+    """SIGTERM in a pool worker: :class:`_Terminated`, which unwinds the running task, or, between tasks, an exit
+    at once.  Raised in the pool's own loop, the exception would end the process through multiprocessing's
+    exit, which joins the result queue's feeder thread: with the batch's main gone (kill -9) and the pipe
+    full, that join never returns (the worker holds both ends), and only :func:`_leave_without_main`'s 5 s
+    fallback ended the worker (seen once: "rest gone after 5.19 s")."""
+    if not _TASK_RUNNING.is_set():
+        from treediff.store.files import remove_live_temporaries
+
+        remove_live_temporaries()
+        os._exit(143)
+    return _Terminated()
 
 
 def _main_alive(pid: int, start: str | None) -> bool:
@@ -143,7 +157,10 @@ def _leave_without_main() -> None:  # pragma: no cover - runs in pool workers
 def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - runs in pool workers
     _TASK_RUNNING.set()
     try:
-        return fn(task)
+        try:
+            return fn(task)
+        finally:
+            _TASK_RUNNING.clear()  # (a SIGTERM raised here is still caught below: never in the pool's loop)
     except _Terminated:
         # The task's cleanup has run; leave now instead of taking the next queued task (os._exit skips atexit:
         # remove any temporary file a signal caught between its creation and its try block).
@@ -151,8 +168,6 @@ def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - 
 
         remove_live_temporaries()
         os._exit(143)
-    finally:
-        _TASK_RUNNING.clear()
 
 
 class _Stoppable(Protocol):
