@@ -99,10 +99,12 @@ _TASK_RUNNING = threading.Event()
 
 def _terminated(signum: int) -> BaseException:  # pragma: no cover - runs in pool workers
     """SIGTERM in a pool worker: :class:`_Terminated`, which unwinds the running task, or, between tasks, an exit
-    at once.  Raised in the pool's own loop, the exception would end the process through multiprocessing's
-    exit, which joins the result queue's feeder thread: with the batch's main gone (kill -9) and the pipe
-    full, that join never returns (the worker holds both ends), and only :func:`_leave_without_main`'s 5 s
-    fallback ended the worker (seen once: "rest gone after 5.19 s")."""
+    at once.  Outside :func:`_run_in_worker`'s ``try``, the exception reaches the pool's own loop: raised just
+    after a task (in its ``finally``, before this change), the loop takes it for the task's error, sends it
+    back and waits for the next task, for good once the batch's main is gone (the worker holds both ends of
+    the task queue: no end of file), until :func:`_leave_without_main`'s 5 s fallback; raised while waiting,
+    it ends the worker with a traceback and status 1.  The likely cause of a once-seen "rest gone after
+    5.19 s" (``test_batch_main_sigkilled_writes_nothing_more``, not reproduced)."""
     if not _TASK_RUNNING.is_set():
         from treediff.store.files import remove_live_temporaries
 
