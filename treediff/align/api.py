@@ -121,7 +121,7 @@ def align_arrays(
             # compare position's records are in earlier iterations).  A table in several chunks has its
             # dictionaries unified first: the slice's chunks then carry every chunk's labels, so a string
             # column's categories are those of the whole table, as without the slice.
-            if recs.num_rows and recs.column(0).num_chunks > 1:
+            if recs.column(0).num_chunks > 1:  # (count > 0: the table has rows)
                 recs = recs.unify_dictionaries()
             recs, keep = recs.slice(first, count), None
             first = 0

@@ -25,7 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import Callable, Iterator, NoReturn, Protocol, Sequence
 
 from treediff import __version__
 from treediff.model.errors import InputError, TreediffError
@@ -106,11 +106,17 @@ def _terminated(signum: int) -> BaseException:  # pragma: no cover - runs in poo
     it ends the worker with a traceback and status 1.  The likely cause of a once-seen "rest gone after
     5.19 s" (``test_batch_main_sigkilled_writes_nothing_more``, not reproduced)."""
     if not _TASK_RUNNING.is_set():
-        from treediff.store.files import remove_live_temporaries
-
-        remove_live_temporaries()
-        os._exit(143)
+        _exit_terminated()
     return _Terminated()
+
+
+def _exit_terminated() -> NoReturn:  # pragma: no cover - runs in pool workers
+    """Leave the worker with status 143 now (os._exit skips atexit: remove any temporary file a signal caught
+    between its creation and its try block first)."""
+    from treediff.store.files import remove_live_temporaries
+
+    remove_live_temporaries()
+    os._exit(143)
 
 
 def _main_alive(pid: int, start: str | None) -> bool:
@@ -164,12 +170,7 @@ def _run_in_worker(fn: TaskFn, task: Task) -> TaskResult:  # pragma: no cover - 
         finally:
             _TASK_RUNNING.clear()  # (a SIGTERM raised here is still caught below: never in the pool's loop)
     except _Terminated:
-        # The task's cleanup has run; leave now instead of taking the next queued task (os._exit skips atexit:
-        # remove any temporary file a signal caught between its creation and its try block).
-        from treediff.store.files import remove_live_temporaries
-
-        remove_live_temporaries()
-        os._exit(143)
+        _exit_terminated()  # the task's cleanup has run; leave now instead of taking the next queued task
 
 
 class _Stoppable(Protocol):
