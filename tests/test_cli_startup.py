@@ -352,3 +352,37 @@ def test_plain_rendering_tells_numbers_from_the_dtypes_as_from_each_column():
     assert _numeric(frame) == expected
     duplicated = frame[["int", "str"]].set_axis(["a", "a"], axis=1)
     assert _numeric(duplicated) == [pd.api.types.is_numeric_dtype(duplicated["a"])] * 2
+
+
+_BLAS_THREADS_WHEN_NUMPY_LOADS = """
+import os, sys
+from importlib.abc import MetaPathFinder
+seen = []
+class Watch(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" and not seen:
+            seen.append(os.environ.get("OPENBLAS_NUM_THREADS"))
+        return None
+sys.meta_path.insert(0, Watch())
+import contextlib, io
+from treediff.cli import main
+sys.argv = ["treediff", *sys.argv[1:]]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+print(seen)
+"""
+
+
+@pytest.mark.parametrize("user_value", [None, "2"])
+def test_numpy_loads_with_one_blas_thread_unless_the_user_chose(user_value):
+    """numpy's OpenBLAS threads spin for nothing (treediff makes no BLAS calls): the command line asks for one
+    before numpy is imported, and keeps a count the user set."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "TREEDIFF_SET_OPENBLAS_NUM_THREADS")}
+    if user_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_value
+    out = subprocess.run([sys.executable, "-c", _BLAS_THREADS_WHEN_NUMPY_LOADS, "info", str(FIXTURE)],
+                         capture_output=True, text=True, timeout=120, check=True, env=env)
+    assert out.stdout.strip() == repr([user_value or "1"])

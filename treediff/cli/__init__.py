@@ -22,6 +22,7 @@ from treediff.cli.common import (
     tokenizer_in_use,
 )
 from treediff.model.errors import TreediffError
+from treediff.run.environment import quiet_blas
 from treediff.run.signals import interrupt_status, interrupting
 
 import treediff.cli as _commands_pkg
@@ -62,6 +63,11 @@ class _Group(click.Group):
     """Loads command modules on demand; turns library errors into one-line messages instead of tracebacks."""
 
     _loaded: set[str]
+
+    def main(self, *args, **kwargs):
+        # Before any command module loads numpy: its OpenBLAS threads would spin for nothing (run/environment.py).
+        quiet_blas()
+        return super().main(*args, **kwargs)
 
     def _load(self, module: str) -> None:
         if module in self._loaded:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import chess
 
+from treediff.run.environment import user_environment
 from treediff.run.engines import EngineSpec, Protocol, spec_problem
 from treediff.run.process import BYTES_PER_TRACE_LINE, EngineExited, EngineProcess, Tripped, UnsafeCommand, WaitTimeout
 
@@ -279,7 +280,7 @@ class _IterNodes:
 
 
 def _engine_env(spec: EngineSpec) -> dict[str, str]:
-    env = dict(os.environ)
+    env = user_environment()  # (not the OpenBLAS thread count the command line set for itself)
     # An inherited TREEDUMP path would make every engine write to one shared file.
     env.pop("TREEDUMP", None)
     env.update(dict(spec.env))
