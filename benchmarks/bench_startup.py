@@ -126,8 +126,9 @@ def measure(runs: int, baseline: str | None, pycache: str | None = None) -> None
         run_once([py, "-c", ENTRY, "parse", str(SMALL_LOG), "-o", small_parquet], None)
         cases: dict[str, tuple[list[str], dict[str, str] | None]] = {
             "python -c pass": ([py, "-c", "pass"], None),
-            FLOOR: ([py, "-c", FLOOR], None),
-            "import ... pandas, numpy": ([py, "-c", FLOOR + ", pandas, numpy"], None),
+            # (with one OpenBLAS thread, as the command line asks for since 2026-12-06: run/environment.py)
+            FLOOR: ([py, "-c", FLOOR], {"OPENBLAS_NUM_THREADS": "1"}),
+            "import ... pandas, numpy": ([py, "-c", FLOOR + ", pandas, numpy"], {"OPENBLAS_NUM_THREADS": "1"}),
             "treediff --help": ([py, "-c", ENTRY, "--help"], None),
             "treediff --version": ([py, "-c", ENTRY, "--version"], None),
             "treediff report --help": ([py, "-c", ENTRY, "report", "--help"], None),
