@@ -13,7 +13,8 @@ from treediff.report.table import Batch, flag_values
 
 
 def _old(column: pd.Series) -> np.ndarray:
-    return np.asarray(column.fillna(False), dtype=bool)
+    # (fillna through object: pandas 3 deprecates a False fill of a float column; the values are the same)
+    return np.asarray(column.astype(object).fillna(False), dtype=bool)
 
 
 CASES = [
@@ -23,7 +24,8 @@ CASES = [
     pd.Series([np.True_, np.False_, None, 1, 0, 2, "x", ""], dtype=object),
     pd.Series([True, pd.NA, False], dtype=object),                    # pd.NA: the general path
     pd.Series([True, None, False], dtype="boolean"),
-    pd.Series([1.0, np.nan, 0.0]),
+    pd.Series([1.0, np.nan, 0.0, -2.5, np.inf]),
+    pd.Series([1, None, 0], dtype="Int64"),
     pd.Series([], dtype=object),
     pa.chunked_array([pa.array([True, None, False, None, True])]).to_pandas(),
 ]

@@ -348,7 +348,11 @@ def flag_values(column: pd.Series) -> np.ndarray:
             if unequal.shape == out.shape:
                 out[unequal] = False
                 return out
-    return np.asarray(column.fillna(False), dtype=bool)
+    if column.dtype.kind == "f":  # NaN -> False, else the truth value (pandas 3 warns on a bool fill of floats)
+        floats = column.to_numpy()
+        return np.asarray((floats != 0) & ~np.isnan(floats), dtype=bool)
+    # (through object: a False fill of another dtype, e.g. nullable integers, is deprecated in pandas 3)
+    return np.asarray(column.astype(object).fillna(False), dtype=bool)
 
 
 def none_for_nan(values: np.ndarray) -> np.ndarray:
