@@ -51,7 +51,8 @@ def test_san_worker_module_needs_only_python_chess():
 # ------------------------------------------------------------------ issue 17 item 4: a fast start
 _HEAVY = ("pandas", "polars", "pyarrow", "numpy", "matplotlib", "rich", "chess", "scipy", "textual")
 
-_RUN_THEN_LIST_HEAVY = """
+#: Runs ``treediff ARGS`` (the script's arguments) in the interpreter, stdout discarded, exit status checked.
+_RUN_QUIETLY = """
 import contextlib, io, sys
 from treediff.cli import main
 sys.argv = ["treediff", *sys.argv[1:]]
@@ -60,6 +61,9 @@ with contextlib.redirect_stdout(io.StringIO()):
         main()
     except SystemExit as exc:
         assert not exc.code, exc.code
+"""
+
+_RUN_THEN_LIST_HEAVY = _RUN_QUIETLY + """
 heavy = {m.split(".")[0] for m in sys.modules} & set(%r)
 print(" ".join(sorted(heavy)))
 """ % (_HEAVY,)
@@ -364,14 +368,7 @@ class Watch(MetaPathFinder):
             seen.append(os.environ.get("OPENBLAS_NUM_THREADS"))
         return None
 sys.meta_path.insert(0, Watch())
-import contextlib, io
-from treediff.cli import main
-sys.argv = ["treediff", *sys.argv[1:]]
-with contextlib.redirect_stdout(io.StringIO()):
-    try:
-        main()
-    except SystemExit as exc:
-        assert not exc.code, exc.code
+""" + _RUN_QUIETLY + """
 print(seen)
 """
 
