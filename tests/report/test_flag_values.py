@@ -26,6 +26,7 @@ CASES = [
     pd.Series([True, None, False], dtype="boolean"),
     pd.Series([1.0, np.nan, 0.0, -2.5, np.inf]),
     pd.Series([1, None, 0], dtype="Int64"),
+    pd.Series([1.5, None, 0.0], dtype="Float64"),
     pd.Series([], dtype=object),
     pa.chunked_array([pa.array([True, None, False, None, True])]).to_pandas(),
 ]

@@ -349,7 +349,7 @@ def flag_values(column: pd.Series) -> np.ndarray:
                 out[unequal] = False
                 return out
     if column.dtype.kind == "f":  # NaN -> False, else the truth value (pandas 3 warns on a bool fill of floats)
-        floats = column.to_numpy()
+        floats = column.to_numpy(dtype=np.float64, na_value=np.nan)  # (a nullable Float64's NA too)
         return np.asarray((floats != 0) & ~np.isnan(floats), dtype=bool)
     # (through object: a False fill of another dtype, e.g. nullable integers, is deprecated in pandas 3)
     return np.asarray(column.astype(object).fillna(False), dtype=bool)
