@@ -653,9 +653,7 @@ def shadow_counts(batch: Batch, t: Tries) -> pd.DataFrame:
     ok = t.shadow_decision >= 0
     dec = t.shadow_decision[ok]
     sh = t.shadow[ok]
-    # only the SHADOW records' values (the column holds an object per record)
-    fh = (np.asarray(batch.records["fh"].iloc[sh].fillna(False), dtype=bool) if "fh" in batch.records
-          else np.zeros(len(sh), dtype=bool))
+    fh = batch.flag("fh")[sh]  # (the batch's fh flags, read once for every table: missing -> False)
     a_codes, a_cats = batch.codes("act")
     cell = batch.record_groups.record_group[dec]
     na = len(a_cats) + 1

@@ -2,8 +2,8 @@
 
 numpy's bundled OpenBLAS starts one thread per core when numpy is imported, and each thread busy-waits for a
 while for work. treediff never gives it any (it makes no BLAS calls). On the 2-core machines measured this
-cost about 0.1 CPU-s of every command that imports numpy: `treediff info` of a small log took 0.62 CPU-s and
-0.52 s with those threads, 0.48 CPU-s and 0.48 s without (docs/PERFORMANCE.md, "fifth session").
+cost about 0.1-0.2 CPU-s of every command that imports numpy: `treediff info` of a small log took 0.70 CPU-s
+and 0.59 s with those threads, 0.49 CPU-s and 0.49 s without (docs/PERFORMANCE.md, "fifth session").
 :func:`quiet_blas` asks OpenBLAS for one thread. It must run before numpy is imported, so the command line
 calls it first.
 
