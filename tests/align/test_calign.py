@@ -90,6 +90,28 @@ def test_order_matches_numpy(paths_list, seed, key_range):
     np.testing.assert_array_equal(np.frombuffer(got[2], dtype=np.int64).reshape(n, 7), sums0)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(17, 300), st.integers(0, 40), st.integers(0, 2**16), st.integers(1, 6))
+def test_order_sorts_wide_sibling_groups(wide, deeper, seed, key_range):
+    """Sibling groups longer than the insertion sort's 16 (the merge sort's runs, odd lengths, ties on the key)
+    order as the numpy lexsort does: one node with ``wide`` children, one of them with ``deeper``."""
+    rng = np.random.default_rng(seed)
+    paths = [f"m{i}" for i in rng.permutation(wide)] + [f"m0/n{i}" for i in rng.permutation(deeper)]
+    _, arr, ply, parent = core._encode_and_close(_large(paths), _large([]))
+    n = len(arr)
+    key = rng.integers(0, key_range, n).astype(np.int64)
+    sums = rng.integers(0, 5, (n, 7)).astype(np.int64)
+    sums[:, 4] = 1
+    got = core._calign.order(ply, parent, key, sums, 7)
+    src0, parent_row0, sums0 = core._order_rows(ply, parent, key, sums.copy())
+    np.testing.assert_array_equal(np.frombuffer(got[0], dtype=np.int64), src0)
+    np.testing.assert_array_equal(np.frombuffer(got[1], dtype=np.int64), parent_row0)
+    np.testing.assert_array_equal(np.frombuffer(got[2], dtype=np.int64).reshape(n, 7), sums0)
+    # And by the definition: the root's children in (key, code) order.
+    children = [c for c in np.frombuffer(got[0], dtype=np.int64) if parent[c] == parent[src0[1]]]
+    assert children == sorted(children, key=lambda c: (key[c], c))
+
+
 def test_order_declines_a_forest():
     ply = np.array([0, 0], dtype=np.int64)
     parent = np.array([-1, -1], dtype=np.int64)

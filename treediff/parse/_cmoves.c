@@ -759,6 +759,9 @@ PyDoc_STRVAR(check_doc,
 /* check() and legal_counts(): the paths of an Arrow string-view array, in order.  ``counting`` 0 writes
  * each path's reason code into a uint8 buffer, 1 the legal moves in the position it reaches (-1 when
  * it does not: an illegal or unreadable move) into an int32 buffer. */
+/* Calls of at least this many paths run without the GIL (fewer: not worth its hand-over). */
+#define RELEASE_GIL_PATHS 256
+
 static PyObject *scan_paths(Checker *c, PyObject *args, int counting)
 {
     const char *name = counting ? "Checker.legal_counts" : "Checker.check";
@@ -803,9 +806,11 @@ static PyObject *scan_paths(Checker *c, PyObject *args, int counting)
     }
     const unsigned char *sk = skip.obj ? (const unsigned char *)skip.buf : NULL;
     unsigned char *o = (unsigned char *)out.buf;
-    /* The GIL is kept: a call is one search's share of a chunk (about a millisecond), and taking the
-     * GIL back from the converting threads would cost the parser's thread more than it frees. */
+    /* The GIL is released for calls of many paths (one search's share of a chunk: about a millisecond):
+     * compare parses two logs at once, and the other parse's Python steps wait for the GIL otherwise.
+     * ``busy`` keeps a second thread off this checker meanwhile. */
     c->busy = 1;
+    PyThreadState *released = n >= RELEASE_GIL_PATHS ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (sk && sk[i]) {
             if (counting) {
@@ -830,6 +835,8 @@ static PyObject *scan_paths(Checker *c, PyObject *args, int counting)
             o[i] = (unsigned char)r;
         }
     }
+    if (released)
+        PyEval_RestoreThread(released);
     c->busy = 0;
     if (failed) {
         PyErr_NoMemory();
