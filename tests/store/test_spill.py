@@ -27,7 +27,9 @@ from treediff.parse.pipeline import parse_to_spill
 from treediff.parse.source import SearchChunks, open_source
 from treediff.store.files import OutputError
 from treediff.store.source import BATCH_RECORDS, parquet_source
-from treediff.store.spill import META_MAX_SEARCH, META_MIN_SEARCH, META_ROWS, SpillWriter, spill_source
+from treediff.store import spill as spill_module
+from treediff.store.spill import (META_MAX_SEARCH, META_MIN_SEARCH, META_ROWS, SPILL_PLAIN_BYTES, SpillWriter,
+                                  plain_allowance, spill_source)
 from support.parquet_spill import parts_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,11 +65,34 @@ def _same_batches(new, old, columns, target) -> int:
     return len(got)
 
 
+#: The spill's uncompressed allowance (SPILL_PLAIN_BYTES): every part lz4, the first parts plain and the
+#: rest lz4, every part plain (a small log under the default).
+PLAIN_MODES = {"lz4": 0, "mixed": 60_000, "plain": SPILL_PLAIN_BYTES}
+
+#: The magic number an LZ4 frame starts with (every lz4-compressed buffer of an IPC body is one frame).
+LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
+
+
+def _compressed(part: Path) -> bool:
+    """Whether an IPC part holds lz4 buffers, read from its bytes (not from the writer's count)."""
+    return LZ4_FRAME_MAGIC in part.read_bytes()
+
+
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("chunk_bytes", CHUNK_SIZES)
-def test_batches_equal_the_parquet_pairs(log, chunk_bytes, tmp_path, monkeypatch):
+@pytest.mark.parametrize("plain", PLAIN_MODES)
+def test_batches_equal_the_parquet_pairs(log, chunk_bytes, plain, tmp_path, monkeypatch):
     monkeypatch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(spill_module, "SPILL_PLAIN_BYTES", PLAIN_MODES[plain])
     old, new = _pair(log, tmp_path)
+    packed = [_compressed(part) for part in parts_of(tmp_path / "spill")]
+    if plain == "lz4":
+        assert all(packed)
+    elif plain == "plain":
+        assert not any(packed)
+    elif chunk_bytes == CHUNK_SIZES[0]:  # (many small parts: the allowance runs out after a few)
+        first = packed.index(True)
+        assert first > 0 and all(packed[first:]), packed
     _same_frame(new.searches, old.searches)
     assert new._spans == [(r, lo, hi) for r, lo, hi in old._spans]  # a part per row group, same spans
     if chunk_bytes == CHUNK_SIZES[0]:
@@ -172,6 +197,48 @@ def test_a_table_of_several_batches_is_one_part_each(tmp_path):
         writer.write(pieces)
         writer.write(table.slice(25, 0))  # (an empty table: no part)
     assert len(parts_of(tmp_path / "s")) == 2
+
+
+def test_parts_are_plain_up_to_the_allowance_then_compressed(tmp_path):
+    """The first parts, while their bytes fit the allowance, are written uncompressed; the rest lz4; and the
+    frames read back are the same either way."""
+    table = pq.read_table(parquet_of(tmp_path))
+    pieces = [table.slice(i * 150, 150) for i in range(5)] + [table.slice(750, 2)]  # (the last one small)
+    allowance = sum(p.nbytes for p in pieces[:2]) + pieces[2].nbytes // 2  # (two parts and half a third)
+    for name, plain_bytes in (("mixed", allowance), ("lz4", 0)):
+        with SpillWriter(tmp_path / name, table.schema, plain_bytes=plain_bytes) as writer:
+            for piece in pieces:
+                writer.write(piece)
+    assert [_compressed(p) for p in parts_of(tmp_path / "mixed")] == [False, False, True, True, True, True]
+    assert all(_compressed(p) for p in parts_of(tmp_path / "lz4"))
+    for part_a, part_b in zip(parts_of(tmp_path / "mixed"), parts_of(tmp_path / "lz4")):
+        size_a, size_b = part_a.stat().st_size, part_b.stat().st_size
+        assert size_a > size_b if not _compressed(part_a) else size_a == size_b
+        assert pa.ipc.open_file(str(part_a)).read_all().equals(pa.ipc.open_file(str(part_b)).read_all())
+
+
+def test_the_allowance_is_at_most_an_eighth_of_the_free_space(tmp_path, monkeypatch):
+    class Stat:
+        f_frsize = 4096
+        f_bavail = 0
+
+    def statvfs(path):
+        assert Path(path) == tmp_path
+        return Stat
+
+    monkeypatch.setattr(spill_module.os, "statvfs", statvfs)
+    Stat.f_bavail = (1 << 40) // 4096  # 1 TiB free: the constant
+    assert plain_allowance(tmp_path) == SPILL_PLAIN_BYTES
+    Stat.f_bavail = (800 << 20) // 4096  # 800 MiB free: 100 MiB
+    assert plain_allowance(tmp_path) == 100 << 20
+    Stat.f_bavail = 0
+    assert plain_allowance(tmp_path) == 0
+
+    def fails(path):
+        raise OSError("no such file system")
+
+    monkeypatch.setattr(spill_module.os, "statvfs", fails)
+    assert plain_allowance(tmp_path) == 0
 
 
 def parquet_of(tmp_path: Path) -> Path:

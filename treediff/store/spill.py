@@ -39,7 +39,8 @@ from treediff.store.iterations import PROFILE_RECORD_COLUMNS, merge_profiles, pr
 from treediff.store.source import GroupedSource, read_searches
 from treediff.store.validate import check_finite
 
-__all__ = ["SPILL_COMPRESSION", "SpillWriter", "spill_iterations_path", "spill_searches_path", "spill_source"]
+__all__ = ["SPILL_COMPRESSION", "SPILL_PLAIN_BYTES", "SpillWriter", "plain_allowance", "spill_iterations_path",
+           "spill_searches_path", "spill_source"]
 
 #: How the parts are compressed (``pa.ipc.IpcWriteOptions(compression=...)``).  Measured on the 1M-line
 #: stockfish log's 10 chunks (docs/PERFORMANCE.md): uncompressed 153 MB (19x the Parquet spill's 7.9 MB),
@@ -47,6 +48,14 @@ __all__ = ["SPILL_COMPRESSION", "SpillWriter", "spill_iterations_path", "spill_s
 #: compare's four read passes 0.54 / 0.75 / 0.91 against Parquet's 1.05.  lz4 keeps the disk near the 3x
 #: a scratch file may take (a 20M + 20M compare: 1.2 GB, not 6 GB) for two thirds of the CPU saved.
 SPILL_COMPRESSION: str | None = "lz4"
+#: Bytes of parts a spill writes uncompressed before it compresses the rest (at most an eighth of the free
+#: space where it writes: :func:`plain_allowance`).  An uncompressed part costs no compression when written
+#: and is read zero-copy from its mapping, where a compressed one is decompressed into fresh memory at every
+#: read: on the 1M-line bench logs, ~0.1 CPU-s written and ~0.07 CPU-s a read pass per log, which is
+#: compare 1M + 1M 3.59 -> 3.29 s (docs/PERFORMANCE.md, sixth session).  A part is ~5x its lz4 size, so the
+#: allowance (256 MiB: a ~1.5M-record log whole) bounds what that costs in scratch space, while a large
+#: log's spill stays near the lz4 figures above.
+SPILL_PLAIN_BYTES = 256 << 20
 #: Schema metadata keys of a part: its rows and its smallest and largest ``search`` (decimal text).
 META_ROWS = b"treediff.spill.rows"
 META_MIN_SEARCH = b"treediff.spill.min_search"
@@ -65,6 +74,16 @@ def spill_iterations_path(directory: str | os.PathLike[str]) -> Path:
     return Path(directory) / "records.iterations.parquet"
 
 
+def plain_allowance(directory: str | os.PathLike[str]) -> int:
+    """Bytes of uncompressed parts a spill in ``directory`` may write: :data:`SPILL_PLAIN_BYTES`, at most an
+    eighth of the space free there (a small ``TMPDIR`` keeps room), 0 when that cannot be read."""
+    try:
+        stat = os.statvfs(directory)
+    except (OSError, AttributeError):  # (AttributeError: no statvfs on this platform)
+        return 0
+    return max(0, min(SPILL_PLAIN_BYTES, stat.f_bavail * stat.f_frsize // 8))
+
+
 def _part_paths(directory: Path) -> list[Path]:
     """The directory's part files in the order written (their names number them)."""
     return sorted(p for p in directory.iterdir() if p.name.startswith(_PART_PREFIX) and p.name.endswith(_PART_SUFFIX))
@@ -80,12 +99,19 @@ class SpillWriter:
     """
 
     def __init__(self, directory: str | os.PathLike[str], schema: pa.Schema,
-                 compression: str | None = SPILL_COMPRESSION) -> None:
+                 compression: str | None = SPILL_COMPRESSION, plain_bytes: int | None = None) -> None:
+        """``compression``: the parts' codec once ``plain_bytes`` of them (default :func:`plain_allowance`)
+        were written uncompressed."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.schema = schema
         self._options = pa.ipc.IpcWriteOptions(compression=compression)
+        self._plain_options = pa.ipc.IpcWriteOptions(compression=None)
+        #: Bytes of uncompressed parts still allowed.
+        self._plain_left = plain_allowance(self.directory) if plain_bytes is None else plain_bytes
         self.parts = 0
+        #: Parts written uncompressed (the first ones, up to the allowance).
+        self.plain_parts = 0
         self.rows = 0
         #: Each part's iteration profile, merged and written with the searches table (None: the schema
         #: lacks a column it is counted from).
@@ -105,13 +131,20 @@ class SpillWriter:
                 META_MAX_SEARCH: str(search["max"].as_py()).encode()}
         schema = self.schema.with_metadata({**(self.schema.metadata or {}), **span})
         path = self.directory / f"{_PART_PREFIX}{self.parts:06d}{_PART_SUFFIX}"
+        plain = batch.nbytes <= self._plain_left
+        options = self._plain_options if plain else self._options
         try:
-            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema, options=self._options) as writer:
+            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema, options=options) as writer:
                 writer.write_batch(batch)
         except BaseException as exc:
             if is_write_failure(exc):
                 raise write_error(path, exc) from None
             raise
+        if plain:
+            self._plain_left -= batch.nbytes
+            self.plain_parts += 1
+        else:
+            self._plain_left = 0  # (the first parts only: one compressed, the rest are too)
         self.parts += 1
         self.rows += batch.num_rows
         if self._profiles is not None:
