@@ -756,12 +756,12 @@ PyDoc_STRVAR(check_doc,
 "(uint8, optional) is nonzero are not read (out gets 0).  Paths must follow each other in the\n"
 "search's order for speed only: any order gives the same codes.");
 
-/* check() and legal_counts(): the paths of an Arrow string-view array, in order.  ``counting`` 0 writes
- * each path's reason code into a uint8 buffer, 1 the legal moves in the position it reaches (-1 when
- * it does not: an illegal or unreadable move) into an int32 buffer. */
 /* Calls of at least this many paths run without the GIL (fewer: not worth its hand-over). */
 #define RELEASE_GIL_PATHS 256
 
+/* check() and legal_counts(): the paths of an Arrow string-view array, in order.  ``counting`` 0 writes
+ * each path's reason code into a uint8 buffer, 1 the legal moves in the position it reaches (-1 when
+ * it does not: an illegal or unreadable move) into an int32 buffer. */
 static PyObject *scan_paths(Checker *c, PyObject *args, int counting)
 {
     const char *name = counting ? "Checker.legal_counts" : "Checker.check";

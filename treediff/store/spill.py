@@ -52,7 +52,7 @@ SPILL_COMPRESSION: str | None = "lz4"
 #: space where it writes: :func:`plain_allowance`).  An uncompressed part costs no compression when written
 #: and is read zero-copy from its mapping, where a compressed one is decompressed into fresh memory at every
 #: read: on the 1M-line bench logs, ~0.1 CPU-s written and ~0.07 CPU-s a read pass per log, which is
-#: compare 1M + 1M 3.59 -> 3.29 s (docs/PERFORMANCE.md, sixth session).  A part is ~5x its lz4 size, so the
+#: compare 1M + 1M 3.44 -> 3.26 s, 4.60 -> 4.19 CPU-s (docs/PERFORMANCE.md, sixth session).  A part is ~5x its lz4 size, so the
 #: allowance (256 MiB: a ~1.5M-record log whole) bounds what that costs in scratch space, while a large
 #: log's spill stays near the lz4 figures above.
 SPILL_PLAIN_BYTES = 256 << 20
@@ -110,8 +110,6 @@ class SpillWriter:
         #: Bytes of uncompressed parts still allowed.
         self._plain_left = plain_allowance(self.directory) if plain_bytes is None else plain_bytes
         self.parts = 0
-        #: Parts written uncompressed (the first ones, up to the allowance).
-        self.plain_parts = 0
         self.rows = 0
         #: Each part's iteration profile, merged and written with the searches table (None: the schema
         #: lacks a column it is counted from).
@@ -140,11 +138,8 @@ class SpillWriter:
             if is_write_failure(exc):
                 raise write_error(path, exc) from None
             raise
-        if plain:
-            self._plain_left -= batch.nbytes
-            self.plain_parts += 1
-        else:
-            self._plain_left = 0  # (the first parts only: one compressed, the rest are too)
+        # (the first parts only: once one is compressed, the rest are too)
+        self._plain_left = self._plain_left - batch.nbytes if plain else 0
         self.parts += 1
         self.rows += batch.num_rows
         if self._profiles is not None:
