@@ -93,8 +93,8 @@ def test_order_matches_numpy(paths_list, seed, key_range):
 @settings(max_examples=60, deadline=None)
 @given(st.integers(17, 300), st.integers(0, 40), st.integers(0, 2**16), st.integers(1, 6))
 def test_order_sorts_wide_sibling_groups(wide, deeper, seed, key_range):
-    """Sibling groups longer than the insertion sort's 16 (the merge sort's runs, odd lengths, ties on the key)
-    order as the numpy lexsort does: one node with ``wide`` children, one of them with ``deeper``."""
+    """Sibling groups longer than the insertion sort's 16 (``order()``'s qsort path, ties on the key broken by
+    code) order as the numpy lexsort does: one node with ``wide`` children, one of them with ``deeper``."""
     rng = np.random.default_rng(seed)
     paths = [f"m{i}" for i in rng.permutation(wide)] + [f"m0/n{i}" for i in rng.permutation(deeper)]
     _, arr, ply, parent = core._encode_and_close(_large(paths), _large([]))
