@@ -18,7 +18,7 @@ from treediff.cli import main
 from treediff.model.schema import searches_path_for
 from treediff.parse.source import open_source
 from treediff.report.core import TABLES, build_report
-from treediff.store.source import last_safe_cut, parquet_source, plan_row_groups
+from treediff.store.source import batch_cuts, parquet_source, plan_row_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = [ROOT / "fixtures" / "traces" / name for name in ("stockfish_batch3.log", "crafty_batch3.log")]
@@ -54,12 +54,41 @@ def test_ranges_that_go_back_mean_one_read():
 
 
 def test_cut_inside_a_row_group_where_no_search_spans():
-    assert last_safe_cut(np.array([0, 0, 1, 1, 2])) == 4
-    assert last_safe_cut(np.array([1, 0, 2, 2])) == 2   # any order within the rows: search 0 and 1 before 2
-    assert last_safe_cut(np.array([0, 1, 0, 2])) == 3
-    assert last_safe_cut(np.array([0, 0, 0])) == 0      # one search: nothing to cut, it is carried on
-    assert last_safe_cut(np.array([2, 1])) == 0         # going back: no cut
-    assert last_safe_cut(np.array([5])) == 0
+    # target 1: every point no search spans (any order within the rows), the rows after the last carried on
+    assert batch_cuts(np.array([0, 0, 1, 1, 2]), 1) == [2, 4]
+    assert batch_cuts(np.array([1, 0, 2, 2]), 1) == [2]     # search 0 and 1 (in any order) before 2
+    assert batch_cuts(np.array([0, 1, 0, 2]), 1) == [3]
+    assert batch_cuts(np.array([0, 0, 0]), 1) == []         # one search: nothing to cut, it is carried on
+    assert batch_cuts(np.array([2, 1]), 1) == []            # going back: no cut
+    assert batch_cuts(np.array([5]), 1) == []
+    assert batch_cuts(np.array([], dtype=np.int64), 1) == []
+
+
+def test_each_cut_is_the_last_safe_point_within_a_target_of_the_last():
+    search = np.array([0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4, 5])
+    # safe points: 3 (after search 0), 4, 8, 9, 11
+    assert batch_cuts(search, 4) == [4, 8, 11]   # search 5 (1 row) carried on: it may go on in the next group
+    assert batch_cuts(search, 5) == [4, 9]       # (4, 9]: 9; then 3 rows left
+    assert batch_cuts(search, 2) == [3, 4, 8, 9, 11]  # search 0 (3 rows) and search 2 (4 rows) alone
+    assert batch_cuts(search, 12) == [11]        # 12 rows: everything but the last search, which may go on
+    assert batch_cuts(search, 13) == []          # fewer rows than the target: all carried on
+
+
+def test_batches_hold_at_most_the_target_or_one_search():
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 40, size=300)
+    search = np.repeat(np.arange(len(sizes)), sizes)
+    for target in (1, 10, 30, 100, 1000):
+        cuts = batch_cuts(search, target)
+        bounds = [0, *cuts]
+        for lo, hi in zip(bounds, bounds[1:]):
+            assert search[hi - 1] < search[hi]  # a search boundary
+            one = search[lo] == search[hi - 1]
+            assert hi - lo <= target or one
+            # the next search did not fit: nothing closer to the target was skipped
+            following = sizes[search[hi]]
+            assert hi - lo + following > target or one
+        assert len(search) - bounds[-1] < target + sizes.max()  # carried on: less than a target and a search
 
 
 # ------------------------------------------------------------------ on a real parse, rewritten in small row groups
@@ -151,8 +180,7 @@ def test_row_groups_ending_mid_search_still_give_bounded_batches(straddling_grou
         ids = set(batch["search"].astype(np.int64).tolist())
         assert not ids & seen
         seen |= ids
-        biggest = int(batch["search"].value_counts().max())
-        assert len(batch) < 1000 + 500 + biggest  # the target, the row group read last, the search carried on
+        assert len(batch) <= 1000 or len(set(batch["search"])) == 1  # at most the target, or one search alone
     whole = pq.read_table(straddling_groups, columns=["search", "tag"]).to_pandas()
     assert sum(len(b) for b in batches) == len(whole)
     joined = pd.concat(batches, ignore_index=True)

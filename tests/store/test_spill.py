@@ -24,7 +24,7 @@ from treediff.model.schema import RECORDS_SCHEMA, searches_path_for
 from treediff.parse import chunks
 from treediff.parse.core import parse_to_parquet
 from treediff.parse.pipeline import parse_to_spill
-from treediff.parse.source import SearchChunks, open_source
+from treediff.parse.source import open_source
 from treediff.store.files import OutputError
 from treediff.store.source import BATCH_RECORDS, parquet_source
 from treediff.store import spill as spill_module
@@ -117,12 +117,11 @@ def test_select_and_with_searches_read_what_the_parquet_pair_reads(log, tmp_path
         for columns in (None, COLUMN_SETS[2]):
             for target in (1, 500, BATCH_RECORDS):
                 _same_batches(new.select(keep), old.select(keep), columns, target)
-                _same_batches(SearchChunks(new).select(keep), SearchChunks(old).select(keep), columns, target)
     renamed = old.searches.copy()
     renamed["position"] = [f"p{i}" for i in range(n)]
     for a, b in ((new.with_searches(renamed), old.with_searches(renamed)),
-                 (SearchChunks(new).with_searches(renamed).select(np.arange(n) != 1),
-                  SearchChunks(old).with_searches(renamed).select(np.arange(n) != 1))):
+                 (new.with_searches(renamed).select(np.arange(n) != 1),
+                  old.with_searches(renamed).select(np.arange(n) != 1))):
         _same_frame(a.searches, b.searches)
         for target in (1, 700, BATCH_RECORDS):
             _same_batches(a, b, ["kind", "ply"], target)

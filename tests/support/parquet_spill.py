@@ -7,7 +7,7 @@ from pathlib import Path
 
 from treediff.parse import source as source_module
 from treediff.parse.core import parse_to_parquet
-from treediff.parse.source import SearchChunks, remove_scratch, scratch_dir
+from treediff.parse.source import remove_scratch, scratch_dir
 from treediff.store.source import Source, parquet_source
 
 
@@ -26,7 +26,7 @@ def parquet_spilled_log(path: str | os.PathLike, **parse_options) -> Source:
         raise
     source.warnings = list(result.warnings)
     weakref.finalize(source._read, remove_scratch, scratch)
-    return SearchChunks(source)
+    return source
 
 
 def use_parquet_spill(monkeypatch) -> None:

@@ -54,7 +54,11 @@ def _open_one(path: str | os.PathLike, **parse_options) -> Source:
 
 def _spilled_log(path: str | os.PathLike, **parse_options) -> Source:
     """A log stream-parsed once into a scratch directory (Arrow IPC parts, :mod:`treediff.store.spill`), read
-    back in batches as a Parquet pair is.
+    back in batches as a Parquet pair is (:class:`~treediff.store.source.GroupedSource`: each part read once,
+    a batch cut inside a part where no search spans; a parser's parts hold searches in increasing order).
+    A wrapper that read each batch as a ``select`` of consecutive searches (``SearchChunks``, from when the
+    spill was Parquet and could only be cut between row groups) read every boundary part twice and filtered
+    each read: compare 20M + 20M spent 87 CPU-s with it, 65 without (docs/PERFORMANCE.md).
 
     One path for every size (issue 17): the streaming parse holds a chunk and the open search, not the
     log, and consumers read the spill in batches (report tables) or a position at a time (the aligner).
@@ -84,88 +88,7 @@ def _spilled(parse: Callable[[Path], object]) -> Source:
     source.warnings = list(result.warnings)  # type: ignore[attr-defined]
     # The read closure is shared by every select() of the source: the files live as long as it does.
     weakref.finalize(source._read, remove_scratch, scratch)
-    return SearchChunks(source)
-
-
-class SearchChunks(Source):
-    """A source read in batches of consecutive searches, each batch one ``select`` of the inner source.
-
-    The parser writes a row group per chunk of lines, so nearly every row-group boundary falls inside a
-    search and a Parquet pair's own batches cannot cut there (one batch: the whole file).  Selecting about
-    ``target`` records' worth of consecutive searches instead reads just the row groups holding them (a
-    boundary group twice), so memory is bounded by the batch whatever the log's size; the next batch is
-    read on a thread (Parquet decoding releases the GIL).  Searches rows are taken in searches-table order,
-    which is the log's order; sizes come from its ``records`` column.
-    """
-
-    def __init__(self, inner: Source):
-        self._inner = inner
-        self.warnings = inner.warnings
-
-    @property
-    def searches(self):
-        return self._inner.searches
-
-    def chunks(self, target: int) -> list:
-        """Boolean masks over the searches rows, consecutive searches of about ``target`` records each."""
-        import numpy as np
-
-        searches = self._inner.searches
-        n = len(searches)
-        sizes = (searches["records"].fillna(0).to_numpy(dtype=np.int64) if "records" in searches.columns
-                 else np.ones(n, dtype=np.int64))
-        out, start, total = [], 0, 0
-        for row in range(n):
-            if row > start and total + int(sizes[row]) > target:
-                out.append((start, row))
-                start, total = row, 0
-            total += int(sizes[row])
-        if n:
-            out.append((start, n))
-        masks = []
-        for lo, hi in out:
-            keep = np.zeros(n, dtype=bool)
-            keep[lo:hi] = True
-            masks.append(keep)
-        return masks
-
-    def batches(self, columns=None, target: int = BATCH_RECORDS):
-        return self._batches(columns, target, pandas=True)
-
-    def arrow_batches(self, columns=None, target: int = BATCH_RECORDS):
-        return self._batches(columns, target, pandas=False)
-
-    def _batches(self, columns, target: int, pandas: bool):
-        from concurrent.futures import ThreadPoolExecutor
-
-        def of(source):
-            return source.batches(columns, target) if pandas else source.arrow_batches(columns, target)
-
-        masks = self.chunks(target)
-        if len(masks) <= 1:
-            yield from of(self._inner)
-            return
-
-        def read(keep):
-            return list(of(self._inner.select(keep)))
-
-        with ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(read, masks[0])
-            for keep in masks[1:]:
-                current = pending.result()
-                pending = pool.submit(read, keep)
-                yield from current
-                del current
-            yield from pending.result()
-
-    def iteration_profile(self):
-        return self._inner.iteration_profile()
-
-    def select(self, keep) -> Source:
-        return SearchChunks(self._inner.select(keep))
-
-    def with_searches(self, searches) -> Source:
-        return SearchChunks(self._inner.with_searches(searches))
+    return source
 
 
 def open_one_search(path: str | os.PathLike, engine: str = "auto", positions=None, keep_complete: bool = False,

@@ -372,17 +372,32 @@ def plan_row_groups(spans: Sequence[tuple[int, int, int]], target: int,
     return reads
 
 
-def last_safe_cut(search: np.ndarray) -> int:
-    """The largest p (0 < p < n) with every search of ``search[:p]`` below every search of ``search[p:]``;
-    0 when there is none.  Later row groups hold only searches >= this one's largest (the plan checked
-    the footer's ranges), so records before p are whole searches whatever the order within the rows."""
+def batch_cuts(search: np.ndarray, target: int) -> list[int]:
+    """Where to cut rows (their ``search`` numbers, any order within a search's rows) into batches of whole
+    searches of at most ``target`` rows: cut points ``p1 < p2 < ...``, each the last point within ``target``
+    rows of the previous cut (0 at first) where every search before it is below every search after it, or,
+    when a search is longer than ``target``, the end of that search (a batch of one search).  Cutting stops
+    once fewer than ``target`` rows are left: those are carried on, since later row groups hold only searches
+    >= this one's largest (the plan checked the footer's ranges) but may continue the last search."""
     n = len(search)
+    target = max(1, target)
     if n < 2:
-        return 0
+        return []
     before = np.maximum.accumulate(search[:-1])
     after = np.minimum.accumulate(search[::-1])[::-1][1:]
-    safe = np.flatnonzero(before < after)
-    return int(safe[-1]) + 1 if len(safe) else 0
+    safe = np.flatnonzero(before < after) + 1  # the points p (0 < p < n) no search spans
+    cuts: list[int] = []
+    previous = 0
+    while n - previous >= target:
+        within = int(np.searchsorted(safe, previous + target, side="right"))  # safe[:within] <= previous + target
+        if within and safe[within - 1] > previous:
+            previous = int(safe[within - 1])
+        elif within < len(safe):  # a search longer than the target: it alone
+            previous = int(safe[within])
+        else:
+            break
+        cuts.append(previous)
+    return cuts
 
 
 _T = TypeVar("_T")
@@ -485,9 +500,10 @@ class GroupedSource(ArrowSource):
         yield from read_ahead((records_frame(table) for table in tables) if pandas else tables)
 
     def _cut_batches(self, wanted: list[str] | None, groups: list[int], target: int) -> Iterator[pa.Table]:
-        """Batches of the groups ``groups``, read one at a time: a batch is cut inside a group at the last
-        point no search spans (the parser's groups end mid-search, so cuts between groups alone would rarely
-        exist), the rest carried into the next batch.  A cut holding none of a selection's searches (a group's
+        """Batches of the groups ``groups``, each group read once: once ``target`` rows are read, batches are
+        cut inside a group where no search spans (:func:`batch_cuts`: at most ``target`` rows, or one longer
+        search; the parser's groups end mid-search, so cuts between groups alone would rarely exist), the rest
+        carried into the next batch.  A cut holding none of a selection's searches (a group's
         rows of the next selection's, at its end) is not a batch: the consumer gets no empty batch, unless no
         batch has rows at all (then one empty batch, as a source without records gives)."""
         carry: pa.Table | None = None
@@ -497,18 +513,17 @@ class GroupedSource(ArrowSource):
             table = self._read_groups(wanted, [group])
             if carry is not None:
                 table = pa.concat_tables([carry, table])
-                carry = None
-            cut = last_safe_cut(table.column("search").to_numpy()) if table.num_rows >= target else 0
-            if cut == 0:
-                carry = table
-                continue
-            batch = self._kept.arrow(table.slice(0, cut))
-            if batch.num_rows:
-                yield batch
-                yielded = True
-            else:
-                empty = batch
-            carry = table.slice(cut)
+            start = 0
+            if table.num_rows >= target:
+                for cut in batch_cuts(table.column("search").to_numpy(), target):
+                    batch = self._kept.arrow(table.slice(start, cut - start))
+                    if batch.num_rows:
+                        yield batch
+                        yielded = True
+                    else:
+                        empty = batch
+                    start = cut
+            carry = table.slice(start) if start else table
         rest = self._kept.arrow(carry) if carry is not None else None
         if rest is not None and rest.num_rows:
             yield rest
