@@ -20,9 +20,10 @@ from treediff.parse import chunks
 from treediff.parse.source import open_source
 from treediff.report.core import build_report
 from treediff.store import spill as spill_module
-from treediff.store.source import GroupedSource
+from treediff.store.source import GroupedSource, plan_row_groups
 from support.benchmark_scripts import load_benchmark
 
+ROOT = Path(__file__).resolve().parents[2]
 #: The parse's chunk size here: a part every few hundred records.
 SMALL_CHUNK_BYTES = 8192
 
@@ -45,10 +46,11 @@ def _log(tmp_path: Path, searches: int = 8) -> tuple[Path, list[int]]:
     return path, counts
 
 
-def _spill(source) -> GroupedSource:
+def _spill(source, many_parts: bool = True) -> GroupedSource:
     (part, _, _), = source._parts  # CombinedSource of one input
     assert isinstance(part, GroupedSource)  # the spill itself, read part by part
-    assert len(part._spans) > 2 * len(part.searches)  # (many parts: searches span several)
+    if many_parts:
+        assert len(part._spans) > 2 * len(part.searches)  # (searches span several parts)
     return part
 
 
@@ -127,3 +129,25 @@ def test_a_selection_reads_its_searches_only_in_bounded_batches(tmp_path, monkey
     list(chosen.arrow_batches(["tag"], target=1))
     holding = sum(1 for _, lo, hi in spilled._spans if any(lo <= s <= hi for s in (1, 2, 5)))
     assert set(reads.values()) == {1} and len(reads) == holding < len(spilled._spans)
+
+
+#: Every kind of log the fixtures hold: three dialects, batches of positions, a real multi-context trace,
+#: aspiration re-searches and verification visits.
+FIXTURE_LOGS = sorted((ROOT / "fixtures" / "traces").glob("*.log")) + [
+    ROOT / "fixtures" / "real" / "mid_a_d7.log",
+    *sorted((ROOT / "fixtures" / "hand").glob("visits_*.log")),
+]
+
+
+@pytest.mark.parametrize("log", FIXTURE_LOGS, ids=lambda p: p.stem)
+def test_a_spill_can_be_cut_between_any_two_searches(log):
+    """What reading part by part rests on: a parser's parts hold searches in increasing order (a record's
+    search is the last header before it), so no part goes back to a search an earlier part went past, and
+    batches can be cut at every search boundary (else the spill would be read as one batch)."""
+    spilled = _spill(open_source(log), many_parts=False)
+    spans = spilled._spans
+    assert plan_row_groups(spans, 1) is not None
+    assert all(lo <= hi for _, lo, hi in spans)
+    assert all(prev_hi <= lo for (_, _, prev_hi), (_, lo, _) in zip(spans, spans[1:]))
+    batches = list(spilled.arrow_batches(["tag"], target=1))
+    assert len(batches) == int((spilled.searches["records"].fillna(0) > 0).sum())  # a search a batch

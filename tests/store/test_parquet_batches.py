@@ -64,6 +64,35 @@ def test_cut_inside_a_row_group_where_no_search_spans():
     assert batch_cuts(np.array([], dtype=np.int64), 1) == []
 
 
+def test_the_cuts_of_rows_in_search_order_are_those_of_any_order():
+    # (rows in search order take a shorter path: a boundary is where the search changes)
+    rng = np.random.default_rng(3)
+    search = np.repeat(np.arange(60), rng.integers(1, 9, size=60))
+    shuffled = search.copy()
+    b = int(np.flatnonzero(np.diff(search))[3]) + 1
+    shuffled[b - 1], shuffled[b] = search[b], search[b - 1]  # a boundary's two rows swapped: no longer in order
+    assert (np.diff(shuffled) < 0).any()
+    for target in (1, 4, 17, 100):
+        assert batch_cuts(search, target) == _cuts_by_definition(search, target)
+        assert batch_cuts(shuffled, target) == _cuts_by_definition(shuffled, target)
+
+
+def _cuts_by_definition(search: np.ndarray, target: int) -> list[int]:
+    safe = [p for p in range(1, len(search)) if search[:p].max() < search[p:].min()]
+    cuts, previous = [], 0
+    while len(search) - previous >= target:
+        within = [p for p in safe if previous < p <= previous + target]
+        after = [p for p in safe if p > previous + target]
+        if within:
+            previous = within[-1]
+        elif after:
+            previous = after[0]
+        else:
+            break
+        cuts.append(previous)
+    return cuts
+
+
 def test_each_cut_is_the_last_safe_point_within_a_target_of_the_last():
     search = np.array([0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4, 5])
     # safe points: 3 (after search 0), 4, 8, 9, 11

@@ -383,9 +383,13 @@ def batch_cuts(search: np.ndarray, target: int) -> list[int]:
     target = max(1, target)
     if n < 2:
         return []
-    before = np.maximum.accumulate(search[:-1])
-    after = np.minimum.accumulate(search[::-1])[::-1][1:]
-    safe = np.flatnonzero(before < after) + 1  # the points p (0 < p < n) no search spans
+    step = np.diff(search)
+    if bool((step >= 0).all()):  # (searches in order, as a parser writes them: a boundary is a change)
+        safe = np.flatnonzero(step) + 1
+    else:
+        before = np.maximum.accumulate(search[:-1])
+        after = np.minimum.accumulate(search[::-1])[::-1][1:]
+        safe = np.flatnonzero(before < after) + 1  # the points p (0 < p < n) no search spans
     cuts: list[int] = []
     previous = 0
     while n - previous >= target:
