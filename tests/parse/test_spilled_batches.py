@@ -24,6 +24,7 @@ from treediff.store.source import GroupedSource, plan_row_groups
 from support.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CHUNK_BYTES = chunks.CHUNK_BYTES
 #: The parse's chunk size here: a part every few hundred records.
 SMALL_CHUNK_BYTES = 8192
 
@@ -96,6 +97,22 @@ def test_each_part_is_read_once(tmp_path, monkeypatch):
         batches = list(source.arrow_batches(["tag", "kind"], target=target))
         assert sum(b.num_rows for b in batches) == sum(counts)
         assert len(reads) == parts and set(reads.values()) == {1}, (target, reads)
+
+
+def test_a_spill_of_one_part_is_cut_to_the_target(tmp_path, monkeypatch):
+    """A small log spills as one part: batches are still at most the target (or one longer search), as a
+    small --memory-limit sizes them, not the whole part."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", DEFAULT_CHUNK_BYTES)
+    path, counts = _log(tmp_path)
+    spilled = _spill(open_source(path), many_parts=False)
+    assert len(spilled._spans) == 1
+    for target in (1, max(counts) + 1, sum(counts) // 2):
+        batches = list(spilled.batches(["tag"], target=target))
+        assert sum(len(b) for b in batches) == sum(counts)
+        for batch in batches:
+            assert len(batch) <= target or len(_searches_of(batch)) == 1
+        assert len(batches) > 1
+    assert len(list(spilled.batches(["tag"], target=sum(counts)))) == 1
 
 
 def test_report_same_with_one_search_a_batch(tmp_path):

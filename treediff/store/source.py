@@ -490,9 +490,13 @@ class GroupedSource(ArrowSource):
     def _batches(self, columns: Sequence[str] | None, target: int, pandas: bool) -> Iterator[Any]:
         wanted = _wanted(columns)
         ids = None if self._kept.ids is None else np.sort(np.asarray(self._kept.ids, dtype=np.int64))
-        plan = None if self._spans is None else plan_row_groups(self._spans, target, ids)
-        if plan is None or sum(len(read) for read in plan) <= 1:
-            groups = None if plan is None else (plan[0] if plan else [])
+        spans = self._spans
+        plan = None if spans is None else plan_row_groups(spans, target, ids)
+        groups = None if spans is None or plan is None else [g for read in plan for g in read]
+        if groups is None or spans is None or sum(spans[g][0] for g in groups) <= target:
+            # One batch: the whole file (its groups' searches go back, or it has no statistics), or groups that
+            # hold no more than the target (a group larger than the target is cut inside: a log's spill may be
+            # a single part, larger than a small --memory-limit's batches).
             table = self._kept.arrow(self._read_groups(wanted, groups))
             yield records_frame(table) if pandas else table
             return
@@ -500,7 +504,7 @@ class GroupedSource(ArrowSource):
         # Parquet decoding, the conversion and the consumer's compiled passes release the GIL, so reading
         # batch k + 1 overlaps counting batch k instead of waiting for it (issue 13).  (The generator runs on
         # that thread: the conversion too.)
-        tables = self._cut_batches(wanted, [g for read in plan for g in read], target)
+        tables = self._cut_batches(wanted, groups, target)
         yield from read_ahead((records_frame(table) for table in tables) if pandas else tables)
 
     def _cut_batches(self, wanted: list[str] | None, groups: list[int], target: int) -> Iterator[pa.Table]:
