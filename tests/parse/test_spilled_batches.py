@@ -55,6 +55,19 @@ def _spill(source, many_parts: bool = True) -> GroupedSource:
     return part
 
 
+def _count_part_reads(monkeypatch) -> collections.Counter:
+    """From now on, how many times each spill part is read (by file name)."""
+    reads: collections.Counter = collections.Counter()
+    read_parts = spill_module.read_parts
+
+    def counting(paths, schema, columns):
+        reads.update(p.name for p in paths)
+        return read_parts(paths, schema, columns)
+
+    monkeypatch.setattr(spill_module, "read_parts", counting)
+    return reads
+
+
 def _searches_of(batch) -> list[int]:
     return sorted(np.unique(batch["search"].to_numpy()).tolist())
 
@@ -84,14 +97,7 @@ def test_each_part_is_read_once(tmp_path, monkeypatch):
     path, counts = _log(tmp_path)
     source = open_source(path)
     parts = len(_spill(source)._spans)
-    reads: collections.Counter = collections.Counter()
-    read_parts = spill_module.read_parts
-
-    def counting(paths, schema, columns):
-        reads.update(p.name for p in paths)
-        return read_parts(paths, schema, columns)
-
-    monkeypatch.setattr(spill_module, "read_parts", counting)
+    reads = _count_part_reads(monkeypatch)
     for target in (1, 500, 4_000):
         reads.clear()
         batches = list(source.arrow_batches(["tag", "kind"], target=target))
@@ -135,14 +141,7 @@ def test_a_selection_reads_its_searches_only_in_bounded_batches(tmp_path, monkey
     assert [_searches_of(f) for f in frames] == [[1], [2], [5]]
     assert [len(f) for f in frames] == [counts[1], counts[2], counts[5]]
     # Only the parts holding those searches are read (each once).
-    reads: collections.Counter = collections.Counter()
-    read_parts = spill_module.read_parts
-
-    def counting(paths, schema, columns):
-        reads.update(p.name for p in paths)
-        return read_parts(paths, schema, columns)
-
-    monkeypatch.setattr(spill_module, "read_parts", counting)
+    reads = _count_part_reads(monkeypatch)
     list(chosen.arrow_batches(["tag"], target=1))
     holding = sum(1 for _, lo, hi in spilled._spans if any(lo <= s <= hi for s in (1, 2, 5)))
     assert set(reads.values()) == {1} and len(reads) == holding < len(spilled._spans)
