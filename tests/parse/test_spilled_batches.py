@@ -6,7 +6,7 @@ most searches span several of them.
 
 Until 2026-12-06 the spill was read through ``SearchChunks`` (each batch a ``select`` of consecutive
 searches), which read every part holding the end of one batch and the start of the next twice;
-compare 20M + 20M spent 87 CPU-s with it and 65 without (docs/PERFORMANCE.md).
+compare 20M + 20M spent 77.7 CPU-s with it and 70.4 without (docs/PERFORMANCE.md).
 """
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def _spilled_log(path: str | os.PathLike, **parse_options) -> Source:
     a batch cut inside a part where no search spans; a parser's parts hold searches in increasing order).
     A wrapper that read each batch as a ``select`` of consecutive searches (``SearchChunks``, from when the
     spill was Parquet and could only be cut between row groups) read every boundary part twice and filtered
-    each read: compare 20M + 20M spent 87 CPU-s with it, 65 without (docs/PERFORMANCE.md).
+    each read: compare 20M + 20M spent 77.7 CPU-s with it, 70.4 without (docs/PERFORMANCE.md).
 
     One path for every size (issue 17): the streaming parse holds a chunk and the open search, not the
     log, and consumers read the spill in batches (report tables) or a position at a time (the aligner).
