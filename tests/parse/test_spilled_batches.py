@@ -147,7 +147,7 @@ def test_a_selection_reads_its_searches_only_in_bounded_batches(tmp_path, monkey
     assert set(reads.values()) == {1} and len(reads) == holding < len(spilled._spans)
 
 
-#: Every kind of log the fixtures hold: three dialects, batches of positions, a real multi-context trace,
+#: Every kind of log the fixtures hold: three dialects, batches of positions, a real Stockfish trace,
 #: aspiration re-searches and verification visits.
 FIXTURE_LOGS = sorted((ROOT / "fixtures" / "traces").glob("*.log")) + [
     ROOT / "fixtures" / "real" / "mid_a_d7.log",
