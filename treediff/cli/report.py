@@ -214,6 +214,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     """
     from treediff.align.summaries import divergences
     from treediff.report.compare import compare_sources, select_engine
+    from treediff.run.forked import fork_allowed, in_background
 
     if len(inputs) < 2:
         raise click.UsageError("compare needs at least two inputs: A B [C...]")
@@ -232,20 +233,31 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     la, lb = label_a or names[0], label_b or names[1]
     from treediff.render.progress import step
 
-    with step("comparing"):
-        result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions, depth,
-                                 more=list(zip(others, names[2:])),
-                                 target=_batch_target(True) if in_memory else memory_limit.batch_records,
-                                 lmr_by_phase=bool(plot_dir))
+    aligned_top = 0 if rest else top  # divergences are aligned for two inputs only
+    # The divergences run in a forked child while this process counts the tables (treediff.run.forked: the
+    # two passes need nothing from each other and each keeps about one core busy); each gets half the budget.
+    forking = aligned_top > 0 and fork_allowed()
+    budget = memory_limit.share(2) if forking else memory_limit
+
+    def align_divergences(progress):
+        return divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"),
+                           n=aligned_top, iteration=depth, progress=progress, budget=budget, paths=(a, b))
+
+    found = None
+    with in_background(align_divergences, fork=forking) as aligning:
+        with step("comparing"):
+            result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions,
+                                     depth, more=list(zip(others, names[2:])),
+                                     target=_batch_target(True) if in_memory else budget.batch_records,
+                                     lmr_by_phase=bool(plot_dir))
+        if aligned_top > 0:
+            with step("aligning and attributing", unit="positions") as tick:
+                found = aligning.result(tick.set if tick is not None else None)
     notes = result.notes()
     if rest and top > 0:
         notes.append("note: divergences are aligned for two inputs; run compare A C to align A with C")
         top = 0
-    if top > 0:
-        with step("aligning and attributing", unit="positions") as tick:
-            found = divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"),
-                                n=top, iteration=depth, progress=tick.set if tick is not None else None,
-                                budget=memory_limit, paths=(a, b))
+    if found is not None:
         if not found.empty:
             result.divergences, result.divergence_total = found.rows, found.total
             result.divergence_by_kind, result.divergence_by_ply = found.by_kind, found.by_ply

@@ -215,12 +215,19 @@ def remove_scratch(path: str | os.PathLike) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _remove_all_scratch() -> None:
+def remove_all_scratch() -> None:
+    """Remove every scratch directory this process made and has not removed (at exit, whatever happened)."""
     for path in list(_SCRATCH):
         remove_scratch(path)
 
 
-atexit.register(_remove_all_scratch)
+def forget_scratch() -> None:
+    """In a forked child (:mod:`treediff.run.forked`): the scratch directories made so far are the parent's,
+    which removes them; the child removes only those it makes itself."""
+    _SCRATCH.clear()
+
+
+atexit.register(remove_all_scratch)
 
 
 def open_source(path: str | os.PathLike, **parse_options) -> Source:

@@ -1,0 +1,118 @@
+"""`treediff compare` aligns its divergences in a forked child (treediff.run.forked) while it counts the
+tables: the output is byte for byte what one process gives, the fork happens exactly when divergences are
+aligned, and the two passes share the memory budget."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from treediff.cli import main
+from treediff.store.budget import DEFAULT_MEMORY_LIMIT, MemoryBudget
+
+ROOT = Path(__file__).resolve().parents[2] / "fixtures"
+TRACES = ROOT / "traces"
+
+PAIRS = [
+    (TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log", []),
+    (TRACES / "typhoon_start.log", TRACES / "crafty_start.log", []),
+    (TRACES / "stockfish_tactical-f6f7.log", TRACES / "typhoon_tactical-f6f7.log", ["--top", "3"]),
+    # A real Stockfish 15.1 trace against itself: aspiration re-searches, verification visits.
+    (ROOT / "real" / "mid_a_d7.log", ROOT / "real" / "mid_a_d7.log", []),
+]
+
+
+@pytest.fixture
+def forks(monkeypatch):
+    """The number of os.fork calls this process makes (the child's own count is its own)."""
+    count = [0]
+    real_fork = os.fork
+
+    def counting_fork():
+        count[0] += 1
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    return count
+
+
+def _compare(monkeypatch, fork: bool, *args) -> str:
+    if fork:
+        monkeypatch.delenv("TREEDIFF_FORK", raising=False)
+    else:
+        monkeypatch.setenv("TREEDIFF_FORK", "0")
+    result = CliRunner().invoke(main, ["compare", *map(str, args), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("a, b, extra", PAIRS, ids=lambda v: v.name if isinstance(v, Path) else None)
+def test_forked_compare_is_the_one_process_compare(monkeypatch, forks, a, b, extra):
+    alone = _compare(monkeypatch, False, a, b, *extra)
+    assert forks[0] == 0
+    together = _compare(monkeypatch, True, a, b, *extra)
+    assert forks[0] == 1
+    assert together == alone
+    assert '"divergences"' in together
+
+
+@pytest.mark.parametrize("extra", [["--top", "0"], [TRACES / "crafty_batch3.log"]], ids=["top0", "three-inputs"])
+def test_no_fork_when_no_divergences_are_aligned(monkeypatch, forks, extra):
+    _compare(monkeypatch, True, TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log", *extra)
+    assert forks[0] == 0
+
+
+@pytest.mark.parametrize("fork, limit", [(True, DEFAULT_MEMORY_LIMIT // 2), (False, DEFAULT_MEMORY_LIMIT)])
+def test_the_tables_get_half_the_budget_when_the_divergences_run_beside_them(monkeypatch, fork, limit):
+    import treediff.report.compare as compare_module
+
+    targets = []
+    real = compare_module.compare_sources
+
+    def spy(*args, **kwargs):
+        targets.append(kwargs["target"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compare_module, "compare_sources", spy)
+    _compare(monkeypatch, fork, TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log")
+    assert targets == [MemoryBudget(limit).batch_records]
+
+
+def test_a_budget_shared_by_two_is_half_of_it():
+    assert MemoryBudget(2000).share(2).limit == 1000
+    assert MemoryBudget(2001).share(2).limit == 1000
+    assert MemoryBudget(1).share(2).limit == 1
+    assert MemoryBudget(2000).share(2).batch_records == MemoryBudget(1000).batch_records
+
+
+def test_the_divergences_make_no_polars_call():
+    """polars' thread pool does not survive a fork: the child's work must not call into it."""
+    import sys
+    import threading
+
+    from treediff.align.summaries import divergences
+    from treediff.parse.source import open_each
+    from treediff.report.compare import select_engine
+
+    a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
+    source_a, source_b = open_each([a, b])
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "call" and str(frame.f_globals.get("__name__", "")).startswith("polars"):
+            calls.append(frame.f_code.co_name)
+        elif event == "c_call" and str(getattr(arg, "__module__", "") or "").startswith("polars"):
+            calls.append(getattr(arg, "__name__", "?"))
+
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+    try:
+        found = divergences(select_engine(source_a, None, "A"), select_engine(source_b, None, "B"), n=5,
+                            paths=(str(a), str(b)))
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    assert not found.empty
+    assert calls == []

@@ -1,0 +1,257 @@
+"""treediff.run.forked: a computation in a forked child, its answer, errors and progress carried back, the
+child always reaped (every exit path and signal) and its scratch removed, the parent's left alone."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from support.runner_helpers import children_of, pid_alive
+from treediff.model.errors import InputError
+from treediff.parse import source as parse_source
+from treediff.run import forked
+from treediff.run.forked import BackgroundFailed, fork_allowed, in_background
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _wait_until(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return condition()
+
+
+def test_the_work_runs_in_a_child_and_its_answer_comes_back(no_leftovers):
+    with in_background(lambda progress: (os.getpid(), os.getppid(), [1, 2.5, "x"])) as job:
+        assert job.forked
+        pid, parent, payload = job.result()
+    assert parent == os.getpid()
+    assert pid == job.pid and pid != os.getpid()
+    assert payload == [1, 2.5, "x"]
+    assert not pid_alive(pid)  # reaped by result()
+
+
+def test_a_large_answer_crosses_the_pipe_whole(no_leftovers):
+    big = bytes(range(256)) * 40_000  # ~10 MB: many times a pipe's buffer
+    with in_background(lambda progress: big) as job:
+        time.sleep(0.2)  # the child writes while this process is busy elsewhere
+        assert job.result() == big
+
+
+def test_progress_reaches_the_callback_with_the_last_call(no_leftovers):
+    def work(progress):
+        for done in range(200):
+            progress(done, 200)
+            time.sleep(0.001)
+        return "done"
+
+    seen: list[tuple[int, int]] = []
+    with in_background(work) as job:
+        assert job.result(lambda done, total: seen.append((done, total))) == "done"
+    assert seen, "no progress came back"
+    assert seen[-1] == (199, 200)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert len(seen) < 200  # throttled: the pipe does not carry one message per call
+
+
+def test_an_input_error_is_raised_here_with_its_message(no_leftovers):
+    def work(progress):
+        raise InputError("a.log: line 3: not a TREEDUMP line")
+
+    with in_background(work) as job:
+        with pytest.raises(InputError, match=r"^a\.log: line 3: not a TREEDUMP line$"):
+            job.result()
+
+
+def test_an_error_that_cannot_be_pickled_comes_back_as_text(no_leftovers):
+    class Local(Exception):  # a local class cannot be pickled
+        pass
+
+    def work(progress):
+        raise Local("it broke")
+
+    with in_background(work) as job:
+        with pytest.raises(BackgroundFailed, match="Local: it broke"):
+            job.result()
+
+
+def test_a_child_killed_without_an_answer_is_a_clear_error(no_leftovers):
+    def work(progress):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with in_background(work) as job:
+        with pytest.raises(BackgroundFailed, match="killed by SIGKILL.*--memory-limit"):
+            job.result()
+
+
+def test_leaving_the_block_stops_the_child_and_it_removes_only_its_own_scratch(no_leftovers, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    parents = parse_source.scratch_dir("parent")
+    marker = tmp_path / "child-scratch"
+
+    def work(progress):
+        mine = parse_source.scratch_dir("child")
+        marker.write_text(str(mine))
+        time.sleep(60)
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="tables failed"):
+        with in_background(work) as job:
+            assert _wait_until(marker.exists)
+            child_dir = Path(marker.read_text())
+            assert child_dir.is_dir()
+            raise RuntimeError("tables failed")
+    assert time.monotonic() - started < forked.STOP_GRACE  # it unwound on SIGTERM, no SIGKILL needed
+    assert not pid_alive(job.pid)
+    assert not child_dir.exists(), "the child's scratch directory was left behind"
+    assert parents.is_dir(), "the child removed a scratch directory of the parent's"
+    parse_source.remove_scratch(parents)
+
+
+def test_a_child_that_ignores_sigterm_is_killed(no_leftovers, monkeypatch, tmp_path):
+    monkeypatch.setattr(forked, "STOP_GRACE", 0.3)
+    ready = tmp_path / "ready"
+
+    def work(progress):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        ready.write_text("x")
+        time.sleep(60)
+
+    with in_background(work) as job:
+        assert _wait_until(ready.exists)
+    assert not pid_alive(job.pid)
+
+
+def test_a_stopped_child_is_still_reaped_at_once(no_leftovers):
+    with in_background(lambda progress: time.sleep(60)) as job:
+        os.kill(job.pid, signal.SIGSTOP)
+        started = time.monotonic()
+    assert time.monotonic() - started < forked.STOP_GRACE  # SIGCONT let it see the SIGTERM
+    assert not pid_alive(job.pid)
+
+
+def test_no_fork_while_another_thread_runs():
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not fork_allowed(settle=0.05)
+        with in_background(lambda progress: os.getpid()) as job:
+            assert not job.forked
+            assert job.result() == os.getpid()  # computed here, when asked
+    finally:
+        stop.set()
+        other.join()
+    assert fork_allowed()
+
+
+def test_a_thread_that_is_ending_does_not_prevent_the_fork(no_leftovers):
+    ending = threading.Thread(target=time.sleep, args=(0.05,))
+    ending.start()
+    with in_background(lambda progress: os.getpid()) as job:
+        assert job.forked
+        assert job.result() != os.getpid()
+
+
+def test_the_environment_turns_forking_off(monkeypatch):
+    monkeypatch.setenv("TREEDIFF_FORK", "0")
+    calls = []
+    with in_background(lambda progress: calls.append(progress) or os.getpid()) as job:
+        assert not job.forked
+        assert calls == []  # nothing runs until the result is asked
+        assert job.result("p") == os.getpid()
+    assert calls == ["p"]
+
+
+def test_work_never_asked_for_is_stopped(no_leftovers):
+    with in_background(lambda progress: time.sleep(60)) as job:
+        pass
+    assert not pid_alive(job.pid)
+
+
+_PARENT_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from treediff.run.forked import in_background
+
+    out = Path(sys.argv[1])
+
+    def work(progress):
+        import os
+        out.write_text(str(os.getpid()))
+        time.sleep(60)
+
+    with in_background(work) as job:
+        time.sleep(60)
+""")
+
+
+def test_the_child_ends_when_its_parent_is_killed(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT_SCRIPT, str(pid_file)], cwd=REPO)
+    try:
+        assert _wait_until(lambda: pid_file.exists() and pid_file.read_text() != "")
+        child = int(pid_file.read_text())
+        assert pid_alive(child)
+        parent.kill()  # SIGKILL: no cleanup of the parent's runs
+        parent.wait()
+        assert _wait_until(lambda: not pid_alive(child), timeout=5), "the child outlived its parent"
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+_COMPARE_SCRIPT = textwrap.dedent("""
+    import os, sys, time
+    import treediff.align.summaries as summaries
+    from treediff.cli import main
+
+    marker = sys.argv[1]
+
+    def stuck(*args, **kwargs):  # the divergences, as if they took long
+        with open(marker, "w") as fh:
+            fh.write(str(os.getpid()))
+        time.sleep(60)
+
+    summaries.divergences = stuck
+    main(sys.argv[2:])
+""")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_compare_stopped_by_a_signal_reaps_its_child_and_leaves_no_scratch(tmp_path, signum):
+    marker = tmp_path / "child.pid"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    traces = REPO / "fixtures" / "traces"
+    env = dict(os.environ, TMPDIR=str(scratch))
+    env.pop("TREEDIFF_FORK", None)
+    proc = subprocess.Popen([sys.executable, "-c", _COMPARE_SCRIPT, str(marker), "compare",
+                             str(traces / "typhoon_batch3.log"), str(traces / "stockfish_batch3.log")],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_until(lambda: marker.exists() and marker.read_text() != "", timeout=60)
+        child = int(marker.read_text())
+        assert child != proc.pid and any(pid == child for pid, _ in children_of(proc.pid))
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 128 + signum, err
+    assert not pid_alive(child), "the aligning child outlived compare"
+    assert list(scratch.iterdir()) == [], "scratch left behind"
