@@ -6,7 +6,8 @@
 
 Per size the two logs (typhoon and stockfish dialects, every search its own position:
 ``gen_logs.py --distinct-positions``, made once in ``--data``) are read by, each in a fresh interpreter
-(``/usr/bin/time``: wall seconds, CPU seconds, peak RSS):
+(``/usr/bin/time``: wall seconds, CPU seconds, peak RSS of the largest process; and the peak of the
+summed PSS of the command's process tree, sampled from /proc: compare aligns in a forked child):
 
 * the reading limits: ``cat A B > /dev/null``, ``wc -l A B`` (what any reader of the two files pays) and,
   when a C compiler is found, ``benchmarks/limits/min_tokenizer.c`` over A and B (every line cut into its
@@ -34,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -70,16 +72,51 @@ def make_logs(label: str, data: Path) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
-def timed(argv: list[str], cwd: Path | None = None, stdout: str | None = None) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak RSS MB) of ``argv`` in a fresh process (GNU time's own counters)."""
-    out = subprocess.run(["/usr/bin/time", "-f", "TIME %e %U %S %M", *argv], cwd=cwd,
-                         stdout=open(stdout or os.devnull, "wb"), stderr=subprocess.PIPE, text=True)
-    match = re.search(r"TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)", out.stderr)
-    if out.returncode != 0 or match is None:
-        tail = out.stderr.strip().splitlines()[-3:]
-        raise SystemExit(f"{' '.join(argv[:6])} failed ({out.returncode}): {' | '.join(tail)}")
+def timed(argv: list[str], cwd: Path | None = None,
+          stdout: str | None = None) -> tuple[float, float, float, float]:
+    """(wall s, CPU s, peak RSS MB, peak tree MB) of ``argv`` in a fresh process: GNU time's own counters
+    (its peak RSS is the largest single process's), and the peak of the summed PSS of the command and every
+    process under it, sampled every 50 ms from /proc (compare forks a child for its divergences: the two
+    share pages copy-on-write, which PSS counts once; 0 where /proc has no ``smaps_rollup``)."""
+    with open(stdout or os.devnull, "wb") as sink:
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "TIME %e %U %S %M", *argv], cwd=cwd, stdout=sink,
+                                stderr=subprocess.PIPE, text=True)
+        tree_kb = 0
+        while proc.poll() is None:
+            tree_kb = max(tree_kb, sum(_pss_kb(pid) for pid in _descendants(proc.pid)))
+            time.sleep(0.05)
+        err = proc.stderr.read() if proc.stderr is not None else ""
+        proc.wait()
+    match = re.search(r"TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)", err)
+    if proc.returncode != 0 or match is None:
+        tail = err.strip().splitlines()[-3:]
+        raise SystemExit(f"{' '.join(argv[:6])} failed ({proc.returncode}): {' | '.join(tail)}")
     wall, user, system, kb = match.groups()
-    return float(wall), float(user) + float(system), int(kb) / 1024
+    return float(wall), float(user) + float(system), int(kb) / 1024, tree_kb / 1024
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid``'s children, their children... (not ``pid``: here GNU time itself)."""
+    found: list[int] = []
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            children = [int(c) for c in fh.read().split()]
+    except OSError:
+        return found
+    for child in children:
+        found += [child, *_descendants(child)]
+    return found
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def warm(*paths: Path) -> None:
@@ -90,10 +127,10 @@ def warm(*paths: Path) -> None:
                 pass
 
 
-def median_run(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
-    """The median of each of (wall, CPU, peak RSS) over ``runs`` (each figure on its own)."""
-    wall, cpu, rss = (statistics.median(values) for values in zip(*runs))
-    return wall, cpu, rss
+def median_run(runs: list[tuple[float, float, float, float]]) -> tuple[float, float, float, float]:
+    """The median of each of (wall, CPU, peak RSS, peak tree PSS) over ``runs`` (each figure on its own)."""
+    wall, cpu, rss, tree = (statistics.median(values) for values in zip(*runs))
+    return wall, cpu, rss, tree
 
 
 def build_min_tokenizer(where: Path) -> Path | None:
@@ -137,7 +174,7 @@ def main() -> None:
     only = [c for c in args.only.split(",") if c]
     for tree in [ROOT, *([Path(args.baseline)] if args.baseline else [])]:
         compile_package(tree)  # (both trees load their modules from .pyc: see benchmarks/trees.py)
-    results: dict[tuple[str, str, str], tuple[float, float, float]] = {}
+    results: dict[tuple[str, str, str], tuple[float, float, float, float]] = {}
     scratch = Path(tempfile.mkdtemp(prefix="bench_e2e_"))
     try:
         tokenizer = build_min_tokenizer(scratch)
@@ -149,9 +186,10 @@ def main() -> None:
 
 
 def run_sizes(args: argparse.Namespace, labels: list[str], data: Path, out: Path, only: list[str],
-              results: dict[tuple[str, str, str], tuple[float, float, float]], tokenizer: Path | None) -> None:
+              results: dict[tuple[str, str, str], tuple[float, float, float, float]], tokenizer: Path | None) -> None:
     """Every size's limits and commands, printed as they finish, then the growth per doubling."""
-    print(f"{'size':>6} {'what':<18} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8} {'x cat':>7} {'x tok':>7}")
+    print(f"{'size':>6} {'what':<18} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8} {'tree MB':>8} {'x cat':>7} "
+          f"{'x tok':>7}")
     for label in labels:
         a, b = make_logs(label, data)
         limits = {"cat": ["cat", str(a), str(b)], "wc -l": ["wc", "-l", str(a), str(b)]}
@@ -164,7 +202,7 @@ def run_sizes(args: argparse.Namespace, labels: list[str], data: Path, out: Path
         runs = [("", None)] + ([("base", Path(args.baseline))] if args.baseline else [])
         same: dict[str, bool] = {}
         for name in only:
-            times: dict[str, list[tuple[float, float, float]]] = {tag: [] for tag, _ in runs}
+            times: dict[str, list[tuple[float, float, float, float]]] = {tag: [] for tag, _ in runs}
             for round_ in range(args.repeat):
                 for tag, cwd in (runs if round_ % 2 == 0 else runs[::-1]):
                     where = out / (tag or "new")
@@ -178,22 +216,23 @@ def run_sizes(args: argparse.Namespace, labels: list[str], data: Path, out: Path
             for name in only:
                 files = [sorted((out / d).glob(f"{name}.*")) for d in ("new", "base")]
                 same[name] = all(f.read_bytes() == g.read_bytes() for f, g in zip(*files)) and len(files[0]) > 0
-        for (size, name, tag), (wall, cpu, rss) in results.items():
+        for (size, name, tag), (wall, cpu, rss, tree) in results.items():
             if size == label:
                 what = f"{name}{' (base)' if tag else ''}"
-                print(f"{label:>6} {what:<18} {wall:8.2f} {cpu:8.2f} {rss:8.0f} {wall / cat:7.1f} {wall / tok:7.1f}",
-                      flush=True)
+                print(f"{label:>6} {what:<18} {wall:8.2f} {cpu:8.2f} {rss:8.0f} {tree:8.0f} {wall / cat:7.1f} "
+                      f"{wall / tok:7.1f}", flush=True)
         if args.baseline:
             for name in only:
                 new, old = results[(label, name, "")], results[(label, name, "base")]
+                tree_ratio = new[3] / old[3] if old[3] else float("nan")
                 print(f"{label:>6} {name + ' new/base':<18} {new[0] / old[0]:8.2f} {new[1] / old[1]:8.2f} "
-                      f"{new[2] / old[2]:8.2f}  output {'identical' if same[name] else 'DIFFERS'}")
+                      f"{new[2] / old[2]:8.2f} {tree_ratio:8.2f}  output {'identical' if same[name] else 'DIFFERS'}")
     if len(labels) > 1:
         print("\ngrowth per doubling of the input (time x2.0 = linear; memory x1.0 = flat)")
         for name in ["cat", *(["tokenize"] if tokenizer is not None else []), *only]:
             for small, big in zip(labels, labels[1:]):
                 doublings = math.log2(_lines(big) / _lines(small))
-                (w0, c0, r0), (w1, c1, r1) = results[(small, name, "")], results[(big, name, "")]
+                (w0, c0, r0, _), (w1, c1, r1, _) = results[(small, name, "")], results[(big, name, "")]
                 per = lambda x0, x1: (x1 / x0) ** (1 / doublings) if x0 > 0 and x1 > 0 else float("nan")  # noqa: E731
                 print(f"  {name:<8} {small}->{big}: wall x{per(w0, w1):.2f}, CPU x{per(c0, c1):.2f}, "
                       f"RSS x{per(r0, r1):.2f} per doubling")

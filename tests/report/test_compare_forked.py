@@ -116,3 +116,38 @@ def test_the_divergences_make_no_polars_call():
         threading.setprofile(None)
     assert not found.empty
     assert calls == []
+
+
+def _largest_pair_by_counting(a: Path, b: Path) -> int:
+    """The most records one position holds in A and B together, counted from the records themselves."""
+    from treediff.parse.source import open_each
+
+    sides = []
+    for source in open_each([a, b]):
+        records = source.records(["search"])
+        fens = source.searches.set_index("search")["fen"]
+        sides.append(records["search"].map(fens).value_counts())
+    both = sides[0].add(sides[1], fill_value=0)
+    return int(both[both.index.isin(sides[0].index) & both.index.isin(sides[1].index)].max())
+
+
+def test_largest_pair_is_the_records_counted():
+    from treediff.align.summaries import largest_pair
+    from treediff.parse.source import open_each
+
+    a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
+    source_a, source_b = open_each([a, b])
+    assert largest_pair(source_a, source_b) == _largest_pair_by_counting(a, b)
+
+
+@pytest.mark.parametrize("times, forked", [(1.5, False), (2.5, True)])
+def test_no_fork_when_a_position_pair_needs_more_than_half_the_budget(monkeypatch, forks, times, forked):
+    """A pair that fits the whole --memory-limit but not half of it is aligned as before, in this process with
+    the whole budget (never refused for a limit the user did not give)."""
+    from treediff.store.budget import BYTES_PER_RECORD
+
+    a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
+    limit = int(_largest_pair_by_counting(a, b) * BYTES_PER_RECORD * times)
+    together = _compare(monkeypatch, True, a, b, "--memory-limit", limit)
+    assert forks[0] == int(forked)
+    assert together == _compare(monkeypatch, False, a, b, "--memory-limit", limit)

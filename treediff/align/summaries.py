@@ -164,6 +164,19 @@ def paired_positions(source_a: Source, source_b: Source) -> list[tuple[str, np.n
     return sorted(out, key=lambda item: item[0])
 
 
+def largest_pair(source_a: Source, source_b: Source) -> int | None:
+    """The most records one paired position holds, A's searches and B's together (what
+    :meth:`~treediff.store.budget.MemoryBudget.check_pair` weighs), from the searches tables' counts; None
+    when either table does not count its searches' records, 0 when no position is paired."""
+    counts = []
+    for source in (source_a, source_b):
+        if "records" not in source.searches.columns:
+            return None
+        counts.append(source.searches["records"].fillna(0).to_numpy(dtype=np.int64))
+    return max((int(counts[0][at_a].sum() + counts[1][at_b].sum())
+                for _, at_a, at_b in paired_positions(source_a, source_b)), default=0)
+
+
 @dataclass
 class CompareDivergences:
     """compare's divergences over every shared position (see :func:`divergences`)."""

@@ -236,7 +236,9 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     aligned_top = 0 if rest else top  # divergences are aligned for two inputs only
     # The divergences run in a forked child while this process counts the tables (treediff.run.forked: the
     # two passes need nothing from each other and each keeps about one core busy); each gets half the budget.
-    forking = aligned_top > 0 and fork_allowed()
+    # Not when a position pair needs more than half to be aligned: then one after the other, as before.
+    forking = aligned_top > 0 and _divergences_fit(source_a, source_b, engine_a, engine_b,
+                                                   memory_limit.share(2)) and fork_allowed()
     budget = memory_limit.share(2) if forking else memory_limit
 
     def align_divergences(progress):
@@ -287,6 +289,20 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         click.echo(f"compare: --fail-if {'holds' if verdict.failed else 'does not hold'}: {verdict.message}", err=True)
         if verdict.failed:
             raise SystemExit(1)
+
+
+def _divergences_fit(source_a, source_b, engine_a, engine_b, budget) -> bool:
+    """Whether every position pair compare aligns fits ``budget`` (the searches tables count the records;
+    when they do not, False)."""
+    from treediff.align.summaries import largest_pair
+    from treediff.model.errors import TreediffError
+    from treediff.report.compare import select_engine
+
+    try:
+        largest = largest_pair(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"))
+    except TreediffError:  # (an engine not found: the tables say so first, as before)
+        return False
+    return largest is not None and largest <= budget.records
 
 
 def _emit_comparison(result, notes: list[str], fmt: str, output: str | None, width: int | None = None) -> None:

@@ -202,7 +202,7 @@ def _signal(pid: int, signum: int) -> None:
 
 
 # -- child side ----------------------------------------------------------------------------------------
-def _child(work: Callable[[Progress | None], Any], fd: int, parent: int) -> None:  # pragma: no cover - runs in the forked child
+def _child(work: Callable[[Progress | None], Any], fd: int, parent: int) -> None:  # pragma: no cover - in the child
     """Run ``work`` and send its answer; never returns (``os._exit``)."""
     status = 1
     try:
