@@ -87,16 +87,32 @@ def test_a_budget_shared_by_two_is_half_of_it():
     assert MemoryBudget(2000).share(2).batch_records == MemoryBudget(1000).batch_records
 
 
-def test_the_divergences_make_no_polars_call():
-    """polars' thread pool does not survive a fork: the child's work must not call into it."""
+def _parsed(tmp_path: Path, log: Path) -> Path:
+    out = tmp_path / (log.stem + ".parquet")
+    result = CliRunner().invoke(main, ["parse", str(log), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("a, b, parquet, iteration", [
+    (TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log", False, None),
+    (TRACES / "typhoon_start.log", TRACES / "crafty_start.log", False, None),  # SAN: paths replayed
+    (TRACES / "typhoon_start.log", TRACES / "stockfish_start.log", False, 3),
+    (ROOT / "real" / "mid_a_d7.log", ROOT / "real" / "mid_a_d7.log", False, None),
+    (TRACES / "typhoon_batch3.log", TRACES / "crafty_batch3.log", True, None),
+], ids=["uci", "san", "depth", "real", "parquet"])
+def test_the_divergences_make_no_polars_call(tmp_path, a, b, parquet, iteration):
+    """polars' thread pool does not survive a fork: the child's work must not call into it (treediff.run.forked
+    would find such a child stuck and redo the work here, but only after a wait)."""
     import sys
     import threading
 
-    from treediff.align.summaries import divergences
+    from treediff.align.summaries import divergences, largest_pair
     from treediff.parse.source import open_each
     from treediff.report.compare import select_engine
 
-    a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
+    if parquet:
+        a, b = _parsed(tmp_path, a), _parsed(tmp_path, b)
     source_a, source_b = open_each([a, b])
     calls = []
 
@@ -109,8 +125,9 @@ def test_the_divergences_make_no_polars_call():
     sys.setprofile(profile)
     threading.setprofile(profile)
     try:
+        largest_pair(source_a, source_b)
         found = divergences(select_engine(source_a, None, "A"), select_engine(source_b, None, "B"), n=5,
-                            paths=(str(a), str(b)))
+                            iteration=iteration, paths=(str(a), str(b)))
     finally:
         sys.setprofile(None)
         threading.setprofile(None)

@@ -255,3 +255,34 @@ def test_compare_stopped_by_a_signal_reaps_its_child_and_leaves_no_scratch(tmp_p
     assert proc.returncode == 128 + signum, err
     assert not pid_alive(child), "the aligning child outlived compare"
     assert list(scratch.iterdir()) == [], "scratch left behind"
+
+
+def test_a_child_stuck_without_cpu_is_replaced_by_the_work_done_here(no_leftovers, monkeypatch):
+    monkeypatch.setattr(forked, "_POLL", 0.05)
+    monkeypatch.setattr(forked, "STALL_POLLS", 4)
+    parent = os.getpid()
+
+    def work(progress):
+        if os.getpid() != parent:
+            threading.Event().wait()  # as a thread pool that did not survive the fork would leave it
+        return ("here", os.getpid())
+
+    with in_background(work) as job:
+        assert job.result() == ("here", parent)
+        assert job.stalled
+    assert not pid_alive(job.pid)
+
+
+def test_a_busy_child_is_not_taken_for_stuck(no_leftovers, monkeypatch):
+    monkeypatch.setattr(forked, "_POLL", 0.05)
+    monkeypatch.setattr(forked, "STALL_POLLS", 4)
+
+    def work(progress):
+        end = time.monotonic() + 1.0  # 20 polls of CPU work, no message
+        while time.monotonic() < end:
+            sum(range(1000))
+        return os.getpid()
+
+    with in_background(work) as job:
+        assert job.result() == job.pid
+        assert not job.stalled

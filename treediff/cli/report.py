@@ -255,6 +255,9 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         if aligned_top > 0:
             with step("aligning and attributing", unit="positions") as tick:
                 found = aligning.result(tick.set if tick is not None else None)
+            if aligning.stalled:  # (a bug: the divergences must not use what a fork breaks, e.g. polars)
+                click.echo("treediff: warning: the process aligning the divergences was stuck; they were "
+                           "aligned again in this process", err=True)
     notes = result.notes()
     if rest and top > 0:
         notes.append("note: divergences are aligned for two inputs; run compare A C to align A with C")

@@ -27,6 +27,10 @@ How, and what is guaranteed:
   :class:`~treediff.model.errors.InputError` with its own message); one that cannot be pickled becomes a
   :class:`BackgroundFailed` with its type and message; a child that dies without an answer (the OOM
   killer) is a :class:`BackgroundFailed` naming the signal.
+* **A stuck child is replaced.**  A child that uses no CPU time while this process waits
+  (:data:`STALL_POLLS` one-second polls in a row) is stopped, and the work is done in this process: the
+  answer is the same, only later (a library whose worker threads did not survive the fork would otherwise
+  leave the child waiting forever; /proc gives the CPU time, so this is Linux's).
 * **Progress crosses back too**: the child's ``progress(done, total)`` calls reach the callback given to
   :meth:`Background.result` (a reader thread drains the pipe while this process works, so the child never
   waits on a full pipe).
@@ -54,6 +58,11 @@ FORK_VARIABLE = "TREEDIFF_FORK"
 #: Seconds between two progress messages the child sends (the last one is always sent).
 _PROGRESS_EVERY = 0.05
 _HEADER = struct.Struct("<Q")
+#: Seconds :meth:`Background.result` waits for a message before it looks at the child's CPU time.
+_POLL = 1.0
+#: Polls in a row (while this process waits for the answer) in which the child used no CPU time at all,
+#: after which it is taken to be stuck: it is stopped and the work is done in this process instead.
+STALL_POLLS = 30
 #: Seconds :func:`fork_allowed` waits, in all, for other threads that are ending.
 _SETTLE = 0.25
 
@@ -87,6 +96,8 @@ class Background(Generic[_T]):
         self._messages: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._reader: threading.Thread | None = None
         self._status: int | None = None  # the child's wait status once reaped
+        #: Whether the child was stopped as stuck and the work done in this process (:data:`STALL_POLLS`).
+        self.stalled = False
         if fork:
             self._start()
 
@@ -131,8 +142,22 @@ class Background(Generic[_T]):
         raises what the work raised."""
         if not self.forked:
             return self._work(progress)
+        assert self.pid is not None
+        stalled, cpu = 0, _cpu_ticks(self.pid)
         while True:
-            kind, value = self._messages.get()
+            try:
+                kind, value = self._messages.get(timeout=_POLL)
+            except queue.Empty:
+                # A child that uses no CPU for STALL_POLLS polls in a row is stuck (a library whose threads
+                # did not survive the fork would wait for them forever): stop it and do the work here.
+                now = _cpu_ticks(self.pid)
+                stalled = stalled + 1 if now is not None and now == cpu else 0
+                cpu = now
+                if stalled >= STALL_POLLS:
+                    self._reap()
+                    self.stalled = True
+                    return self._work(progress)
+                continue
             if kind == "progress":
                 if progress is not None:
                     progress(*value)
@@ -192,6 +217,16 @@ def in_background(work: Callable[[Progress | None], _T], fork: bool | None = Non
     process when its :meth:`~Background.result` is asked (never, if it is not asked); always used as
     ``with in_background(work) as job: ...``.  ``fork=True`` where :func:`fork_allowed` says no does not fork."""
     return Background(work, fork_allowed() if fork is None else fork and fork_allowed())
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """The user + system CPU clock ticks ``pid`` has used (/proc/PID/stat), None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _signal(pid: int, signum: int) -> None:
