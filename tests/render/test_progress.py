@@ -121,3 +121,43 @@ def test_cli_steps_on_a_terminal(fixtures_dir, monkeypatch):
     assert [s[0] for s in steps] == [f"reading {log}", f"reading {other}", f"reading search 0 of {log}",
                                      f"reading search 0 of {other}", "aligning", "attributing the divergences"]
     assert sum(ticks[f"reading {other}"]) == os.path.getsize(other)
+
+
+def _other_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+
+
+@pytest.mark.parametrize("shown_before", [True, False], ids=["displayed", "pending"])
+def test_paused_display_runs_no_thread_and_comes_back(monkeypatch, shown_before):
+    """treediff.run.forked forks only a process running no other thread: a paused display runs none."""
+    monkeypatch.setattr(sys, "stderr", FakeTerminal())
+    shown = progress.display()
+    shown.delay = 0.01 if shown_before else 30.0
+    with progress.step("counting", total=2, unit="positions"):
+        deadline = time.monotonic() + 5
+        while shown_before and not shown.progress.live.is_started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert shown.progress.live.is_started == shown_before
+        assert _other_threads(), "the display runs a thread (redraw or timer) before the pause"
+        with progress.paused():
+            assert _other_threads() == []
+            assert not shown.progress.live.is_started
+        if shown_before:
+            assert shown.progress.live.is_started  # shown again at once
+        else:
+            assert len(shown._timers) == 1  # the start is pending again
+        (task,) = shown.progress.tasks
+        assert task.description == "counting"
+        pending = list(shown._timers)
+    assert not shown.progress.live.is_started and shown.progress.tasks == []
+    for timer in pending:  # the pause's own timer ends with the last step, not DELAY (30 s here) later
+        timer.join(timeout=5)
+        assert not timer.is_alive()
+
+
+def test_paused_without_a_display_does_nothing(monkeypatch, no_display):
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with progress.paused():
+        pass

@@ -9,11 +9,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from support.threads import settle_threads
 from treediff.cli import main
 from treediff.store.budget import DEFAULT_MEMORY_LIMIT, MemoryBudget
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures"
 TRACES = ROOT / "traces"
+
+
+@pytest.fixture(autouse=True)
+def only_the_main_thread():
+    """These tests fork: another test's thread still ending would make the fork refused."""
+    left = settle_threads()
+    assert left == [], f"threads of an earlier test still run: {left}"
 
 PAIRS = [
     (TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log", []),

@@ -14,12 +14,20 @@ from pathlib import Path
 import pytest
 
 from support.runner_helpers import children_of, pid_alive
+from support.threads import settle_threads
 from treediff.model.errors import InputError
 from treediff.parse import source as parse_source
 from treediff.run import forked
 from treediff.run.forked import BackgroundFailed, fork_allowed, in_background
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def only_the_main_thread():
+    """These tests fork: another test's thread still ending would make the fork refused."""
+    left = settle_threads()
+    assert left == [], f"threads of an earlier test still run: {left}"
 
 
 def _wait_until(condition, timeout: float = 10.0) -> bool:

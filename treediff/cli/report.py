@@ -118,6 +118,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     """
     from treediff.report.core import ReportOptions, build_report, parse_tables
     from treediff.report.filters import under_view
+    from treediff.run.forked import in_background
     from treediff.report.grouping import parse_by
 
     names = parse_tables(tables)
@@ -136,12 +137,19 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     if under:
         source, keep = under_view(source, under, target)
         notes.append(f"note: records at or below {keep.path or under} only ({len(source.searches)} searches)")
-    from treediff.render.progress import step
+    from treediff.render.progress import paused, step
     from treediff.report.tables.fh import parse_buckets
 
     options = ReportOptions(allow_different_depths=allow_different_depths, fh_buckets=parse_buckets(bucket))
+    # The later half of the searches is folded in a forked child (treediff.run.forked; the tables use polars:
+    # only while polars has not started its threads here, e.g. for Parquet files and datasets).  The display's
+    # threads are stopped while it forks (it forks only a process running no other thread).
+    def background(work):
+        with paused():
+            return in_background(work, uses_polars=True)
+
     with step("counting the tables"):
-        result = build_report(source, names, keys, target, options=options, keep=keep)
+        result = build_report(source, names, keys, target, options=options, keep=keep, background=background)
     if fmt == "html":
         from treediff.cli.html_output import report_page
 
@@ -231,22 +239,25 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
                *(_engines(o.searches, None) for o in others)]
     names = [_default_label(engines, i, path) for i, path in enumerate(inputs)]
     la, lb = label_a or names[0], label_b or names[1]
-    from treediff.render.progress import step
+    from treediff.render.progress import paused, step
 
     aligned_top = 0 if rest else top  # divergences are aligned for two inputs only
     # The divergences run in a forked child while this process counts the tables (treediff.run.forked: the
     # two passes need nothing from each other and each keeps about one core busy); each gets half the budget.
     # Not when a position pair needs more than half to be aligned: then one after the other, as before.
-    forking = aligned_top > 0 and _divergences_fit(source_a, source_b, engine_a, engine_b,
-                                                   memory_limit.share(2)) and fork_allowed()
-    budget = memory_limit.share(2) if forking else memory_limit
+    # (The progress display's threads are stopped while it forks: it forks only a process running no other.)
+    with paused():
+        forking = aligned_top > 0 and _divergences_fit(source_a, source_b, engine_a, engine_b,
+                                                       memory_limit.share(2)) and fork_allowed()
+        budget = memory_limit.share(2) if forking else memory_limit
 
-    def align_divergences(progress):
-        return divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"),
-                           n=aligned_top, iteration=depth, progress=progress, budget=budget, paths=(a, b))
+        def align_divergences(progress):
+            return divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"),
+                               n=aligned_top, iteration=depth, progress=progress, budget=budget, paths=(a, b))
 
+        aligning = in_background(align_divergences, fork=forking)
     found = None
-    with in_background(align_divergences, fork=forking) as aligning:
+    with aligning:
         with step("comparing"):
             result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions,
                                      depth, more=list(zip(others, names[2:])),

@@ -56,6 +56,43 @@ class Display:
         self._lock = threading.Lock()
         self._running = 0
         self._started = False
+        self._timers: set[threading.Timer] = set()  # the steps' pending start timers
+
+    def _start_timer(self) -> threading.Timer:
+        timer = threading.Timer(self.delay, self._start)
+        timer.daemon = True
+        with self._lock:
+            self._timers.add(timer)
+        timer.start()
+        return timer
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No thread of the display runs inside the block (its redraw thread and pending timers are stopped
+        and waited for): :mod:`treediff.run.forked` forks only a process running no other thread.  The
+        display comes back as it was (a pending start with a new full delay)."""
+        with self._lock:
+            started, self._started = self._started, False
+            live = getattr(self.progress, "live", None)
+            redraw = getattr(live, "_refresh_thread", None)  # (rich's: stop() does not wait for it)
+            if started:
+                self.progress.stop()
+            timers, self._timers = list(self._timers), set()
+        for timer in timers:
+            timer.cancel()
+            timer.join()
+        if redraw is not None:
+            redraw.join()
+        try:
+            yield
+        finally:
+            with self._lock:
+                running = self._running
+                if started and running:
+                    self.progress.start()
+                    self._started = True
+            if running and not started:
+                self._start_timer()
 
     def _start(self) -> None:
         with self._lock:
@@ -68,16 +105,19 @@ class Display:
         task = self.progress.add_task(label, total=total, unit=unit)
         with self._lock:
             self._running += 1
-        timer = threading.Timer(self.delay, self._start)
-        timer.daemon = True
-        timer.start()
+        timer = self._start_timer()
         try:
             yield Tick(self, task)
         finally:
             timer.cancel()
             with self._lock:
+                self._timers.discard(timer)
                 self._running -= 1
                 self.progress.remove_task(task)
+                if not self._running:  # (a pause may have replaced this step's timer by one of its own)
+                    for pending in self._timers:
+                        pending.cancel()
+                    self._timers.clear()
                 if self._started and not self._running:
                     self.progress.stop()
                     self._started = False
@@ -119,6 +159,16 @@ def display() -> Display | None:
     if _display is None:
         _display = Display()
     return _display
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """:meth:`Display.paused` of the command's display, if it has one."""
+    if _display is None:
+        yield
+        return
+    with _display.paused():
+        yield
 
 
 @contextlib.contextmanager

@@ -112,13 +112,14 @@ def _check_search_ids(batch: pd.DataFrame, row_of: np.ndarray) -> None:
 
 def build_report(source: Source, tables: Sequence[str] | str | None = TABLES,
                  by: Sequence[str] | str | None = None, target: int = BATCH_RECORDS,
-                 options: ReportOptions | None = None, keep: RecordFilter | None = None) -> Report:
+                 options: ReportOptions | None = None, keep: RecordFilter | None = None,
+                 background: Background | None = None) -> Report:
     """Compute the requested tables over ``source``, ``target`` records a batch at most (whole searches).
 
     ``options``: report-wide choices (:class:`ReportOptions`); ``keep``: count
-    only the records it keeps (:class:`RecordFilter`).
+    only the records it keeps (:class:`RecordFilter`); ``background``: see :func:`fold_many`.
     """
-    return build_reports(source, [ReportRequest(tables, by, options, keep)], target)[0]
+    return build_reports(source, [ReportRequest(tables, by, options, keep)], target, background)[0]
 
 
 def _batches(source: Source, read: list[str], optional: list[str], target: int) -> Iterator[pd.DataFrame]:
@@ -186,7 +187,8 @@ class ReportRequest:
                     self.keep, self.rows)
 
 
-def build_reports(source: Source, requests: Sequence[ReportRequest], target: int = BATCH_RECORDS) -> list[Report]:
+def build_reports(source: Source, requests: Sequence[ReportRequest], target: int = BATCH_RECORDS,
+                  background: Background | None = None) -> list[Report]:
     """Each request's :func:`build_report`, all from one read of ``source`` (:func:`fold_many`).
 
     Request i's report equals ``build_report(source.select(rows) if rows is not None else source, tables, by,
@@ -194,7 +196,7 @@ def build_reports(source: Source, requests: Sequence[ReportRequest], target: int
     """
     folds = [request.fold() for request in requests]
     return [finish_report(fold, folded.partials, folded.grouping(fold))
-            for fold, folded in zip(folds, fold_many(source, folds, target))]
+            for fold, folded in zip(folds, fold_many(source, folds, target, background))]
 
 
 def finish_report(fold: Fold, partials: Sequence[list[Any]], grouping: Grouping) -> Report:
@@ -205,6 +207,43 @@ def finish_report(fold: Fold, partials: Sequence[list[Any]], grouping: Grouping)
             section.frame = section.frame.reset_index(drop=True)
             report.sections.append(section)
     return report
+
+
+#: Runs ``work(progress)`` elsewhere: ``with background(work) as job: ... job.result()`` (the CLI passes
+#: :func:`treediff.run.forked.in_background`; a job that is not forked computes ``work`` in ``result``).
+Background = Callable[[Callable[[Any], Any]], Any]
+
+
+@dataclass
+class _Folding:
+    """What folding a run of batches gives, per fold: each table's partials, the cell frames; and the last
+    batch's columns (an empty frame), for a fold no batch held records of."""
+
+    partials: list[list[list[Any]]]
+    cells: list[list[pd.DataFrame]]
+    last_empty: pd.DataFrame | None
+
+    def then(self, later: _Folding) -> _Folding:
+        """This run's batches followed by ``later``'s, as one fold over both lists them."""
+        return _Folding([[mine + theirs for mine, theirs in zip(p, q)] for p, q in zip(self.partials, later.partials)],
+                        [mine + theirs for mine, theirs in zip(self.cells, later.cells)],
+                        later.last_empty if later.last_empty is not None else self.last_empty)
+
+
+def _halves(source: Source) -> tuple[Source, Source] | None:
+    """``source`` cut in two selections of consecutive searches rows holding about half of its records each
+    (the searches tables' counts; one search one record where they do not count), None for one search."""
+    searches = source.searches
+    n = len(searches)
+    if n < 2:
+        return None
+    weights = searches["records"].fillna(0).to_numpy(dtype=np.float64) if "records" in searches.columns \
+        else np.ones(n)
+    total = float(weights.sum())
+    cumulative = np.cumsum(weights if total > 0 else np.ones(n))
+    k = min(max(int(np.searchsorted(cumulative, cumulative[-1] / 2)) + 1, 1), n - 1)
+    first = np.arange(n) < k
+    return source.select(first), source.select(~first)
 
 
 @dataclass
@@ -251,7 +290,8 @@ def _partial_key(spec: Table) -> Any:
     return function if function is not None and getattr(spec, "__dict__", None) == {} else id(spec)
 
 
-def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS) -> list[Folded]:
+def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS,
+              background: Background | None = None) -> list[Folded]:
     """:func:`fold_tables` of several folds in one read of ``source``: per fold, every table's partials and
     cells (:class:`Folded`), each exactly what that fold alone over ``source.select(fold.rows)`` gives.
 
@@ -263,6 +303,10 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
     with no records gives).  (A selection that reads an empty batch of an input holding none of its
     searches, as :class:`~treediff.store.source.CombinedSource` does, has ebf_ply's main-visit columns
     blanked by that batch; a population here is not.)
+
+    ``background``: how to run work in another process (:func:`treediff.run.forked.in_background`, which the
+    CLI passes: this layer does not import it); with it, the later half of the searches (by their records) is
+    folded there while this process folds the earlier half.  The partials are the same lists either way.
     """
     searches = source.searches
     if len(searches) == 0:
@@ -287,39 +331,58 @@ def fold_many(source: Source, folds: Sequence[Fold], target: int = BATCH_RECORDS
     # A batch some table reads the full move-try derivation of derives it once, for the light readers too.
     full_tries = {key for key, fold in zip(batch_keys, folds)
                   if any(getattr(spec, "full_tries", False) for spec in fold.specs)}
-    partials: list[list[list[Any]]] = [[[] for _ in fold.specs] for fold in folds]
-    cells: list[list[pd.DataFrame]] = [[] for _ in folds]
-    last_empty: pd.DataFrame | None = None
-    for records in _batches(source, read, list(dict.fromkeys(optional)), target):
-        records = _check_columns(records, read)
-        srow = _search_rows(records, row_of)
-        last_empty = records.iloc[:0]
-        batches: dict[tuple[Any, ...], Batch | None] = {}
-        cell_frames: dict[tuple[Any, ...], pd.DataFrame] = {}
-        kept: dict[int, np.ndarray] = {}  # per record filter: its mask of this batch's records
-        tasks: dict[tuple[Any, ...], tuple[Table, Batch]] = {}  # (batch key, partial key) -> what computes it
-        wanted: list[tuple[list[Any], tuple[Any, ...]]] = []  # (a table's partials, its partial's key), in order
-        for i, fold in enumerate(folds):
-            key = batch_keys[i]
-            if key not in batches:
-                made = _fold_batch(records, srow, fold.keep, populations[i], record_keys[i], kept)
-                if made is not None:
-                    made.wants_full_tries = key in full_tries
-                batches[key] = made
-            batch = batches[key]
-            if batch is None:
-                continue
-            if key not in cell_frames:
-                cell_frames[key] = batch.cell_frame(np.arange(batch.n_cells))
-            cells[i].append(cell_frames[key])
-            for spec, parts in zip(fold.specs, partials[i]):
-                pkey = (key, _partial_key(spec))
-                if pkey not in tasks:
-                    tasks[pkey] = (spec, batch)
-                wanted.append((parts, pkey))
-        done = _partials(tasks)
-        for parts, pkey in wanted:
-            parts.append(done[pkey])
+    def fold_range(reading: Source, target: int) -> _Folding:
+        """Every batch of ``reading`` (``source`` or a selection of it: rows are numbered in ``source``)."""
+        partials: list[list[list[Any]]] = [[[] for _ in fold.specs] for fold in folds]
+        cells: list[list[pd.DataFrame]] = [[] for _ in folds]
+        last_empty: pd.DataFrame | None = None
+        for records in _batches(reading, read, list(dict.fromkeys(optional)), target):
+            records = _check_columns(records, read)
+            srow = _search_rows(records, row_of)
+            last_empty = records.iloc[:0]
+            batches: dict[tuple[Any, ...], Batch | None] = {}
+            cell_frames: dict[tuple[Any, ...], pd.DataFrame] = {}
+            kept: dict[int, np.ndarray] = {}  # per record filter: its mask of this batch's records
+            tasks: dict[tuple[Any, ...], tuple[Table, Batch]] = {}  # (batch key, partial key) -> what computes it
+            wanted: list[tuple[list[Any], tuple[Any, ...]]] = []  # (a table's partials, its partial's key), in order
+            for i, fold in enumerate(folds):
+                key = batch_keys[i]
+                if key not in batches:
+                    made = _fold_batch(records, srow, fold.keep, populations[i], record_keys[i], kept)
+                    if made is not None:
+                        made.wants_full_tries = key in full_tries
+                    batches[key] = made
+                batch = batches[key]
+                if batch is None:
+                    continue
+                if key not in cell_frames:
+                    cell_frames[key] = batch.cell_frame(np.arange(batch.n_cells))
+                cells[i].append(cell_frames[key])
+                for spec, parts in zip(fold.specs, partials[i]):
+                    pkey = (key, _partial_key(spec))
+                    if pkey not in tasks:
+                        tasks[pkey] = (spec, batch)
+                    wanted.append((parts, pkey))
+            done = _partials(tasks)
+            for parts, pkey in wanted:
+                parts.append(done[pkey])
+        return _Folding(partials, cells, last_empty)
+
+    folding: _Folding | None = None
+    halves = _halves(source) if background is not None else None
+    if background is not None and halves is not None:
+        # The later searches are folded in a forked child while this process folds the earlier ones (each with
+        # half the batch target: two processes' batches are alive at once); partials and cells are joined in
+        # search order, as one process folding every batch would list them.  Where it does not fork, the
+        # whole source is folded here as always.
+        first, second = halves
+        half = max(1, target // 2)
+        with background(lambda progress: fold_range(second, half)) as job:
+            if job.forked:
+                folding = fold_range(first, half).then(job.result())
+    if folding is None:
+        folding = fold_range(source, target)
+    partials, cells, last_empty = folding.partials, folding.cells, folding.last_empty
     out = []
     for i, fold in enumerate(folds):
         if not cells[i] and last_empty is not None:  # every batch held none of its searches: one empty batch

@@ -41,7 +41,6 @@ import os
 import pickle
 import queue
 import signal
-import struct
 import threading
 import time
 from typing import Any, Callable, Generic, TypeVar
@@ -57,7 +56,6 @@ STOP_GRACE = 5.0
 FORK_VARIABLE = "TREEDIFF_FORK"
 #: Seconds between two progress messages the child sends (the last one is always sent).
 _PROGRESS_EVERY = 0.05
-_HEADER = struct.Struct("<Q")
 #: Seconds :meth:`Background.result` waits for a message before it looks at the child's CPU time.
 _POLL = 1.0
 #: Polls in a row (while this process waits for the answer) in which the child used no CPU time at all,
@@ -73,17 +71,40 @@ class BackgroundFailed(TreediffError):
     """The child process ended without an answer, or its error could not be carried back as it was."""
 
 
-def fork_allowed(settle: float = _SETTLE) -> bool:
+def fork_allowed(settle: float = _SETTLE, uses_polars: bool = False) -> bool:
     """Whether :func:`in_background` would fork now: ``os.fork`` exists, ``TREEDIFF_FORK`` is not ``0`` and
     no other Python thread runs in this process.  Threads that are ending are given up to ``settle`` seconds
-    in all (a progress display's redraw thread and timer are told to stop but not waited for)."""
+    in all (a progress display's redraw thread and timer are told to stop but not waited for).
+    ``uses_polars``: the work calls polars, so polars must not have started its thread pool here yet (a
+    child inherits a started pool without its threads and waits for them forever; an unstarted one it
+    starts itself)."""
     if not hasattr(os, "fork") or os.environ.get(FORK_VARIABLE, "").strip() == "0":
+        return False
+    if uses_polars and polars_pool_started():
         return False
     deadline = time.monotonic() + settle
     for thread in threading.enumerate():
         if thread is not threading.current_thread():
             thread.join(max(0.0, deadline - time.monotonic()))
     return threading.active_count() == 1
+
+
+def polars_pool_started() -> bool:
+    """Whether polars has started its thread pool in this process (threads named ``polars-N``: polars starts
+    them on its first parallel operation, not on import); True where the threads cannot be listed (/proc)."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as fh:
+                name = fh.read().strip()
+        except OSError:
+            continue
+        if name.startswith("polars-") and name[len("polars-"):].isdigit():
+            return True
+    return False
 
 
 class Background(Generic[_T]):
@@ -120,19 +141,15 @@ class Background(Generic[_T]):
         self._reader.start()
 
     def _read(self) -> None:
-        """Every message of the child, in order, then ("eof", None)."""
+        """Every message of the child, in order, then ("eof", None).  Messages are pickles one after the other,
+        read as they stream in (a large answer is never held whole as bytes as well as objects)."""
         assert self._fd is not None
         with os.fdopen(self._fd, "rb", closefd=False) as pipe:
             try:
                 while True:
-                    header = pipe.read(_HEADER.size)
-                    if len(header) < _HEADER.size:
-                        break
-                    (size,) = _HEADER.unpack(header)
-                    body = pipe.read(size)
-                    if len(body) < size:
-                        break
-                    self._messages.put(pickle.loads(body))
+                    self._messages.put(pickle.load(pipe))
+            except EOFError:  # (the child's end closed between two messages, or inside one: no answer)
+                pass
             except Exception as exc:  # noqa: BLE001 - carried to result(): a message that cannot be read
                 self._messages.put(("failed", f"its answer could not be read ({type(exc).__name__}: {exc})"))
         self._messages.put(("eof", None))
@@ -212,11 +229,14 @@ class Background(Generic[_T]):
         self._reap()
 
 
-def in_background(work: Callable[[Progress | None], _T], fork: bool | None = None) -> Background[_T]:
+def in_background(work: Callable[[Progress | None], _T], fork: bool | None = None,
+                  uses_polars: bool = False) -> Background[_T]:
     """``work(progress)`` in a forked child process when ``fork`` (None: :func:`fork_allowed`), else in this
     process when its :meth:`~Background.result` is asked (never, if it is not asked); always used as
-    ``with in_background(work) as job: ...``.  ``fork=True`` where :func:`fork_allowed` says no does not fork."""
-    return Background(work, fork_allowed() if fork is None else fork and fork_allowed())
+    ``with in_background(work) as job: ...``.  ``fork=True`` where :func:`fork_allowed` says no does not fork.
+    ``uses_polars``: see :func:`fork_allowed`."""
+    allowed = fork_allowed(uses_polars=uses_polars)
+    return Background(work, allowed if fork is None else fork and allowed)
 
 
 def _cpu_ticks(pid: int) -> int | None:
@@ -280,8 +300,7 @@ def _raise_terminated(signum: int, frame: object) -> None:  # pragma: no cover -
 
 
 def _send(pipe: Any, message: tuple[str, Any]) -> None:  # pragma: no cover - runs in the forked child
-    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    pipe.write(_HEADER.pack(len(body)) + body)
+    pickle.dump(message, pipe, protocol=pickle.HIGHEST_PROTOCOL)  # (streamed in frames: no whole copy in bytes)
     pipe.flush()
 
 

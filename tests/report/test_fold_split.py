@@ -1,0 +1,154 @@
+"""report's fold split in two: the later half of the searches folded elsewhere (a forked child in the CLI), the
+partials joined in search order.  Every table must come out exactly as one fold gives it.
+
+In-process tests run the split with a job that computes its half here (this test process has long started
+polars' thread pool, so a real fork of the tables would not be allowed: treediff.run.forked); the CLI tests
+run `treediff report` in fresh interpreters, where the fork happens, and count it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from treediff.cli import main
+from treediff.parse.source import open_source
+from treediff.report.core import _Folding, _halves, build_report
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT / "fixtures" / "traces"
+LOGS = [TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log", TRACES / "crafty_batch3.log",
+        ROOT / "fixtures" / "real" / "mid_a_d7.log"]
+
+
+class _HereJob:
+    """A background job that says it forked and computes its work here, when asked."""
+
+    forked = True
+    made = 0
+
+    def __init__(self, work):
+        self.work = work
+        _HereJob.made += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return None
+
+    def result(self, progress=None):
+        return self.work(progress)
+
+
+def _assert_same_report(one, two) -> None:
+    assert one.names == two.names
+    for name in one.names:
+        pd.testing.assert_frame_equal(one[name], two[name], check_exact=True)
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("by", [None, "engine,iter,ply", "engine,position"])
+@pytest.mark.parametrize("target", [1, 10**9])
+def test_a_split_fold_is_the_whole_fold(log, by, target):
+    source = open_source(log)
+    whole = build_report(source, "all", by, target)
+    _HereJob.made = 0
+    split = build_report(source, "all", by, target, background=_HereJob)
+    assert _HereJob.made == (1 if len(source.searches) > 1 else 0)
+    _assert_same_report(split, whole)
+
+
+def test_the_halves_hold_about_half_of_the_records_each():
+    source = open_source(TRACES / "typhoon_batch3.log")
+    first, second = _halves(source)
+    counts = source.searches["records"].to_numpy()
+    ids = source.searches["search"].to_numpy()
+    n_first = len(first.searches)
+    assert n_first + len(second.searches) == len(ids)
+    assert list(first.searches["search"]) == list(ids[:n_first])  # consecutive rows, the earlier ones first
+    assert list(second.searches["search"]) == list(ids[n_first:])
+    # The cut is where the running count passes half: the first half holds at least half, one search less not.
+    assert counts[:n_first].sum() * 2 >= counts.sum() > counts[:n_first - 1].sum() * 2 or n_first == 1
+
+
+def test_one_search_is_not_split():
+    source = open_source(TRACES / "typhoon_start.log")
+    assert len(source.searches) == 1
+    assert _halves(source) is None
+    _HereJob.made = 0
+    build_report(source, "acts", None, background=_HereJob)
+    assert _HereJob.made == 0
+
+
+def test_foldings_join_in_order():
+    a = _Folding([[["a1"], ["a2"]]], [[pd.DataFrame({"x": [1]})]], pd.DataFrame({"x": []}))
+    b = _Folding([[["b1"], ["b2"]]], [[pd.DataFrame({"x": [2]})]], None)
+    joined = a.then(b)
+    assert joined.partials == [[["a1", "b1"], ["a2", "b2"]]]
+    assert [f["x"].tolist() for f in joined.cells[0]] == [[1], [2]]
+    assert joined.last_empty is a.last_empty  # the later run read no batch: the earlier's columns
+
+
+_COUNT_FORKS = """
+import os, sys
+parent = os.getpid()
+real_fork = os.fork
+forks = []
+def counting_fork():
+    pid = real_fork()
+    if pid:
+        forks.append(pid)
+    return pid
+os.fork = counting_fork
+from treediff.cli import main
+try:
+    main(sys.argv[1:])
+finally:
+    if os.getpid() == parent:
+        sys.stderr.write(f"FORKS {len(forks)}\\n")
+"""
+
+
+def _report(args, fork: bool, tmp_path: Path) -> tuple[str, int]:
+    """(JSON output, forks) of `treediff report ARGS --format json` in a fresh interpreter."""
+    out = tmp_path / f"report-{'fork' if fork else 'one'}.json"
+    env = dict(os.environ, TREEDIFF_FORK="1" if fork else "0", OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _COUNT_FORKS, "report", *map(str, args), "--format", "json",
+                           "-o", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    forks = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("FORKS ")]
+    assert forks, proc.stderr
+    return out.read_text(), forks[-1]
+
+
+@pytest.fixture(scope="module")
+def parquet_pair(tmp_path_factory):
+    where = tmp_path_factory.mktemp("split")
+    out = where / "batch3.parquet"
+    result = CliRunner().invoke(main, ["parse", str(TRACES / "stockfish_batch3.log"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("extra", [["--table", "all"], ["--table", "all", "--by", "engine,iter,ply"],
+                                   ["--table", "acts,lmr", "--memory-limit", "1MB"]],
+                         ids=["all", "by-ply", "small-batches"])
+def test_report_of_a_parquet_file_forks_and_gives_the_same_json(parquet_pair, tmp_path, extra):
+    together, forks = _report([parquet_pair, *extra], True, tmp_path)
+    assert forks == 1
+    alone, none = _report([parquet_pair, *extra], False, tmp_path)
+    assert none == 0
+    assert json.loads(together) == json.loads(alone)
+    assert together == alone
+
+
+def test_report_of_a_log_does_not_fork(tmp_path):
+    """The parse starts polars' thread pool, which a forked child of the tables would need: no fork."""
+    _, forks = _report([TRACES / "stockfish_batch3.log", "--table", "acts"], True, tmp_path)
+    assert forks == 0
