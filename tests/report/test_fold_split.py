@@ -152,3 +152,17 @@ def test_report_of_a_log_does_not_fork(tmp_path):
     """The parse starts polars' thread pool, which a forked child of the tables would need: no fork."""
     _, forks = _report([TRACES / "stockfish_batch3.log", "--table", "acts"], True, tmp_path)
     assert forks == 0
+
+
+@pytest.mark.parametrize("by", [None, "engine,iter,ply"])
+def test_a_split_fold_of_several_inputs_is_the_whole_fold(by):
+    """Several inputs in one source (their searches numbered in order): the halves cut across them."""
+    from treediff.parse.source import open_sources
+
+    source = open_sources([TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log",
+                           TRACES / "crafty_batch3.log"])
+    whole = build_report(source, "all", by, 50)
+    _HereJob.made = 0
+    split = build_report(source, "all", by, 50, background=_HereJob)
+    assert _HereJob.made == 1
+    _assert_same_report(split, whole)
