@@ -176,3 +176,29 @@ def test_no_fork_when_a_position_pair_needs_more_than_half_the_budget(monkeypatc
     together = _compare(monkeypatch, True, a, b, "--memory-limit", limit)
     assert forks[0] == int(forked)
     assert together == _compare(monkeypatch, False, a, b, "--memory-limit", limit)
+
+
+def test_no_fork_for_inputs_larger_than_two_processes_were_measured_to_hold(monkeypatch, forks):
+    """Two processes hold two interpreters and the aligner's per-position results, which the budgets do not
+    count: beyond ``fork_records`` compare aligns in one process (same output)."""
+    import treediff.store.budget as budget_module
+
+    a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
+    from treediff.parse.source import open_each
+
+    total = sum(int(side.searches["records"].sum()) for side in open_each([a, b]))
+    # fork_records at the default limit (2 GiB) = 2 * per GiB: just under, then just at, the inputs' records
+    monkeypatch.setattr(budget_module, "FORK_RECORDS_PER_GIB", (total - 1) / 2)
+    under = _compare(monkeypatch, True, a, b)
+    assert forks[0] == 0
+    monkeypatch.setattr(budget_module, "FORK_RECORDS_PER_GIB", total / 2)
+    at = _compare(monkeypatch, True, a, b)
+    assert forks[0] == 1
+    assert under == at == _compare(monkeypatch, False, a, b)
+
+
+def test_fork_records_scale_with_the_limit():
+    from treediff.store.budget import FORK_RECORDS_PER_GIB
+
+    assert MemoryBudget(2 * 1024**3).fork_records == 2 * FORK_RECORDS_PER_GIB
+    assert MemoryBudget(512 * 1024**2).fork_records == FORK_RECORDS_PER_GIB // 2

@@ -248,7 +248,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
     # (The progress display's threads are stopped while it forks: it forks only a process running no other.)
     with paused():
         forking = aligned_top > 0 and _divergences_fit(source_a, source_b, engine_a, engine_b,
-                                                       memory_limit.share(2)) and fork_allowed()
+                                                       memory_limit) and fork_allowed()
         budget = memory_limit.share(2) if forking else memory_limit
 
         def align_divergences(progress):
@@ -305,18 +305,24 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
             raise SystemExit(1)
 
 
-def _divergences_fit(source_a, source_b, engine_a, engine_b, budget) -> bool:
-    """Whether every position pair compare aligns fits ``budget`` (the searches tables count the records;
-    when they do not, False)."""
+def _divergences_fit(source_a, source_b, engine_a, engine_b, limit) -> bool:
+    """Whether compare's divergences may run in a forked child beside the tables, each with half of ``limit``
+    (a ``MemoryBudget``): every position pair compare aligns fits half, and both inputs together hold at most
+    ``limit.fork_records`` records (what two processes were measured to hold within the limit).  The
+    searches tables count the records; when they do not, False."""
     from treediff.align.summaries import largest_pair
     from treediff.model.errors import TreediffError
     from treediff.report.compare import select_engine
 
     try:
-        largest = largest_pair(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"))
+        side_a, side_b = select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B")
+        largest = largest_pair(side_a, side_b)
     except TreediffError:  # (an engine not found: the tables say so first, as before)
         return False
-    return largest is not None and largest <= budget.records
+    if largest is None or largest > limit.share(2).records:
+        return False
+    total = sum(int(side.searches["records"].fillna(0).sum()) for side in (side_a, side_b))
+    return total <= limit.fork_records
 
 
 def _emit_comparison(result, notes: list[str], fmt: str, output: str | None, width: int | None = None) -> None:

@@ -25,6 +25,12 @@ BYTES_PER_RECORD = 600
 #: batch; the rest is for buffering and aligning.  Measured: 1/8 (447k records at 2 GB) peaked at 2.4 GB
 #: on two 5M-line logs.
 _BATCH_SHARE = 16
+#: Records (both inputs of a compare together) per GiB of ``--memory-limit`` up to which compare forks its
+#: divergences (:attr:`MemoryBudget.fork_records`).  Measured at the default 2 GiB (docs/SCALING.md): 20M + 20M
+#: lines (40M records, 2,479 positions) peaked at 1.03 GB of summed PSS in two processes; 100M + 100M (200M
+#: records, 10,976 positions) at 2.13 GiB, over the limit (and no faster than one process).  Between the two
+#: it was not measured: this is the measured point that fits, not a fitted bound.
+FORK_RECORDS_PER_GIB = 20_000_000
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
 
@@ -62,6 +68,13 @@ class MemoryBudget:
         """The budget of one of ``parts`` passes that run at once (compare's tables and divergences, in two
         processes: :mod:`treediff.run.forked`): the limit divided among them."""
         return MemoryBudget(max(1, self.limit // max(1, parts)))
+
+    @property
+    def fork_records(self) -> int:
+        """The most records (both inputs together) for which compare aligns its divergences in a forked child
+        beside the tables (:data:`FORK_RECORDS_PER_GIB` per GiB of the limit).  Two processes hold two
+        interpreters and the aligner's per-position results, which the batch budgets do not count."""
+        return int(self.limit / 1024**3 * FORK_RECORDS_PER_GIB)
 
     @property
     def records(self) -> int:
