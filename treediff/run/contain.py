@@ -84,6 +84,16 @@ def process_state(pid: int) -> str | None:
     return fields[0].decode() if fields else None
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """The user + system CPU time a process has used, in clock ticks (``/proc/PID/stat`` fields 14 and 15),
+    None if there is no such process (or no /proc)."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[11]) + int(fields[12]) if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
 def _stat_fields(pid: int) -> list[bytes] | None:
     """``/proc/PID/stat`` after the command name: state, ppid, pgrp, session, ..."""
     try:

@@ -2,19 +2,22 @@
 
 Why: ``compare`` has two passes over its parsed inputs that need nothing from each other, the tables
 (:func:`treediff.report.compare.compare_sources`) and the divergences
-(:func:`treediff.align.summaries.divergences`).  Each keeps about 1.2-1.4 of this machine's two cores busy
-(its numpy, Arrow and compiled work lets go of the GIL, its Python glue does not), so on threads of one
-process they contend for the GIL and are slower together than one after the other (measured:
-docs/PERFORMANCE.md).  In a forked child the second pass needs no pickling of its inputs (the child has the
-parent's sources as they are), and only its result crosses back, pickled, through a pipe.
+(:func:`treediff.align.summaries.divergences`), and ``report`` folds its tables over batches that need
+nothing from each other (:func:`treediff.report.core.fold_many`: the later half of the searches beside the
+earlier).  Each pass keeps about 1.1-1.4 of this machine's two cores busy (its numpy, Arrow and compiled
+work lets go of the GIL, its Python glue does not), so on threads of one process they contend for the GIL
+and are slower together than one after the other (measured: docs/PERFORMANCE.md).  In a forked child a
+pass needs no pickling of its inputs (the child has the parent's sources as they are), and only its result
+crosses back, pickled, through a pipe.
 
 How, and what is guaranteed:
 
 * **Fork only when it is safe.**  The fork happens only when this process runs no other Python thread
   (a lock another thread holds would stay locked in the child forever); else, or where ``os.fork`` does
   not exist, or with ``TREEDIFF_FORK=0`` in the environment, the work runs in this process when its result
-  is asked for, exactly as before.  The child must not use polars (its thread pool does not survive a
-  fork); the divergences do not (tests/run/test_forked.py checks that they make no polars call).
+  is asked for, exactly as before.  polars' thread pool does not survive a fork: work that calls polars
+  forks only while the pool has not started here (``uses_polars``: report's tables); compare's divergences
+  make no polars call (tests/report/test_compare_forked.py checks it on five kinds of input).
 * **The child is always reaped.**  Leaving the ``with`` block (normally, by an error, or by Ctrl-C, SIGTERM
   or SIGHUP, which the CLI raises as exceptions) stops a child still running (SIGTERM, then SIGKILL after
   :data:`STOP_GRACE` seconds) and waits for it, inside :func:`treediff.run.signals.deferred`.  The child
@@ -46,6 +49,7 @@ import time
 from typing import Any, Callable, Generic, TypeVar
 
 from treediff.model.errors import TreediffError
+from treediff.run.contain import cpu_ticks, set_parent_death_signal
 from treediff.run.signals import Terminated, deferred
 
 _T = TypeVar("_T")
@@ -160,17 +164,17 @@ class Background(Generic[_T]):
         if not self.forked:
             return self._work(progress)
         assert self.pid is not None
-        stalled, cpu = 0, _cpu_ticks(self.pid)
+        idle_polls, cpu = 0, cpu_ticks(self.pid)
         while True:
             try:
                 kind, value = self._messages.get(timeout=_POLL)
             except queue.Empty:
                 # A child that uses no CPU for STALL_POLLS polls in a row is stuck (a library whose threads
                 # did not survive the fork would wait for them forever): stop it and do the work here.
-                now = _cpu_ticks(self.pid)
-                stalled = stalled + 1 if now is not None and now == cpu else 0
+                now = cpu_ticks(self.pid)
+                idle_polls = idle_polls + 1 if now is not None and now == cpu else 0
                 cpu = now
-                if stalled >= STALL_POLLS:
+                if idle_polls >= STALL_POLLS:
                     self._reap()
                     self.stalled = True
                     return self._work(progress)
@@ -239,16 +243,6 @@ def in_background(work: Callable[[Progress | None], _T], fork: bool | None = Non
     return Background(work, allowed if fork is None else fork and allowed)
 
 
-def _cpu_ticks(pid: int) -> int | None:
-    """The user + system CPU clock ticks ``pid`` has used (/proc/PID/stat), None where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def _signal(pid: int, signum: int) -> None:
     try:
         os.kill(pid, signum)
@@ -262,7 +256,6 @@ def _child(work: Callable[[Progress | None], Any], fd: int, parent: int) -> None
     status = 1
     try:
         from treediff.parse.source import forget_scratch, remove_all_scratch
-        from treediff.run.contain import set_parent_death_signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         for signum in (signal.SIGTERM, signal.SIGHUP):
