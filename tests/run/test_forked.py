@@ -240,6 +240,10 @@ _COMPARE_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_compare_stopped_by_a_signal_reaps_its_child_and_leaves_no_scratch(tmp_path, signum):
     marker = tmp_path / "child.pid"
@@ -248,9 +252,12 @@ def test_compare_stopped_by_a_signal_reaps_its_child_and_leaves_no_scratch(tmp_p
     traces = REPO / "fixtures" / "traces"
     env = dict(os.environ, TMPDIR=str(scratch))
     env.pop("TREEDIFF_FORK", None)
+    # SIGINT at its default in the command (Python then raises KeyboardInterrupt for it): a test run started
+    # in the background has SIGINT ignored, which the command would inherit and, by design, keep ignoring.
     proc = subprocess.Popen([sys.executable, "-c", _COMPARE_SCRIPT, str(marker), "compare",
                              str(traces / "typhoon_batch3.log"), str(traces / "stockfish_batch3.log")],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_default)
     try:
         assert _wait_until(lambda: marker.exists() and marker.read_text() != "", timeout=60)
         child = int(marker.read_text())
