@@ -32,6 +32,14 @@ PAIRS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def small_inputs_fork(monkeypatch):
+    """The fixtures are far below the records from which compare forks: these tests lower that bound."""
+    import treediff.cli.report as cli_report
+
+    monkeypatch.setattr(cli_report, "_FORK_MIN_RECORDS", 0)
+
+
 @pytest.fixture
 def forks(monkeypatch):
     """The number of os.fork calls this process makes (the child's own count is its own)."""
@@ -202,3 +210,18 @@ def test_fork_records_scale_with_the_limit():
 
     assert MemoryBudget(2 * 1024**3).fork_records == 2 * FORK_RECORDS_PER_GIB
     assert MemoryBudget(512 * 1024**2).fork_records == FORK_RECORDS_PER_GIB // 2
+
+
+def test_small_inputs_are_compared_in_one_process(monkeypatch, forks):
+    """Below ``_FORK_MIN_RECORDS`` (both inputs together) the fork costs more than it saves: no fork."""
+    import treediff.cli.report as cli_report
+    from treediff.parse.source import open_each
+
+    a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
+    total = sum(int(side.searches["records"].sum()) for side in open_each([a, b]))
+    monkeypatch.setattr(cli_report, "_FORK_MIN_RECORDS", total + 1)
+    one = _compare(monkeypatch, True, a, b)
+    assert forks[0] == 0
+    monkeypatch.setattr(cli_report, "_FORK_MIN_RECORDS", total)
+    assert _compare(monkeypatch, True, a, b) == one
+    assert forks[0] == 1
