@@ -27,6 +27,14 @@ LOGS = [TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log", TRACES /
         ROOT / "fixtures" / "real" / "mid_a_d7.log"]
 
 
+@pytest.fixture(autouse=True)
+def small_inputs_split(monkeypatch):
+    """The fixtures are far below the records from which a fold is split: these tests lower that bound."""
+    import treediff.report.core as core
+
+    monkeypatch.setattr(core, "SPLIT_MIN_RECORDS", 0)
+
+
 class _HereJob:
     """A background job that says it forked and computes its work here, when asked."""
 
@@ -107,6 +115,8 @@ def counting_fork():
         forks.append(pid)
     return pid
 os.fork = counting_fork
+import treediff.report.core as core
+core.SPLIT_MIN_RECORDS = int(os.environ.get("TEST_SPLIT_MIN_RECORDS", "0"))
 from treediff.cli import main
 try:
     main(sys.argv[1:])
@@ -116,10 +126,12 @@ finally:
 """
 
 
-def _report(args, fork: bool, tmp_path: Path) -> tuple[str, int]:
-    """(JSON output, forks) of `treediff report ARGS --format json` in a fresh interpreter."""
+def _report(args, fork: bool, tmp_path: Path, split_min: int = 0) -> tuple[str, int]:
+    """(JSON output, forks) of `treediff report ARGS --format json` in a fresh interpreter (``split_min``: the
+    records from which the fold is split)."""
     out = tmp_path / f"report-{'fork' if fork else 'one'}.json"
-    env = dict(os.environ, TREEDIFF_FORK="1" if fork else "0", OPENBLAS_NUM_THREADS="1")
+    env = dict(os.environ, TREEDIFF_FORK="1" if fork else "0", OPENBLAS_NUM_THREADS="1",
+               TEST_SPLIT_MIN_RECORDS=str(split_min))
     proc = subprocess.run([sys.executable, "-c", _COUNT_FORKS, "report", *map(str, args), "--format", "json",
                            "-o", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     forks = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("FORKS ")]
@@ -166,3 +178,21 @@ def test_a_split_fold_of_several_inputs_is_the_whole_fold(by):
     split = build_report(source, "all", by, 50, background=_HereJob)
     assert _HereJob.made == 1
     _assert_same_report(split, whole)
+
+
+def test_report_below_the_split_bound_does_not_fork(parquet_pair, tmp_path):
+    """Below SPLIT_MIN_RECORDS the fold is not split (the fixture's 1,008 records are below the default)."""
+    small, forks = _report([parquet_pair, "--table", "acts"], True, tmp_path, split_min=500_000)
+    assert forks == 0
+    assert small == _report([parquet_pair, "--table", "acts"], False, tmp_path)[0]
+
+
+def test_one_split_needs_the_records():
+    import treediff.report.core as core
+
+    source = open_source(TRACES / "typhoon_batch3.log")
+    total = int(source.searches["records"].sum())
+    core.SPLIT_MIN_RECORDS = total + 1
+    assert _halves(source) is None
+    core.SPLIT_MIN_RECORDS = total
+    assert _halves(source) is not None
