@@ -35,9 +35,9 @@ PAIRS = [
 @pytest.fixture(autouse=True)
 def small_inputs_fork(monkeypatch):
     """The fixtures are far below the records from which compare forks: these tests lower that bound."""
-    import treediff.cli.report as cli_report
+    import treediff.store.budget as budget_module
 
-    monkeypatch.setattr(cli_report, "_FORK_MIN_RECORDS", 0)
+    monkeypatch.setattr(budget_module, "FORK_MIN_RECORDS", 0)
 
 
 @pytest.fixture
@@ -213,15 +213,15 @@ def test_fork_records_scale_with_the_limit():
 
 
 def test_small_inputs_are_compared_in_one_process(monkeypatch, forks):
-    """Below ``_FORK_MIN_RECORDS`` (both inputs together) the fork costs more than it saves: no fork."""
-    import treediff.cli.report as cli_report
+    """Below ``FORK_MIN_RECORDS`` (both inputs together) the fork costs more than it saves: no fork."""
+    import treediff.store.budget as budget_module
     from treediff.parse.source import open_each
 
     a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
     total = sum(int(side.searches["records"].sum()) for side in open_each([a, b]))
-    monkeypatch.setattr(cli_report, "_FORK_MIN_RECORDS", total + 1)
+    monkeypatch.setattr(budget_module, "FORK_MIN_RECORDS", total + 1)
     one = _compare(monkeypatch, True, a, b)
     assert forks[0] == 0
-    monkeypatch.setattr(cli_report, "_FORK_MIN_RECORDS", total)
+    monkeypatch.setattr(budget_module, "FORK_MIN_RECORDS", total)
     assert _compare(monkeypatch, True, a, b) == one
     assert forks[0] == 1

@@ -30,9 +30,9 @@ LOGS = [TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log", TRACES /
 @pytest.fixture(autouse=True)
 def small_inputs_split(monkeypatch):
     """The fixtures are far below the records from which a fold is split: these tests lower that bound."""
-    import treediff.report.core as core
+    import treediff.store.budget as budget_module
 
-    monkeypatch.setattr(core, "SPLIT_MIN_RECORDS", 0)
+    monkeypatch.setattr(budget_module, "FORK_MIN_RECORDS", 0)
 
 
 class _HereJob:
@@ -115,8 +115,8 @@ def counting_fork():
         forks.append(pid)
     return pid
 os.fork = counting_fork
-import treediff.report.core as core
-core.SPLIT_MIN_RECORDS = int(os.environ.get("TEST_SPLIT_MIN_RECORDS", "0"))
+import treediff.store.budget as budget
+budget.FORK_MIN_RECORDS = int(os.environ.get("TEST_SPLIT_MIN_RECORDS", "0"))
 from treediff.cli import main
 try:
     main(sys.argv[1:])
@@ -181,18 +181,18 @@ def test_a_split_fold_of_several_inputs_is_the_whole_fold(by):
 
 
 def test_report_below_the_split_bound_does_not_fork(parquet_pair, tmp_path):
-    """Below SPLIT_MIN_RECORDS the fold is not split (the fixture's 1,008 records are below the default)."""
+    """Below FORK_MIN_RECORDS the fold is not split (the fixture's 1,008 records are below the default)."""
     small, forks = _report([parquet_pair, "--table", "acts"], True, tmp_path, split_min=500_000)
     assert forks == 0
     assert small == _report([parquet_pair, "--table", "acts"], False, tmp_path)[0]
 
 
 def test_one_split_needs_the_records():
-    import treediff.report.core as core
+    import treediff.store.budget as budget_module
 
     source = open_source(TRACES / "typhoon_batch3.log")
     total = int(source.searches["records"].sum())
-    core.SPLIT_MIN_RECORDS = total + 1
+    budget_module.FORK_MIN_RECORDS = total + 1
     assert _halves(source) is None
-    core.SPLIT_MIN_RECORDS = total
+    budget_module.FORK_MIN_RECORDS = total
     assert _halves(source) is not None

@@ -236,9 +236,9 @@ _COMPARE_SCRIPT = textwrap.dedent("""
         time.sleep(60)
 
     summaries.divergences = stuck
-    import treediff.cli.report as cli_report
+    import treediff.store.budget as budget
 
-    cli_report._FORK_MIN_RECORDS = 0  # (the fixtures are far below the records from which compare forks)
+    budget.FORK_MIN_RECORDS = 0  # (the fixtures are far below the records from which compare forks)
     main(sys.argv[2:])
 """)
 

@@ -305,20 +305,15 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
             raise SystemExit(1)
 
 
-#: compare forks its divergences only for inputs of at least this many records (both together): below it the
-#: fork costs more than the overlap saves.  Measured (docs/PERFORMANCE.md, eighth session): two small fixture
-#: logs 5% slower forked; 250k + 250k lines about even (1.66 against 1.70 s); 1M + 1M 10% faster.
-_FORK_MIN_RECORDS = 500_000
-
-
 def _divergences_fit(source_a, source_b, engine_a, engine_b, limit) -> bool:
     """Whether compare's divergences may run in a forked child beside the tables, each with half of ``limit``
     (a ``MemoryBudget``): every position pair compare aligns fits half, and both inputs together hold at least
-    :data:`_FORK_MIN_RECORDS` records and at most ``limit.fork_records`` (what two processes were measured to
-    hold within the limit).  The searches tables count the records; when they do not, False."""
+    ``store.budget.FORK_MIN_RECORDS`` records and at most ``limit.fork_records`` (what two processes were
+    measured to hold within the limit).  The searches tables count the records; when they do not, False."""
     from treediff.align.summaries import largest_pair
     from treediff.model.errors import TreediffError
     from treediff.report.compare import select_engine
+    from treediff.store import budget
 
     try:
         side_a, side_b = select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B")
@@ -328,7 +323,7 @@ def _divergences_fit(source_a, source_b, engine_a, engine_b, limit) -> bool:
     if largest is None or largest > limit.share(2).records:
         return False
     total = sum(int(side.searches["records"].fillna(0).sum()) for side in (side_a, side_b))
-    return _FORK_MIN_RECORDS <= total <= limit.fork_records
+    return budget.FORK_MIN_RECORDS <= total <= limit.fork_records
 
 
 def _emit_comparison(result, notes: list[str], fmt: str, output: str | None, width: int | None = None) -> None:

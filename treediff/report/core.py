@@ -19,6 +19,7 @@ from treediff.model.errors import InputError
 from treediff.report.grouping import RECORD_KEY_COLUMNS, RECORD_KEYS, parse_by
 from treediff.report.table import Batch, Grouping, Report, ReportOptions, Section, Table, concat
 from treediff.report.tables import TABLES as REGISTRY
+from treediff.store import budget
 from treediff.store.source import BATCH_RECORDS, FrameSource, Source
 
 #: The tables ``--table`` accepts, in display order.
@@ -230,15 +231,10 @@ class _Folding:
                         later.last_empty if later.last_empty is not None else self.last_empty)
 
 
-#: Records from which :func:`fold_many` folds half of them in another process (below, a fork costs more than it
-#: saves: measured for compare, docs/PERFORMANCE.md, eighth session; report takes the same bound).
-SPLIT_MIN_RECORDS = 500_000
-
-
 def _halves(source: Source) -> tuple[Source, Source] | None:
     """``source`` cut in two selections of consecutive searches rows holding about half of its records each
     (the searches tables' counts; one search one record where they do not count); None for one search, or
-    fewer than :data:`SPLIT_MIN_RECORDS` records counted."""
+    fewer than ``store.budget.FORK_MIN_RECORDS`` records counted (a fork would cost more than it saves)."""
     searches = source.searches
     n = len(searches)
     if n < 2:
@@ -246,7 +242,7 @@ def _halves(source: Source) -> tuple[Source, Source] | None:
     weights = searches["records"].fillna(0).to_numpy(dtype=np.float64) if "records" in searches.columns \
         else np.ones(n)
     total = float(weights.sum())
-    if "records" in searches.columns and total < SPLIT_MIN_RECORDS:
+    if "records" in searches.columns and total < budget.FORK_MIN_RECORDS:
         return None
     cumulative = np.cumsum(weights if total > 0 else np.ones(n))
     k = min(max(int(np.searchsorted(cumulative, cumulative[-1] / 2)) + 1, 1), n - 1)

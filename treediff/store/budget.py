@@ -31,6 +31,11 @@ _BATCH_SHARE = 16
 #: records, 10,976 positions) at 2.13 GiB, over the limit (and no faster than one process).  Between the two
 #: it was not measured: this is the measured point that fits, not a fitted bound.
 FORK_RECORDS_PER_GIB = 20_000_000
+#: Records (both inputs of a compare; a report's input) from which a pass is run in two processes: below, the
+#: fork costs more than the overlap saves.  Measured for compare (docs/PERFORMANCE.md, eighth session): two
+#: small fixture logs 5% slower forked; 250k + 250k lines about even (1.66 against 1.70 s); 1M + 1M 10%
+#: faster.  report takes the same bound (not measured for it).
+FORK_MIN_RECORDS = 500_000
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
 
