@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from support.runner_helpers import FAKE, ROOT, START
+from support.runner_helpers import FAKE, ROOT, START, wait_until  # noqa: F401 - (re-exported)
 
 #: ``treediff``, writing its own peak RSS (VmHWM: this process image, not the parent it was forked from, as
 #: ``wait4``'s ``ru_maxrss`` would count) into ``$TREEDIFF_TEST_PEAK`` when it exits.
@@ -94,15 +94,6 @@ def pids_in(*sources: Path) -> list[int]:
         elif source.exists():
             pids += [int(x) for x in source.read_text().split() if x.isdigit()]
     return pids
-
-
-def wait_until(predicate, timeout: float, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 def wait_gone(pids, timeout: float = 3.0) -> list[int]:

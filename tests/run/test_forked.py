@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.runner_helpers import children_of, pid_alive
+from support.runner_helpers import children_of, pid_alive, wait_until
 from support.threads import settle_threads
 from treediff.model.errors import InputError
 from treediff.parse import source as parse_source
@@ -28,15 +28,6 @@ def only_the_main_thread():
     """These tests fork: another test's thread still ending would make the fork refused."""
     left = settle_threads()
     assert left == [], f"threads of an earlier test still run: {left}"
-
-
-def _wait_until(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 def test_the_work_runs_in_a_child_and_its_answer_comes_back(no_leftovers):
@@ -119,7 +110,7 @@ def test_leaving_the_block_stops_the_child_and_it_removes_only_its_own_scratch(n
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="tables failed"):
         with in_background(work) as job:
-            assert _wait_until(marker.exists)
+            assert wait_until(marker.exists, 10)
             child_dir = Path(marker.read_text())
             assert child_dir.is_dir()
             raise RuntimeError("tables failed")
@@ -140,7 +131,7 @@ def test_a_child_that_ignores_sigterm_is_killed(no_leftovers, monkeypatch, tmp_p
         time.sleep(60)
 
     with in_background(work) as job:
-        assert _wait_until(ready.exists)
+        assert wait_until(ready.exists, 10)
     assert not pid_alive(job.pid)
 
 
@@ -212,12 +203,12 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path):
     pid_file = tmp_path / "child.pid"
     parent = subprocess.Popen([sys.executable, "-c", _PARENT_SCRIPT, str(pid_file)], cwd=REPO)
     try:
-        assert _wait_until(lambda: pid_file.exists() and pid_file.read_text() != "")
+        assert wait_until(lambda: pid_file.exists() and pid_file.read_text() != "", 10)
         child = int(pid_file.read_text())
         assert pid_alive(child)
         parent.kill()  # SIGKILL: no cleanup of the parent's runs
         parent.wait()
-        assert _wait_until(lambda: not pid_alive(child), timeout=5), "the child outlived its parent"
+        assert wait_until(lambda: not pid_alive(child), 5), "the child outlived its parent"
     finally:
         parent.kill()
         parent.wait()
@@ -262,7 +253,7 @@ def test_compare_stopped_by_a_signal_reaps_its_child_and_leaves_no_scratch(tmp_p
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=_sigint_default)
     try:
-        assert _wait_until(lambda: marker.exists() and marker.read_text() != "", timeout=60)
+        assert wait_until(lambda: marker.exists() and marker.read_text() != "", 60)
         child = int(marker.read_text())
         assert child != proc.pid and any(pid == child for pid, _ in children_of(proc.pid))
         proc.send_signal(signum)

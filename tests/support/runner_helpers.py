@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -78,3 +79,13 @@ def typhoon_py_or_skip() -> None:
 
     if importlib.util.find_spec("typhoon_py") is None or importlib.util.find_spec("typhoon_py.protocol") is None:
         pytest.skip("typhoon_py is not importable")
+
+
+def wait_until(predicate, timeout: float, step: float = 0.02) -> bool:
+    """Whether ``predicate()`` held within ``timeout`` seconds (polled every ``step``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
