@@ -147,3 +147,100 @@ def test_open_each_stops_the_parses_still_running_when_its_consumer_goes(monkeyp
     each.close()  # what an exception in the consumer's loop does to the generator
     assert time.perf_counter() - start < 10
     assert seen == ["_OpenAborted"]
+
+
+# -- a log parsed into a directory first (report parses its logs in a forked child: cli/report.py) -------------
+
+TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
+
+
+def _same_source(got, expected) -> None:
+    pd.testing.assert_frame_equal(got.searches, expected.searches)
+    pd.testing.assert_frame_equal(got.records(), expected.records())
+    assert got.warnings == expected.warnings
+
+
+def _garbled(tmp_path) -> Path:
+    """A fixture log with two lines of garbage bytes after its header: the parse warns about them."""
+    lines = (HAND / "report_typhoon.log").read_bytes().splitlines(keepends=True)
+    log = tmp_path / "garbled.log"
+    log.write_bytes(b"".join(lines[:3] + [b"\xff\xfe garbage\n", b"\x81\x82\n"] + lines[3:]))
+    return log
+
+
+@pytest.mark.parametrize("name", ["report_typhoon", "minimal_crafty", "stockfish_batch3", "garbled"])
+def test_a_log_parsed_into_a_directory_opens_as_the_log_does(name, tmp_path):
+    from treediff.parse.source import parse_logs_into, scratch_dir, spilled_source
+
+    log = _garbled(tmp_path) if name == "garbled" else (TRACES if "batch" in name else HAND) / f"{name}.log"
+    directory = scratch_dir("test")
+    (found,) = parse_logs_into([log], [directory])
+    got = open_sources([log], spilled={0: spilled_source(directory, found)})
+    expected = open_source(log)
+    _same_source(got, expected)
+    if name == "garbled":
+        assert any("garbage" in w for w in got.warnings)
+
+
+def test_a_directory_is_emptied_before_the_parse(tmp_path):
+    """A parse stopped half-way and redone (a stuck child's work done again) starts from an empty directory."""
+    from treediff.parse.source import parse_logs_into, scratch_dir, spilled_source
+
+    directory = scratch_dir("test")
+    (directory / "part-00000.arrow").write_bytes(b"half a part")
+    (directory / "leftover").mkdir()
+    (directory / "leftover" / "x").write_text("x")
+    (found,) = parse_logs_into([HAND / "report_stockfish.log"], [directory])
+    assert not (directory / "leftover").exists()
+    got = open_sources([HAND / "report_stockfish.log"], spilled={0: spilled_source(directory, found)})
+    _same_source(got, open_source(HAND / "report_stockfish.log"))
+
+
+def test_a_spilled_source_removes_its_directory_with_the_last_source_over_it():
+    import gc
+
+    from treediff.parse.source import parse_logs_into, scratch_dir, spilled_source
+
+    directory = scratch_dir("test")
+    (found,) = parse_logs_into([HAND / "minimal_typhoon.log"], [directory])
+    source = spilled_source(directory, found)
+    picked = source.select(source.searches.index.to_numpy() >= 0)
+    del source
+    gc.collect()
+    assert directory.exists()  # (a selection still reads it)
+    del picked
+    gc.collect()
+    assert not directory.exists()
+
+
+def test_a_directory_without_a_spill_is_an_error_and_is_removed():
+    from treediff.parse.source import scratch_dir, spilled_source
+
+    directory = scratch_dir("test")
+    with pytest.raises(Exception):
+        spilled_source(directory, [])
+    assert not directory.exists()
+
+
+def test_open_sources_takes_the_inputs_already_parsed(tmp_path):
+    from treediff.parse.source import parse_logs_into, scratch_dir, spilled_source
+
+    parquet = tmp_path / "t.parquet"
+    parse_to_parquet([HAND / "minimal_typhoon.log"], parquet)
+    paths = [HAND / "minimal_stockfish.log", parquet, _garbled(tmp_path)]
+    directories = [scratch_dir("test"), scratch_dir("test")]
+    found = parse_logs_into([paths[0], paths[2]], directories)
+    spilled = {0: spilled_source(directories[0], found[0]), 2: spilled_source(directories[1], found[1])}
+    _same_source(open_sources(paths, spilled=spilled), open_sources(paths))
+
+
+def test_is_plain_log(tmp_path):
+    from treediff.parse.source import is_plain_log
+
+    parquet = tmp_path / "t.parquet"
+    parse_to_parquet([HAND / "minimal_typhoon.log"], parquet)
+    assert is_plain_log(HAND / "minimal_typhoon.log")
+    assert not is_plain_log("-")
+    assert not is_plain_log(tmp_path)  # a directory (a dataset)
+    assert not is_plain_log(parquet)
+    assert not is_plain_log(tmp_path / "missing.log")

@@ -160,8 +160,10 @@ def test_report_of_a_parquet_file_forks_and_gives_the_same_json(parquet_pair, tm
     assert together == alone
 
 
-def test_report_of_a_log_does_not_fork(tmp_path):
-    """The parse starts polars' thread pool, which a forked child of the tables would need: no fork."""
+def test_report_of_a_small_log_does_not_fork(tmp_path):
+    """A log below FORK_MIN_LOG_BYTES is parsed in this process, which starts polars' thread pool, which a
+    forked child of the tables would need: no fork.  (Larger logs are parsed in a child first:
+    tests/report/test_report_parse_forked.py.)"""
     _, forks = _report([TRACES / "stockfish_batch3.log", "--table", "acts"], True, tmp_path)
     assert forks == 0
 

@@ -19,18 +19,72 @@ _in_memory_option = click.option(
     help="Read dataset directories in one batch instead of a few searches at a time (same numbers, more memory).")
 
 
-def _open(inputs, engine: str, positions: str | None, keep_complete: bool = False):
-    """The inputs as one Source (logs are parsed; their warnings are echoed)."""
-    from treediff.parse.source import open_sources
+def _open(inputs, engine: str, positions: str | None, keep_complete: bool = False, fork: bool = False):
+    """The inputs as one Source (logs are parsed; their warnings are echoed).
+
+    ``fork`` (``report``): the logs are parsed in a forked child (:func:`treediff.run.forked.in_background`;
+    the parse writes its spill into scratch directories this process made and owns).  The parse starts
+    polars' threads, after which this process may not fork: parsed here, the report's fold could then not
+    run its second half in a child (``build_report``'s ``background``).  Only from
+    ``store.budget.FORK_MIN_LOG_BYTES`` of logs (below, the fold does not fork either).  Without a fork
+    (``TREEDIFF_FORK=0``, another thread running) the logs are parsed here, as before."""
+    import os
+
+    from treediff.parse.source import is_plain_log, open_sources
     from treediff.render.progress import parsing
+    from treediff.store import budget
 
     options: dict = {"engine": engine, "keep_complete": keep_complete}
     if positions:
         options["positions"] = positions
+    logs = [i for i, path in enumerate(inputs) if is_plain_log(path)] if fork else []
+    if logs and sum(os.path.getsize(inputs[i]) for i in logs) < budget.FORK_MIN_LOG_BYTES:
+        logs = []  # (the fold will not fork either: parsed here, as before)
     with parsing(list(inputs)) as tick:  # a byte count on a terminal only (tick None otherwise)
-        source = open_sources(list(inputs), progress=tick, **options)
+        spilled = _parse_forked([inputs[i] for i in logs], tick, options) if logs else None
+        source = open_sources(list(inputs), spilled=dict(zip(logs, spilled)) if spilled else None,
+                              progress=tick, **options)
     echo_warnings(source.warnings)
     return source
+
+
+def _parse_forked(logs: list, tick, options: dict) -> list | None:
+    """The logs ``logs`` parsed in a forked child into scratch directories of this process, as sources (in
+    order); None when this process may not fork (then :func:`_open` parses them here)."""
+    from treediff.parse.source import parse_logs_into, remove_scratch, scratch_dir, spilled_source
+    from treediff.render.progress import paused
+    from treediff.run.forked import fork_allowed, in_background
+
+    with paused():  # (a process running another thread never forks: the display's are stopped meanwhile)
+        if not fork_allowed(uses_polars=True):
+            return None
+        directories = [scratch_dir("log") for _ in logs]
+
+        def parse(progress):
+            read = [0]
+
+            def bytes_read(n: int) -> None:  # the parser counts bytes; the child's progress is (done, total)
+                read[0] += n
+                progress(read[0], 2**62)
+
+            return parse_logs_into(logs, directories, progress=bytes_read if progress is not None else None,
+                                   **options)
+
+        job = in_background(parse, uses_polars=True)
+    shown = [0]
+
+    def advance(done: int, total: int) -> None:
+        tick(done - shown[0])
+        shown[0] = done
+
+    try:
+        with job:
+            warnings = job.result(advance if tick is not None else None)
+        return [spilled_source(directory, found) for directory, found in zip(directories, warnings)]
+    except BaseException:
+        for directory in directories:
+            remove_scratch(directory)
+        raise
 
 
 def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool = False) -> list:
@@ -125,7 +179,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     keys = parse_by(by)
     fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
     _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
-    source = _open(inputs, engine, positions, keep_complete)
+    source = _open(inputs, engine, positions, keep_complete, fork=True)
     if in_memory:
         target = _batch_target(True)
     else:

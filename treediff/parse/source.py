@@ -23,7 +23,8 @@ from treediff.store.magic import is_parquet_file
 from treediff.store.files import display_path
 from treediff.store.source import BATCH_RECORDS, CombinedSource, DatasetSource, Source, parquet_source
 
-__all__ = ["IndexedLogSource", "Source", "open_each", "open_one_search", "open_source", "open_sources"]
+__all__ = ["IndexedLogSource", "Source", "is_plain_log", "open_each", "open_one_search", "open_source", "open_sources",
+           "parse_logs_into", "spilled_source"]
 
 
 def _missing(path: str | os.PathLike) -> InputError:
@@ -76,19 +77,57 @@ def _spilled(parse: Callable[[Path], object]) -> Source:
     """``parse(directory)`` writes a spill (:mod:`treediff.store.spill`) into a new scratch directory and
     returns its ParseResult: the spill as a Source (with the result's warnings), the directory removed
     with the last source over it (or at once, if the parse fails)."""
-    from treediff.store.spill import spill_source
-
     scratch = scratch_dir("log")
     try:
         result = parse(scratch)
+    except BaseException:
+        remove_scratch(scratch)
+        raise
+    return spilled_source(scratch, list(result.warnings))  # type: ignore[attr-defined]
+
+
+def spilled_source(scratch: Path, warnings: list[str]) -> Source:
+    """The spill a parse wrote into the scratch directory ``scratch`` (:func:`scratch_dir`) as a Source
+    with the parse's ``warnings``; the directory is removed with the last source over it (at once, if it
+    cannot be read)."""
+    from treediff.store.spill import spill_source
+
+    try:
         source = spill_source(scratch)
     except BaseException:
         remove_scratch(scratch)
         raise
-    source.warnings = list(result.warnings)  # type: ignore[attr-defined]
+    source.warnings = list(warnings)
     # The read closure is shared by every select() of the source: the files live as long as it does.
     weakref.finalize(source._read, remove_scratch, scratch)
     return source
+
+
+def is_plain_log(path: str | os.PathLike) -> bool:
+    """Whether opening ``path`` parses it (:func:`open_source`): a file, not stdin, a directory (a dataset)
+    or a Parquet file."""
+    p = Path(path)
+    return str(path) != "-" and p.is_file() and not is_parquet_file(p)
+
+
+def parse_logs_into(paths: Sequence[str | os.PathLike], directories: Sequence[Path],
+                    progress: Callable[[int], None] | None = None, **parse_options) -> list[list[str]]:
+    """Parse each log of ``paths`` into its scratch directory of ``directories`` (emptied first), as
+    :func:`open_source` would (:func:`treediff.parse.pipeline.parse_to_spill`); each parse's warnings.
+    Open the spills with :func:`spilled_source`.  (``report`` runs this in a forked child, so that polars
+    never starts its threads in the process that forks the tables' fold: :func:`open_sources`' ``spilled``.)"""
+    import shutil
+
+    from treediff.parse.pipeline import parse_to_spill
+
+    warnings = []
+    for path, directory in zip(paths, directories):
+        for entry in os.listdir(directory):  # (a parse stopped half-way, redone: start from nothing)
+            target = os.path.join(directory, entry)
+            shutil.rmtree(target) if os.path.isdir(target) else os.unlink(target)
+        result = parse_to_spill([str(path)], directory, progress=progress, **parse_options)
+        warnings.append(list(result.warnings))
+    return warnings
 
 
 def open_one_search(path: str | os.PathLike, engine: str = "auto", positions=None, keep_complete: bool = False,
@@ -239,9 +278,13 @@ def open_source(path: str | os.PathLike, **parse_options) -> Source:
     return open_sources([path], **parse_options)
 
 
-def open_sources(paths: Iterable[str | os.PathLike], **parse_options) -> Source:
-    """Several inputs as one :class:`Source`; ``search`` renumbered to stay unique across them."""
-    return CombinedSource.of([_open_one(p, **parse_options) for p in paths])
+def open_sources(paths: Iterable[str | os.PathLike], spilled: dict[int, Source] | None = None,
+                 **parse_options) -> Source:
+    """Several inputs as one :class:`Source`; ``search`` renumbered to stay unique across them.  ``spilled``:
+    the inputs (by their place in ``paths``) already parsed (:func:`parse_logs_into`, :func:`spilled_source`)."""
+    spilled = spilled or {}
+    return CombinedSource.of([spilled[i] if i in spilled else _open_one(p, **parse_options)
+                              for i, p in enumerate(paths)])
 
 
 #: Inputs parsed at the same time by :func:`open_each`: two use both cores of a small machine (a parse is

@@ -36,6 +36,11 @@ FORK_RECORDS_PER_GIB = 20_000_000
 #: small fixture logs 5% slower forked; 250k + 250k lines about even (1.66 against 1.70 s); 1M + 1M 10%
 #: faster.  report takes the same bound (not measured for it).
 FORK_MIN_RECORDS = 500_000
+#: Bytes of logs from which ``report`` parses them in a forked child (so that its fold may fork after:
+#: ``cli/report.py: _open``): about :data:`FORK_MIN_RECORDS` lines, at 64 bytes a line (the benchmark
+#: logs' lines are 77 bytes).  Below it the fold would not fork, and the parse's own fork costs ~60 ms
+#: (a 3.6k-line fixture's report: 0.97 against 1.03 s, ninth session).
+FORK_MIN_LOG_BYTES = FORK_MIN_RECORDS * 64
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
 
