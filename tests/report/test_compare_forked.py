@@ -80,8 +80,12 @@ def test_no_fork_when_no_divergences_are_aligned(monkeypatch, forks, extra):
     assert forks[0] == 0
 
 
-@pytest.mark.parametrize("fork, limit", [(True, DEFAULT_MEMORY_LIMIT // 2), (False, DEFAULT_MEMORY_LIMIT)])
-def test_the_tables_get_half_the_budget_when_the_divergences_run_beside_them(monkeypatch, fork, limit):
+@pytest.mark.parametrize("fork, aligner_limit", [(True, DEFAULT_MEMORY_LIMIT // 2), (False, DEFAULT_MEMORY_LIMIT)])
+def test_the_divergences_get_half_the_budget_when_they_run_beside_the_tables(monkeypatch, tmp_path, fork,
+                                                                           aligner_limit):
+    """The divergences' budget is halved when they run in the child; the tables read batches of the whole
+    limit's size either way (halved, their per-batch cost made compare 4-8% slower: docs/PERFORMANCE.md)."""
+    import treediff.align.summaries as summaries_module
     import treediff.report.compare as compare_module
 
     targets = []
@@ -91,9 +95,18 @@ def test_the_tables_get_half_the_budget_when_the_divergences_run_beside_them(mon
         targets.append(kwargs["target"])
         return real(*args, **kwargs)
 
+    seen = tmp_path / "aligner-budget"
+    real_divergences = summaries_module.divergences
+
+    def divergences_spy(*args, **kwargs):  # (in the child when forked: it writes what it was given to a file)
+        seen.write_text(str(kwargs["budget"].limit))
+        return real_divergences(*args, **kwargs)
+
     monkeypatch.setattr(compare_module, "compare_sources", spy)
+    monkeypatch.setattr(summaries_module, "divergences", divergences_spy)
     _compare(monkeypatch, fork, TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log")
-    assert targets == [MemoryBudget(limit).batch_records]
+    assert targets == [MemoryBudget(DEFAULT_MEMORY_LIMIT).batch_records]
+    assert int(seen.read_text()) == aligner_limit
 
 
 def test_a_budget_shared_by_two_is_half_of_it():

@@ -297,8 +297,10 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
 
     aligned_top = 0 if rest else top  # divergences are aligned for two inputs only
     # The divergences run in a forked child while this process counts the tables (treediff.run.forked: the
-    # two passes need nothing from each other and each keeps about one core busy); each gets half the budget.
-    # Not when a position pair needs more than half to be aligned: then one after the other, as before.
+    # two passes need nothing from each other and each keeps about one core busy); the divergences get half
+    # the budget.  Not when a position pair needs more than half to be aligned: then one after the other, as
+    # before.  The tables read batches of the whole limit's size either way: halved, their fixed cost (~17
+    # ms a batch) cost compare 4-8% of its CPU, for ~80 MB less at 20M + 20M (docs/PERFORMANCE.md, ninth).
     # (The progress display's threads are stopped while it forks: it forks only a process running no other.)
     with paused():
         forking = aligned_top > 0 and _divergences_fit(source_a, source_b, engine_a, engine_b,
@@ -315,7 +317,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         with step("comparing"):
             result = compare_sources(source_a, source_b, la, lb, engine_a, engine_b, allow_different_positions,
                                      depth, more=list(zip(others, names[2:])),
-                                     target=_batch_target(True) if in_memory else budget.batch_records,
+                                     target=_batch_target(True) if in_memory else memory_limit.batch_records,
                                      lmr_by_phase=bool(plot_dir))
         if aligned_top > 0:
             with step("aligning and attributing", unit="positions") as tick:

@@ -75,8 +75,8 @@ class MemoryBudget:
     limit: int = DEFAULT_MEMORY_LIMIT
 
     def share(self, parts: int) -> MemoryBudget:
-        """The budget of one of ``parts`` passes that run at once (compare's tables and divergences, in two
-        processes: :mod:`treediff.run.forked`): the limit divided among them."""
+        """The budget of one of ``parts`` passes that run at once (compare's divergences, in a child process
+        beside its tables: :mod:`treediff.run.forked`): the limit divided among them."""
         return MemoryBudget(max(1, self.limit // max(1, parts)))
 
     @property
