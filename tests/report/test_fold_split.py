@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from support.forking import COUNT_FORKS, forks_counted
 from treediff.cli import main
 from treediff.parse.source import open_source
 from treediff.report.core import _Folding, _halves, build_report
@@ -104,39 +105,15 @@ def test_foldings_join_in_order():
     assert joined.last_empty is a.last_empty  # the later run read no batch: the earlier's columns
 
 
-_COUNT_FORKS = """
-import os, sys
-parent = os.getpid()
-real_fork = os.fork
-forks = []
-def counting_fork():
-    pid = real_fork()
-    if pid:
-        forks.append(pid)
-    return pid
-os.fork = counting_fork
-import treediff.store.budget as budget
-budget.FORK_MIN_RECORDS = int(os.environ.get("TEST_SPLIT_MIN_RECORDS", "0"))
-from treediff.cli import main
-try:
-    main(sys.argv[1:])
-finally:
-    if os.getpid() == parent:
-        sys.stderr.write(f"FORKS {len(forks)}\\n")
-"""
-
-
 def _report(args, fork: bool, tmp_path: Path, split_min: int = 0) -> tuple[str, int]:
     """(JSON output, forks) of `treediff report ARGS --format json` in a fresh interpreter (``split_min``: the
     records from which the fold is split)."""
     out = tmp_path / f"report-{'fork' if fork else 'one'}.json"
     env = dict(os.environ, TREEDIFF_FORK="1" if fork else "0", OPENBLAS_NUM_THREADS="1",
-               TEST_SPLIT_MIN_RECORDS=str(split_min))
-    proc = subprocess.run([sys.executable, "-c", _COUNT_FORKS, "report", *map(str, args), "--format", "json",
+               TEST_FORK_MIN_RECORDS=str(split_min))
+    proc = subprocess.run([sys.executable, "-c", COUNT_FORKS, "report", *map(str, args), "--format", "json",
                            "-o", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    forks = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("FORKS ")]
-    assert forks, proc.stderr
-    return out.read_text(), forks[-1]
+    return out.read_text(), forks_counted(proc.stderr)[0]
 
 
 @pytest.fixture(scope="module")

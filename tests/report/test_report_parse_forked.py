@@ -12,41 +12,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from support.runner_helpers import children_of, pid_alive, wait_until
+from support.forking import COUNT_FORKS, forks_counted, stop_while_stuck
+from support.runner_helpers import pid_alive
 from treediff.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "fixtures" / "traces"
 HAND = ROOT / "fixtures" / "hand"
-
-_COUNT_FORKS = textwrap.dedent("""
-    import os, sys
-    parent = os.getpid()
-    real_fork = os.fork
-    forks = []
-    def counting_fork():
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-    os.fork = counting_fork
-    import treediff.store.budget as budget
-    budget.FORK_MIN_RECORDS = int(os.environ["TEST_MIN_RECORDS"])
-    budget.FORK_MIN_LOG_BYTES = int(os.environ["TEST_MIN_LOG_BYTES"])
-    from treediff.cli import main
-    try:
-        main(sys.argv[1:])
-    finally:
-        if os.getpid() == parent:
-            sys.stderr.write(f"FORKS {len(forks)}\\n")
-""")
-
 
 def _report(args, fork: bool, tmp_path: Path, min_log_bytes: int = 0) -> tuple[int, str, str, int]:
     """(exit status, JSON output or "", stderr without the fork count, forks) of ``treediff report ARGS
@@ -54,14 +31,12 @@ def _report(args, fork: bool, tmp_path: Path, min_log_bytes: int = 0) -> tuple[i
     scratch = Path(tempfile.mkdtemp(prefix="tmp-", dir=tmp_path))
     out = scratch.parent / f"{scratch.name}.json"
     env = dict(os.environ, TREEDIFF_FORK="1" if fork else "0", OPENBLAS_NUM_THREADS="1", TMPDIR=str(scratch),
-               TEST_MIN_RECORDS="0", TEST_MIN_LOG_BYTES=str(min_log_bytes))
-    proc = subprocess.run([sys.executable, "-c", _COUNT_FORKS, "report", *map(str, args), "--format", "json",
+               TEST_FORK_MIN_RECORDS="0", TEST_FORK_MIN_LOG_BYTES=str(min_log_bytes))
+    proc = subprocess.run([sys.executable, "-c", COUNT_FORKS, "report", *map(str, args), "--format", "json",
                            "-o", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    forks = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("FORKS ")]
-    assert forks, proc.stderr
+    forks, err = forks_counted(proc.stderr)
     assert list(scratch.iterdir()) == [], "scratch left behind"
-    err = "".join(line for line in proc.stderr.splitlines(keepends=True) if not line.startswith("FORKS "))
-    return proc.returncode, out.read_text() if out.exists() else "", err, forks[-1]
+    return proc.returncode, out.read_text() if out.exists() else "", err, forks
 
 
 def _garbled(tmp_path: Path) -> Path:
@@ -122,50 +97,12 @@ def test_a_bad_log_fails_as_it_does_in_one_process(tmp_path):
         assert (status, err) == (alone[0], alone[2])
 
 
-_STUCK_SCRIPT = textwrap.dedent("""
-    import os, sys, time
-    import treediff.parse.source as source
-    import treediff.store.budget as budget
-    from treediff.cli import main
-
-    marker = sys.argv[1]
-
-    def stuck(*args, **kwargs):  # the parse, as if it took long
-        with open(marker, "w") as fh:
-            fh.write(str(os.getpid()))
-        time.sleep(60)
-
-    source.parse_logs_into = stuck
-    budget.FORK_MIN_LOG_BYTES = 0
-    main(sys.argv[2:])
-""")
-
-
-def _sigint_default() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_report_stopped_while_its_child_parses_reaps_it_and_leaves_no_scratch(tmp_path, signum):
-    marker = tmp_path / "child.pid"
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = dict(os.environ, TMPDIR=str(scratch), OPENBLAS_NUM_THREADS="1")
-    env.pop("TREEDIFF_FORK", None)
-    # (SIGINT at its default: a test run started in the background has it ignored, which the command keeps.)
-    proc = subprocess.Popen([sys.executable, "-c", _STUCK_SCRIPT, str(marker), "report",
-                             str(TRACES / "typhoon_batch3.log")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
-    try:
-        assert wait_until(lambda: marker.exists() and marker.read_text() != "", 60)
-        child = int(marker.read_text())
-        assert child != proc.pid and any(pid == child for pid, _ in children_of(proc.pid))
-        assert len(list(scratch.iterdir())) == 1  # the parse's spill directory, made by the parent
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 128 + signum, err
+    # (one scratch directory when the signal comes: the parse's spill directory, made by the parent)
+    status, err, child, scratch = stop_while_stuck(tmp_path, "treediff.parse.source.parse_logs_into",
+                                                   ["report", str(TRACES / "typhoon_batch3.log")], signum,
+                                                   scratch_made=1)
+    assert status == 128 + signum, err
     assert not pid_alive(child), "the parsing child outlived report"
     assert list(scratch.iterdir()) == [], "scratch left behind"

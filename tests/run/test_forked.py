@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from support.runner_helpers import children_of, pid_alive, wait_until
+from support.forking import stop_while_stuck
+from support.runner_helpers import pid_alive, wait_until
 from support.threads import settle_threads
 from treediff.model.errors import InputError
 from treediff.parse import source as parse_source
@@ -214,54 +215,13 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path):
         parent.wait()
 
 
-_COMPARE_SCRIPT = textwrap.dedent("""
-    import os, sys, time
-    import treediff.align.summaries as summaries
-    from treediff.cli import main
-
-    marker = sys.argv[1]
-
-    def stuck(*args, **kwargs):  # the divergences, as if they took long
-        with open(marker, "w") as fh:
-            fh.write(str(os.getpid()))
-        time.sleep(60)
-
-    summaries.divergences = stuck
-    import treediff.store.budget as budget
-
-    budget.FORK_MIN_RECORDS = 0  # (the fixtures are far below the records from which compare forks)
-    main(sys.argv[2:])
-""")
-
-
-def _sigint_default() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_compare_stopped_by_a_signal_reaps_its_child_and_leaves_no_scratch(tmp_path, signum):
-    marker = tmp_path / "child.pid"
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
     traces = REPO / "fixtures" / "traces"
-    env = dict(os.environ, TMPDIR=str(scratch))
-    env.pop("TREEDIFF_FORK", None)
-    # SIGINT at its default in the command (Python then raises KeyboardInterrupt for it): a test run started
-    # in the background has SIGINT ignored, which the command would inherit and, by design, keep ignoring.
-    proc = subprocess.Popen([sys.executable, "-c", _COMPARE_SCRIPT, str(marker), "compare",
-                             str(traces / "typhoon_batch3.log"), str(traces / "stockfish_batch3.log")],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_sigint_default)
-    try:
-        assert wait_until(lambda: marker.exists() and marker.read_text() != "", 60)
-        child = int(marker.read_text())
-        assert child != proc.pid and any(pid == child for pid, _ in children_of(proc.pid))
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 128 + signum, err
+    status, err, child, scratch = stop_while_stuck(
+        tmp_path, "treediff.align.summaries.divergences",
+        ["compare", str(traces / "typhoon_batch3.log"), str(traces / "stockfish_batch3.log")], signum)
+    assert status == 128 + signum, err
     assert not pid_alive(child), "the aligning child outlived compare"
     assert list(scratch.iterdir()) == [], "scratch left behind"
 
