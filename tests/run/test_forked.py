@@ -90,7 +90,22 @@ def test_a_child_killed_without_an_answer_is_a_clear_error(no_leftovers):
         os.kill(os.getpid(), signal.SIGKILL)
 
     with in_background(work) as job:
-        with pytest.raises(BackgroundFailed, match="killed by SIGKILL.*--memory-limit"):
+        with pytest.raises(BackgroundFailed, match="background process was killed by SIGKILL.*--memory-limit"):
+            job.result()
+    with in_background(work, name="process parsing the logs") as job:
+        with pytest.raises(BackgroundFailed, match="^the process parsing the logs was killed by SIGKILL"):
+            job.result()
+
+
+def test_an_error_that_cannot_cross_back_names_the_child(no_leftovers):
+    class Local(Exception):  # (a local class cannot be pickled)
+        pass
+
+    def work(progress):
+        raise Local("it broke")
+
+    with in_background(work, name="process aligning the divergences") as job:
+        with pytest.raises(BackgroundFailed, match="^the process aligning the divergences failed: Local: it broke"):
             job.result()
 
 

@@ -70,7 +70,7 @@ def _parse_forked(logs: list, tick, options: dict) -> list | None:
             return parse_logs_into(logs, directories, progress=bytes_read if progress is not None else None,
                                    **options)
 
-        job = in_background(parse, uses_polars=True)
+        job = in_background(parse, uses_polars=True, name="process parsing the logs")
     shown = [0]
 
     def advance(done: int, total: int) -> None:
@@ -200,7 +200,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     # threads are stopped while it forks (it forks only a process running no other thread).
     def background(work):
         with paused():
-            return in_background(work, uses_polars=True)
+            return in_background(work, uses_polars=True, name="process counting the later searches")
 
     with step("counting the tables"):
         result = build_report(source, names, keys, target, options=options, keep=keep, background=background)
@@ -311,7 +311,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
             return divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"),
                                n=aligned_top, iteration=depth, progress=progress, budget=budget, paths=(a, b))
 
-        aligning = in_background(align_divergences, fork=forking)
+        aligning = in_background(align_divergences, fork=forking, name="process aligning the divergences")
     found = None
     with aligning:
         with step("comparing"):

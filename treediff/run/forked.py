@@ -114,8 +114,10 @@ def polars_pool_started() -> bool:
 class Background(Generic[_T]):
     """``work(progress)`` started by :func:`in_background`; use as a context manager, ask :meth:`result`."""
 
-    def __init__(self, work: Callable[[Progress | None], _T], fork: bool):
+    def __init__(self, work: Callable[[Progress | None], _T], fork: bool, name: str = "background process"):
         self._work = work
+        #: What the child does, for errors ("the process parsing the logs was killed by SIGKILL ...").
+        self.name = name
         self.pid: int | None = None
         self._fd: int | None = None
         self._messages: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -138,7 +140,7 @@ class Background(Generic[_T]):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's side is tested through its effects (tests/run/test_forked.py)
             os.close(read_fd)
-            _child(self._work, write_fd, parent)
+            _child(self._work, write_fd, parent, self.name)
         os.close(write_fd)
         self.pid, self._fd = pid, read_fd
         self._reader = threading.Thread(target=self._read, name="treediff-background-reader", daemon=True)
@@ -189,8 +191,8 @@ class Background(Generic[_T]):
             if kind == "error":
                 raise value
             if kind == "failed":
-                raise BackgroundFailed(f"the background process failed: {value}")
-            raise BackgroundFailed(f"the background process {self._ended()} without an answer")
+                raise BackgroundFailed(f"the {self.name} failed: {value}")
+            raise BackgroundFailed(f"the {self.name} {self._ended()} without an answer")
 
     def _ended(self) -> str:
         status = self._status
@@ -234,13 +236,14 @@ class Background(Generic[_T]):
 
 
 def in_background(work: Callable[[Progress | None], _T], fork: bool | None = None,
-                  uses_polars: bool = False) -> Background[_T]:
+                  uses_polars: bool = False, name: str = "background process") -> Background[_T]:
     """``work(progress)`` in a forked child process when ``fork`` (None: :func:`fork_allowed`), else in this
     process when its :meth:`~Background.result` is asked (never, if it is not asked); always used as
     ``with in_background(work) as job: ...``.  ``fork=True`` where :func:`fork_allowed` says no does not fork.
-    ``uses_polars``: see :func:`fork_allowed`."""
+    ``uses_polars``: see :func:`fork_allowed`.  ``name``: what the child does, as its errors name it (e.g.
+    "process parsing the logs")."""
     allowed = fork_allowed(uses_polars=uses_polars)
-    return Background(work, allowed if fork is None else fork and allowed)
+    return Background(work, allowed if fork is None else fork and allowed, name)
 
 
 def _signal(pid: int, signum: int) -> None:
@@ -251,7 +254,8 @@ def _signal(pid: int, signum: int) -> None:
 
 
 # -- child side ----------------------------------------------------------------------------------------
-def _child(work: Callable[[Progress | None], Any], fd: int, parent: int) -> None:  # pragma: no cover - in the child
+def _child(work: Callable[[Progress | None], Any], fd: int, parent: int,
+           name: str = "background process") -> None:  # pragma: no cover - in the child
     """Run ``work`` and send its answer; never returns (``os._exit``)."""
     status = 1
     try:
@@ -277,7 +281,7 @@ def _child(work: Callable[[Progress | None], Any], fd: int, parent: int) -> None
                 try:
                     answer: tuple[str, Any] = ("ok", work(progress))
                 except BaseException as exc:  # noqa: BLE001 - carried to the parent, which raises it
-                    answer = ("error", _portable(exc))
+                    answer = ("error", _portable(exc, name))
                 _send(pipe, answer)
                 status = 0
         finally:
@@ -297,7 +301,7 @@ def _send(pipe: Any, message: tuple[str, Any]) -> None:  # pragma: no cover - ru
     pipe.flush()
 
 
-def _portable(exc: BaseException) -> BaseException:
+def _portable(exc: BaseException, name: str = "background process") -> BaseException:
     """``exc`` if it survives pickling as it is, else a :class:`BackgroundFailed` with its type and message."""
     try:
         back = pickle.loads(pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL))
@@ -305,4 +309,4 @@ def _portable(exc: BaseException) -> BaseException:
             return exc
     except Exception:  # noqa: BLE001 - any failure: carried as text
         pass
-    return BackgroundFailed(f"the background process failed: {type(exc).__name__}: {exc}")
+    return BackgroundFailed(f"the {name} failed: {type(exc).__name__}: {exc}")
