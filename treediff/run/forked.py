@@ -192,17 +192,18 @@ class Background(Generic[_T]):
                 raise value
             if kind == "failed":
                 raise BackgroundFailed(f"the {self.name} failed: {value}")
-            raise BackgroundFailed(f"the {self.name} {self._ended()} without an answer")
+            raise BackgroundFailed(f"the {self.name} {self._ended()}")
 
     def _ended(self) -> str:
+        """How the child ended without an answer (with a hint where one helps)."""
         status = self._status
         if status is None:
-            return "ended"
+            return "ended without an answer"
         if os.WIFSIGNALED(status):
             name = signal.Signals(os.WTERMSIG(status)).name
             hint = " (out of memory? try a lower --memory-limit)" if os.WTERMSIG(status) == signal.SIGKILL else ""
-            return f"was killed by {name}{hint}"
-        return f"exited with status {os.WEXITSTATUS(status)}"
+            return f"was killed by {name} without an answer{hint}"
+        return f"exited with status {os.WEXITSTATUS(status)} without an answer"
 
     def _reap(self) -> None:
         """Stop the child if it still runs (SIGTERM, then SIGKILL), wait for it, let the reader finish."""
