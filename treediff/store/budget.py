@@ -34,7 +34,9 @@ FORK_RECORDS_PER_GIB = 20_000_000
 #: Records (both inputs of a compare; a report's input) from which a pass is run in two processes: below, the
 #: fork costs more than the overlap saves.  Measured for compare (docs/PERFORMANCE.md, eighth session): two
 #: small fixture logs 5% slower forked; 250k + 250k lines about even (1.66 against 1.70 s); 1M + 1M 10%
-#: faster.  report takes the same bound (not measured for it).
+#: faster.  report takes the same bound; measured for it in the ninth session (a stockfish log's report
+#: `--table all`, the parse and the fold forked against one process, 7 rounds): 125k lines 1.31 against
+#: 1.27 s, 250k 1.53 against 1.54, 500k 1.81 against 1.82 (even), 1M 2.32 against 2.64.
 FORK_MIN_RECORDS = 500_000
 #: Bytes of logs from which ``report`` parses them in a forked child (so that its fold may fork after:
 #: ``cli/report.py: _open``): about :data:`FORK_MIN_RECORDS` lines, at 64 bytes a line (the benchmark
