@@ -11,6 +11,8 @@ Move tries (one move at one node visit; the LMR and its re-search of c2c4/e7e5 a
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -74,3 +76,79 @@ def test_shadow_silent_miss_rate_per_act(tmp_path):
     assert (shadow.loc["LMP", "shadow_fh_lo"], shadow.loc["LMP", "shadow_fh_hi"]) == (lo[0], hi[0])
     # Without SHADOW records there is no such section.
     assert "fh_shadow" not in build_report(source_of(tmp_path, CUTOFF_CASES, "plain.log"), ["fh"]).names
+
+
+# -- partials counted by the report's buckets only (a 100M-record report held 3.2 GB of every-dimension rows) --
+
+_TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
+_BUCKET_SETS = ["kind,depth,mn", "hist", "see,ply", "act,nt", "kind,act,depth,mn,ply,see,hist,nt"]
+
+
+def _every_dimension(monkeypatch):
+    """Folds count fh by every dimension again, as before the buckets were known to the partial."""
+    from treediff.report.tables import fh as fh_module
+
+    monkeypatch.setattr(fh_module.FhTable, "for_options", lambda self, options: fh_module.FhTable(None))
+
+
+@pytest.mark.parametrize("buckets", _BUCKET_SETS)
+@pytest.mark.parametrize("by", ["engine", "engine,ply,depth"])
+def test_fh_counted_by_its_buckets_is_fh_counted_by_every_dimension(monkeypatch, buckets, by):
+    import pandas as pd
+
+    from treediff.parse.source import open_sources
+
+    source = open_sources([_TRACES / "stockfish_batch3.log", _TRACES / "crafty_batch3.log"])
+    options = ReportOptions(fh_buckets=parse_buckets(buckets))
+    new = build_report(source, ["fh"], by, 300, options=options)
+    with monkeypatch.context() as patched:
+        _every_dimension(patched)
+        old = build_report(source, ["fh"], by, 300, options=options)
+    assert [s.name for s in new.sections] == [s.name for s in old.sections]
+    for section_new, section_old in zip(new.sections, old.sections):  # fh, and fh_shadow where it is
+        pd.testing.assert_frame_equal(section_new.frame, section_old.frame)
+
+
+def test_an_fh_partial_holds_the_buckets_only(tmp_path):
+    from treediff.report.core import Fold
+
+    from treediff.report.tables import TABLES
+
+    fold = Fold((TABLES["fh"],), ("engine",), ReportOptions(fh_buckets=("kind", "mn")))
+    (spec,) = fold.specs
+    assert spec.dims == ("kind", "mn")
+    source = source_of(tmp_path, CUTOFF_CASES)
+    from treediff.report.core import fold_tables
+
+    (parts,), _ = fold_tables(source, [spec], ("engine",), options=fold.options)
+    counts = [p.counts for p in parts if p.counts is not None]
+    assert counts and all(t.column_names == ["srow", "iter", "key", "kind", "mn", "tries", "fail_highs"]
+                          for t in counts)
+    # Hand counts (module docstring): 12 tries, 4 fail highs over the buckets' rows.
+    assert sum(sum(t.column("tries").to_pylist()) for t in counts) == 12
+    assert sum(sum(t.column("fail_highs").to_pylist()) for t in counts) == 4
+
+
+def test_folds_with_other_buckets_do_not_share_partials():
+    from treediff.parse.source import open_source
+    from treediff.report.core import ReportRequest, build_reports
+
+    source = open_source(_TRACES / "stockfish_batch3.log")
+    requests = [ReportRequest(["fh"], None, ReportOptions(fh_buckets=parse_buckets(b))) for b in ("kind", "hist")]
+    both = build_reports(source, requests, 300)
+    for request, report in zip(requests, both):
+        alone = build_report(source, ["fh"], None, 300, options=request.options)
+        assert report["fh"].equals(alone["fh"])
+    assert list(both[0]["fh"].columns)[:2] != list(both[1]["fh"].columns)[:2]
+
+
+def test_fh_refuses_partials_without_a_bucket(tmp_path):
+    from treediff.report.core import fold_tables
+    from treediff.report.tables.fh import FhTable
+
+    source = source_of(tmp_path, CUTOFF_CASES)
+    (parts,), grouping = fold_tables(source, [FhTable(("kind",))], ("engine",),
+                                     options=ReportOptions(fh_buckets=("kind",)))
+    grouping.options = ReportOptions(fh_buckets=("hist",))
+    with pytest.raises(ValueError, match="not counted by hist"):
+        FhTable(("kind",)).finish(parts, grouping)

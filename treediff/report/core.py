@@ -170,6 +170,11 @@ class Fold:
     #: (its searches table, its records); None: every search.
     rows: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        # A table whose partials depend on the options (fh counts by its buckets only) gets its instance for them.
+        self.specs = tuple(spec.for_options(self.options) if hasattr(spec, "for_options") else spec
+                           for spec in self.specs)
+
 
 @dataclass(eq=False)
 class ReportRequest:
@@ -290,6 +295,9 @@ def _population(source: Source, rows: np.ndarray | None, whole: _Population) -> 
 def _partial_key(spec: Table) -> Any:
     """What identifies a table's partial: its class's ``partial`` function when the table holds no state of its
     own (``skips`` shares ``acts``' partial; a partial depends on the batch alone), else the table itself."""
+    key = getattr(spec, "partial_key", None)  # (a table with state says what its partial depends on)
+    if key is not None:
+        return key
     function = getattr(type(spec), "partial", None)
     return function if function is not None and getattr(spec, "__dict__", None) == {} else id(spec)
 

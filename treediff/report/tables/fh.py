@@ -58,27 +58,31 @@ class FhPartial:
     shadow: pd.DataFrame         #: SHADOW records per cell and act (tries.shadow_counts)
 
 
-def fh_partial(batch: Batch) -> FhPartial:
+def fh_partial(batch: Batch, dims: Sequence[str] = _DIMS) -> FhPartial:
     t = derive(batch, full=False)
-    return FhPartial(fh_counts(batch, t), shadow_counts(batch, t))
+    return FhPartial(fh_counts(batch, t, dims), shadow_counts(batch, t))
 
 
-def fh_counts(batch: Batch, t) -> pd.DataFrame | None:
-    """Tries and fail-highs per (cell, kind, act, floor depth, mn, ply, see, hist, nt) of one batch."""
+def fh_counts(batch: Batch, t, dims: Sequence[str] = _DIMS) -> pd.DataFrame | None:
+    """Tries and fail-highs per (cell, and of kind, act, floor depth, mn, ply, see, hist, nt those in ``dims``)
+    of one batch.  The report's buckets are enough (:class:`FhTable`): the rows kept until the report
+    finishes are then those of the buckets, not of every dimension (``see`` and ``hist`` take many values;
+    with all eight, the rows were ~12% of the records: 3.2 GB at the end of a 100M-record report)."""
     if not t.n:
         return None
     import polars as pl  # here, not with the module: the registry imports every table (start-up)
 
-    tc = try_columns(batch, t, _DIMS)
+    dims = tuple(d for d in _DIMS if d in dims)
+    tc = try_columns(batch, t, dims)
     # Strings stay codes while aggregating (the aggregated rows get their labels).
     cols: dict[str, np.ndarray] = {"cell": tc.cell, "fh": tc.fh.astype(np.int64)}
-    for name in _DIMS:
+    for name in dims:
         if name in _STR_DIMS:
             cols[name] = tc.codes[name]
         else:
             v = tc.numbers[name]
             cols[name] = np.floor(v) if name == "depth" else v
-    keys = ["cell", *_DIMS]
+    keys = ["cell", *dims]
     packed = _pack(cols, keys)
     if packed is not None:  # one int64 key: one hash column to group on instead of nine
         key, decode = packed
@@ -92,7 +96,7 @@ def fh_counts(batch: Batch, t) -> pd.DataFrame | None:
     rows = got["cell"].astype(np.int64)
     columns: dict[str, pa.Array] = {"srow": pa.array(batch.cell_srow[rows]), "iter": pa.array(batch.cell_iter[rows]),
                                     "key": pa.array(batch.cell_key[rows])}
-    for name in _DIMS:
+    for name in dims:
         col = got[name]
         if name in _STR_DIMS:  # the labels as a dictionary of this batch's categories (missing: null)
             codes = col.astype(np.int32)
@@ -265,7 +269,10 @@ _COUNT_COLUMNS = ["srow", "iter", "key", *_DIMS, "tries", "fail_highs"]
 
 
 class FhTable:
-    """``--table fh``: fail-high rate per bucket (``ReportOptions.fh_buckets``, ``--bucket``)."""
+    """``--table fh``: fail-high rate per bucket (``ReportOptions.fh_buckets``, ``--bucket``).
+
+    ``buckets``: what its partials count by besides the cell (None: every dimension).  A report's folds hold
+    the instance of their options' buckets (:meth:`for_options`, called by ``report.core.Fold``)."""
 
     name = "fh"
     #: Main-thread CPU-s of its partial per 1M records (stockfish bench log, besides the shared derivation):
@@ -276,14 +283,35 @@ class FhTable:
     columns = (*COLUMNS, *SHADOW_READS, "mn")  # the buckets: kind, act, depth, mn, ply (+ see, hist, nt)
     optional_columns = (*OPTIONAL, *SHADOW_OPTIONAL, "see", "hist", "node_type")
 
+    def __init__(self, buckets: Sequence[str] | None = None):
+        self.buckets = None if buckets is None else tuple(buckets)
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """The dimensions a partial counts by (in :data:`_DIMS`' order)."""
+        return _DIMS if self.buckets is None else tuple(d for d in _DIMS if d in self.buckets)
+
+    def for_options(self, options: object) -> FhTable:
+        """The table counting by ``options``' buckets (``fh_buckets``; no options: :data:`DEFAULT_BUCKETS`, as
+        :meth:`finish` reads them)."""
+        return FhTable(getattr(options, "fh_buckets", DEFAULT_BUCKETS))
+
+    @property
+    def partial_key(self) -> tuple[object, ...]:
+        """What identifies its partial of a batch (``report.core``: folds with the same buckets share one)."""
+        return (FhTable.partial, self.dims)
+
     def partial(self, batch: Batch) -> FhPartial:
-        return fh_partial(batch)
+        return fh_partial(batch, self.dims)
 
     def finish(self, partials: Sequence[FhPartial], grouping: Grouping) -> list[Section]:
         buckets = getattr(grouping.options, "fh_buckets", DEFAULT_BUCKETS)
         # A bucket that is also a --by key (depth, ply, nt) is the group's column already.
         shared = [b for b in buckets if b in grouping.keys]
         buckets = tuple(b for b in buckets if b not in grouping.keys)
+        missing = [b for b in buckets if b not in self.dims]
+        if missing:  # (a fold made with other options than the grouping's: its partials lack these buckets)
+            raise ValueError(f"fh: the partials were not counted by {', '.join(missing)}")
         frame = finish_fh(merge_fh([p.counts for p in partials], grouping, buckets), grouping.groups, buckets)
         notes = [f"note: --bucket {', '.join(shared)} left out: also a --by key"] if shared else []
         out = [Section("fh", TITLE, frame, tuple(grouping.keys), notes=notes)]
