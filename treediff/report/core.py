@@ -293,8 +293,9 @@ def _population(source: Source, rows: np.ndarray | None, whole: _Population) -> 
 
 
 def _partial_key(spec: Table) -> Any:
-    """What identifies a table's partial: its class's ``partial`` function when the table holds no state of its
-    own (``skips`` shares ``acts``' partial; a partial depends on the batch alone), else the table itself."""
+    """What identifies a table's partial: the ``partial_key`` a table with state gives (fh: its buckets), else
+    its class's ``partial`` function when the table holds no state of its own (``skips`` shares ``acts``'
+    partial; a partial depends on the batch alone), else the table itself."""
     key = getattr(spec, "partial_key", None)  # (a table with state says what its partial depends on)
     if key is not None:
         return key
