@@ -23,7 +23,7 @@ from treediff.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "fixtures" / "traces"
-HAND = ROOT / "fixtures" / "hand"
+
 
 def _report(args, fork: bool, tmp_path: Path, min_log_bytes: int = 0) -> tuple[int, str, str, int]:
     """(exit status, JSON output or "", stderr without the fork count, forks) of ``treediff report ARGS
