@@ -68,22 +68,21 @@ def _spilled_log(path: str | os.PathLike, **parse_options) -> Source:
     The directory is removed when the last source over it is garbage-collected, and at exit whatever
     happened (an error, Ctrl-C, SIGTERM: the CLI turns those into exceptions, so atexit runs).
     """
-    from treediff.parse.pipeline import parse_to_spill
+    # (the parse report runs in a forked child, :func:`parse_logs_into`: one parse, here or there)
+    return _spilled(lambda directory: parse_logs_into([path], [directory], **parse_options)[0])
 
-    return _spilled(lambda directory: parse_to_spill([str(path)], directory, **parse_options))
 
-
-def _spilled(parse: Callable[[Path], object]) -> Source:
+def _spilled(parse: Callable[[Path], list[str]]) -> Source:
     """``parse(directory)`` writes a spill (:mod:`treediff.store.spill`) into a new scratch directory and
-    returns its ParseResult: the spill as a Source (with the result's warnings), the directory removed
-    with the last source over it (or at once, if the parse fails)."""
+    returns its warnings: the spill as a Source (with the warnings), the directory removed with the last
+    source over it (or at once, if the parse fails)."""
     scratch = scratch_dir("log")
     try:
-        result = parse(scratch)
+        warnings = parse(scratch)
     except BaseException:
         remove_scratch(scratch)
         raise
-    return spilled_source(scratch, list(result.warnings))  # type: ignore[attr-defined]
+    return spilled_source(scratch, list(warnings))
 
 
 def spilled_source(scratch: Path, warnings: list[str]) -> Source:
@@ -221,7 +220,7 @@ class IndexedLogSource(Source):
         if len(self._rows) == 1:
             span = self.index.spans[int(self._rows[0])]
             try:
-                inner = _spilled(lambda out: parse_span(self.index, span, out, progress))
+                inner = _spilled(lambda out: parse_span(self.index, span, out, progress).warnings)
             except SpanMismatch:
                 pass
             else:
