@@ -152,3 +152,60 @@ def test_fh_refuses_partials_without_a_bucket(tmp_path):
     grouping.options = ReportOptions(fh_buckets=("hist",))
     with pytest.raises(ValueError, match="not counted by hist"):
         FhTable(("kind",)).finish(parts, grouping)
+
+
+# -- mn and see kept as one value a band in the partials (the finish reads only the band) --
+
+_MN_VALUES = [np.nan, -3, 0, 0.5, 1, 1.5, 2, 2.5, 3, 4, 4.5, 5, 7, 8, 8.5, 9, 16, 16.5, 17, 40, 1000, np.inf]
+_SEE_VALUES = [np.nan, -np.inf, -1000, -201, -200.5, -200, -150, -1, -0.5, 0, 0.5, 1, 100, 200, 200.5, 201,
+               900, np.inf]
+
+
+@pytest.mark.parametrize("bucket, values", [("mn", _MN_VALUES), ("see", _SEE_VALUES)])
+def test_a_band_value_is_labelled_and_ordered_as_the_values_it_stands_for(bucket, values):
+    import pandas as pd
+
+    from treediff.report.tables import fh as fh_module
+
+    raw = np.asarray(values, dtype=np.float64)
+    banded = fh_module._BANDED[bucket](raw)
+    frame_raw = pd.DataFrame({bucket: raw, "tries": 1})
+    frame_banded = pd.DataFrame({bucket: banded, "tries": 1})
+    labels_raw, order_raw = fh_module._labels(frame_raw, bucket)
+    labels_banded, order_banded = fh_module._labels(frame_banded, bucket)
+    assert list(labels_banded) == list(labels_raw)
+    np.testing.assert_array_equal(order_banded, order_raw)
+    # and a band is one value: as many distinct values as bands (plus NaN for no band)
+    expected = {"mn": {1.0, 2.0, 3.0, 5.0, 9.0, 17.0}, "see": {-201.0, -1.0, 0.0, 1.0, 201.0}}[bucket]
+    assert set(banded[~np.isnan(banded)].tolist()) == expected
+
+
+@pytest.mark.parametrize("buckets", ["mn", "see", "kind,depth,mn", "mn,see,hist", "kind,act,depth,mn,ply,see,hist,nt"])
+@pytest.mark.parametrize("by", ["engine", "engine,ply,depth"])
+def test_fh_of_band_values_is_fh_of_the_raw_values(monkeypatch, buckets, by):
+    import pandas as pd
+
+    from treediff.parse.source import open_sources
+    from treediff.report.tables import fh as fh_module
+
+    source = open_sources([_TRACES / "stockfish_batch3.log", _TRACES / "crafty_batch3.log"])
+    options = ReportOptions(fh_buckets=parse_buckets(buckets))
+    new = build_report(source, ["fh"], by, 300, options=options)
+    with monkeypatch.context() as patched:  # the partials keep raw move numbers and SEE values, as before
+        patched.setattr(fh_module, "_BANDED", {"depth": fh_module._floor})
+        old = build_report(source, ["fh"], by, 300, options=options)
+    pd.testing.assert_frame_equal(new["fh"], old["fh"])
+    assert len(new["fh"]) > 3
+
+
+def test_an_fh_partial_keeps_one_row_a_band(tmp_path):
+    from treediff.report.core import fold_tables
+    from treediff.report.tables.fh import FhTable
+
+    # The root visit's tries c2c4 (mn 3) and g1f3 (mn 4) are one row of band 3-4; b1c3 (mn 5) is band 5-8.
+    (parts,), _ = fold_tables(source_of(tmp_path, CUTOFF_CASES), [FhTable(("mn",))], ("engine",),
+                              options=ReportOptions(fh_buckets=("mn",)))
+    rows = [row for p in parts if p.counts is not None for row in p.counts.to_pylist()]
+    assert {row["mn"] for row in rows if row["mn"] == row["mn"]} <= {1.0, 2.0, 3.0, 5.0}
+    assert not any(row["mn"] == 4.0 for row in rows)
+    assert sum(row["tries"] for row in rows if row["mn"] == 3.0) == 2

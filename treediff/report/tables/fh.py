@@ -64,8 +64,8 @@ def fh_partial(batch: Batch, dims: Sequence[str] = _DIMS) -> FhPartial:
 
 
 def fh_counts(batch: Batch, t, dims: Sequence[str] = _DIMS) -> pd.DataFrame | None:
-    """Tries and fail-highs per (cell, and of kind, act, floor depth, mn, ply, see, hist, nt those in ``dims``)
-    of one batch.  The report's buckets are enough (:class:`FhTable`): the rows kept until the report
+    """Tries and fail-highs per (cell, and of kind, act, floor depth, mn band, ply, see band, hist, nt those in
+    ``dims``) of one batch (a band as one number of it: :data:`_BANDED`).  The report's buckets are enough (:class:`FhTable`): the rows kept until the report
     finishes are then those of the buckets, not of every dimension (``see`` and ``hist`` take many values;
     with all eight, the rows were ~12% of the records: 3.2 GB at the end of a 100M-record report)."""
     if not t.n:
@@ -80,8 +80,7 @@ def fh_counts(batch: Batch, t, dims: Sequence[str] = _DIMS) -> pd.DataFrame | No
         if name in _STR_DIMS:
             cols[name] = tc.codes[name]
         else:
-            v = tc.numbers[name]
-            cols[name] = np.floor(v) if name == "depth" else v
+            cols[name] = _BANDED.get(name, _same)(tc.numbers[name])
     keys = ["cell", *dims]
     packed = _pack(cols, keys)
     if packed is not None:  # one int64 key: one hash column to group on instead of nine
@@ -108,6 +107,41 @@ def fh_counts(batch: Batch, t, dims: Sequence[str] = _DIMS) -> pd.DataFrame | No
     columns["tries"] = pa.array(agg.get_column("tries").to_numpy().astype(np.int64))
     columns["fail_highs"] = pa.array(agg.get_column("fail_highs").to_numpy().astype(np.int64))
     return pa.table(columns)
+
+
+def _same(values: np.ndarray) -> np.ndarray:
+    return values
+
+
+def _floor(depth: np.ndarray) -> np.ndarray:
+    """Whole plies (the ``depth`` bucket)."""
+    return np.floor(depth)
+
+
+def _mn_band_low(mn: np.ndarray) -> np.ndarray:
+    """Each move number replaced by the lowest number of its ``mn`` band (NaN: no band, as :func:`mn_band` gives
+    None): the finish labels and orders a band's numbers alike, so a partial need not keep them apart."""
+    mn = np.asarray(mn, dtype=np.float64)
+    out = np.full(len(mn), np.nan)
+    for lo, hi, _ in MN_BANDS:  # the conditions of tries.mn_band, band by band
+        out[(mn >= lo) & ((mn <= hi) if hi is not None else True)] = lo
+    return out
+
+
+def _see_band_value(see: np.ndarray) -> np.ndarray:
+    """Each SEE value (centipawns) replaced by one value of its ``see`` band (NaN stays NaN), as
+    :func:`_mn_band_low` for ``mn``: -201, -1, 0, 1, 201 for the bands of :func:`see_band`."""
+    see = np.asarray(see, dtype=np.float64)
+    return np.select([see < -200, see < 0, see == 0, see <= 200, see > 200], [-201.0, -1.0, 0.0, 1.0, 201.0],
+                     default=np.nan)
+
+
+#: What a partial keeps of a numeric dimension: ``depth`` whole plies, ``mn`` and ``see`` one value a band
+#: (their finish reads only the band: with raw move numbers, a 20M-record report's fh partials were ~3 MB a
+#: million records, most of its partials' growth); ``ply`` and ``hist`` as they are (``hist``'s deciles are
+#: over every value).
+_BANDED: dict[str, Callable[[np.ndarray], np.ndarray]] = {"depth": _floor, "mn": _mn_band_low,
+                                                          "see": _see_band_value}
 
 
 #: Packed keys stay below this (int64 without overflow); float values packed lie within ±_VALUE_LIMIT.
