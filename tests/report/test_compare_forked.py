@@ -4,6 +4,7 @@ aligned, and the two passes share the memory budget."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,8 @@ def _parsed(tmp_path: Path, log: Path) -> Path:
     (ROOT / "real" / "mid_a_d7.log", ROOT / "real" / "mid_a_d7.log", False, None),
     (TRACES / "typhoon_batch3.log", TRACES / "crafty_batch3.log", True, None),
 ], ids=["uci", "san", "depth", "real", "parquet"])
-def test_the_divergences_make_no_polars_call(tmp_path, a, b, parquet, iteration):
+@pytest.mark.parametrize("helped", [False, True], ids=["alone", "helped"])
+def test_the_divergences_make_no_polars_call(tmp_path, a, b, parquet, iteration, helped):
     """polars' thread pool does not survive a fork: the child's work must not call into it (treediff.run.forked
     would find such a child stuck and redo the work here, but only after a wait)."""
     import sys
@@ -156,12 +158,36 @@ def test_the_divergences_make_no_polars_call(tmp_path, a, b, parquet, iteration)
     try:
         largest_pair(source_a, source_b)
         found = divergences(select_engine(source_a, None, "A"), select_engine(source_b, None, "B"), n=5,
-                            iteration=iteration, paths=(str(a), str(b)))
+                            iteration=iteration, paths=(str(a), str(b)),
+                            helping=_TakesEvery(5, iteration) if helped else None)
     finally:
         sys.setprofile(None)
         threading.setprofile(None)
     assert not found.empty
     assert calls == []
+
+
+class _TakesEvery:
+    """A helper (the parent's side of compare's helping, in-process) that takes every position offered: the
+    child's side of it, the records packed for the pipe, must make no polars call either."""
+
+    def __init__(self, n, iteration):
+        from treediff.align.summaries import PositionAligner
+
+        self.aligner, self.pieces = PositionAligner(n, iteration), []
+
+    def free(self):
+        return True
+
+    def offer(self, piece):
+        self.pieces.append(piece)
+        return True
+
+    def answers(self):
+        return []
+
+    def finish(self):
+        return [self.aligner(piece) for piece in self.pieces]
 
 
 def _largest_pair_by_counting(a: Path, b: Path) -> int:
@@ -238,3 +264,33 @@ def test_small_inputs_are_compared_in_one_process(monkeypatch, forks):
     monkeypatch.setattr(budget_module, "FORK_MIN_RECORDS", total)
     assert _compare(monkeypatch, True, a, b) == one
     assert forks[0] == 1
+
+
+def test_this_process_aligns_positions_the_child_hands_it_once_its_tables_are_done(monkeypatch):
+    """Once its tables are done, compare's process aligns positions the child offers it (run.forked's
+    helping): the same output as one process, with positions aligned on both sides of the fork."""
+    from treediff.align import summaries as summaries_module
+
+    parent = os.getpid()
+    here: list[int] = []
+    real_align = summaries_module.PositionAligner.align
+    real_call = summaries_module.PositionAligner.__call__
+
+    def align(self, index, position, sides):
+        if os.getpid() != parent and index == 0:
+            time.sleep(1.0)  # the child's first position takes long: this process is ready by its end
+        return real_align(self, index, position, sides)
+
+    def call(self, piece):
+        here.append(piece[0])
+        return real_call(self, piece)
+
+    monkeypatch.setattr(summaries_module.PositionAligner, "align", align)
+    monkeypatch.setattr(summaries_module.PositionAligner, "__call__", call)
+    a, b = TRACES / "typhoon_batch3.log", TRACES / "crafty_batch3.log"
+    alone = _compare(monkeypatch, False, a, b, "--top", "4")
+    assert here == []
+    together = _compare(monkeypatch, True, a, b, "--top", "4")
+    assert here, "this process aligned no position"
+    assert 0 not in here  # (the child's own)
+    assert together == alone

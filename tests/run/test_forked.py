@@ -270,3 +270,118 @@ def test_a_busy_child_is_not_taken_for_stuck(no_leftovers, monkeypatch):
     with in_background(work) as job:
         assert job.result() == job.pid
         assert not job.stalled
+
+
+# -- this process helping the child (helping=True): pieces offered, answered here, joined there -------------
+
+def _offering_work(pieces: int, own_seconds: float):
+    """A child's work that offers ``pieces`` numbers, squares itself those this process does not take (each
+    taking ``own_seconds``), and returns {number: (square, pid that squared it)} and how many it offered."""
+    def work(progress, helper):
+        done = {}
+        for number in range(pieces):
+            if helper is not None:
+                done.update(helper.answers())
+                if helper.free() and helper.offer(number):
+                    continue
+            time.sleep(own_seconds)
+            done[number] = (number * number, os.getpid())
+        if helper is not None:
+            done.update(helper.finish())
+        return done, (helper.offered if helper is not None else 0)
+    return work
+
+
+def _square_here(number):
+    return number, (number * number, os.getpid())
+
+
+def test_the_parent_squares_the_pieces_the_child_offers_once_it_is_ready(no_leftovers):
+    with in_background(_offering_work(60, 0.01), helping=True) as job:
+        assert job.forked
+        job.help(_square_here)
+        done, offered = job.result()
+    assert {number: square for number, (square, _) in done.items()} == {n: n * n for n in range(60)}
+    here = [number for number, (_, pid) in done.items() if pid == os.getpid()]
+    assert len(here) == offered == job.helped > 0
+    assert any(pid == job.pid for _, pid in done.values())  # the child squared some itself
+
+
+def test_without_a_fork_the_work_gets_no_helper_and_does_every_piece(no_leftovers):
+    with in_background(_offering_work(5, 0.0), fork=False, helping=True) as job:
+        job.help(_square_here)  # nothing to help with: returns at once
+        done, offered = job.result()
+    assert offered == 0 and job.helped == 0
+    assert {number: entry[0] for number, entry in done.items()} == {n: n * n for n in range(5)}
+    assert {entry[1] for entry in done.values()} == {os.getpid()}
+
+
+def test_help_asked_after_the_child_is_done_returns_with_its_answer(no_leftovers):
+    with in_background(_offering_work(3, 0.0), helping=True) as job:
+        time.sleep(0.5)  # the child has finished every piece itself before this process is ready
+        job.help(_square_here)
+        done, offered = job.result()
+    assert offered == 0 and job.helped == 0
+    assert {number: entry[0] for number, entry in done.items()} == {0: 0, 1: 1, 2: 4}
+
+
+def test_an_error_of_the_parents_piece_is_raised_here_and_the_child_reaped(no_leftovers):
+    def fails(number):
+        raise ValueError(f"piece {number} cannot be squared")
+
+    with pytest.raises(ValueError, match=r"piece \d+ cannot be squared"):
+        with in_background(_offering_work(40, 0.01), helping=True) as job:
+            job.help(fails)
+    assert not pid_alive(job.pid)
+
+
+def test_the_childs_error_ends_the_help_and_is_raised_by_result(no_leftovers):
+    def work(progress, helper):
+        while not helper.free():  # once this process is ready, one piece, then an error
+            helper.answers()
+            time.sleep(0.01)
+        helper.offer(7)
+        raise InputError("b.log: line 9: not a TREEDUMP line")
+
+    with in_background(work, helping=True) as job:
+        job.help(_square_here)  # returns when the child's end of the pipe closes
+        with pytest.raises(InputError, match="b.log: line 9"):
+            job.result()
+
+
+def test_progress_sent_while_the_parent_helps_reaches_the_callback(no_leftovers):
+    def work(progress, helper):
+        done = {}
+        for number in range(30):
+            progress(number, 30)
+            done.update(helper.answers())
+            if not (helper.free() and helper.offer(number)):
+                time.sleep(0.01)
+                done[number] = (number * number, os.getpid())
+        done.update(helper.finish())
+        return sorted(done)
+
+    seen: list[tuple[int, int]] = []
+    with in_background(work, helping=True) as job:
+        job.help(_square_here, lambda d, t: seen.append((d, t)))
+        assert job.result(lambda d, t: seen.append((d, t))) == list(range(30))
+    assert seen and seen[-1] == (29, 30)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_a_child_stuck_while_the_parent_helps_is_replaced(no_leftovers, monkeypatch):
+    monkeypatch.setattr(forked, "_POLL", 0.05)
+    monkeypatch.setattr(forked, "STALL_POLLS", 4)
+    parent = os.getpid()
+
+    def work(progress, helper):
+        if os.getpid() != parent:
+            threading.Event().wait()  # stuck, offering nothing
+        assert helper is None  # the work redone here does every piece itself
+        return "here"
+
+    with in_background(work, helping=True) as job:
+        job.help(_square_here)  # returns once the child is taken to be stuck
+        assert job.result() == "here"
+        assert job.stalled
+    assert not pid_alive(job.pid)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from treediff.align.api import Alignment
 from treediff.align.attribution import (
@@ -34,7 +35,7 @@ from treediff.align.attribution import (
     shown,
 )
 from treediff.align.core import LOAD_COLUMNS, STATUS_VALUES, RowArrays
-from treediff.align.stream import MemoryBudget, position_pairs
+from treediff.align.stream import BYTES_PER_RECORD, MemoryBudget, position_pairs
 from treediff.model.errors import InputError
 from treediff.model.schema import KIND_VALUES
 from treediff.store.source import Source, release_freed_memory
@@ -414,9 +415,75 @@ def _ply_parts(results: list[_PositionResult]) -> pd.DataFrame:
                          "nodes_b": c[:, 2], "delta": c[:, 1] - c[:, 2]})
 
 
+class Helping(Protocol):
+    """Another process that aligns some positions for :func:`divergences` (compare's parent once its tables
+    are done: :class:`treediff.run.forked.Helper` is the child's side).  ``answers`` gives back what it made
+    of the pieces so far (and learns whether it is free), ``free`` says whether it takes a piece now,
+    ``offer`` hands it one, ``finish`` waits for the rest."""
+
+    def free(self) -> bool: ...
+
+    def offer(self, piece: Any) -> bool: ...
+
+    def answers(self) -> list[Any]: ...
+
+    def finish(self) -> list[Any]: ...
+
+
+#: A position is handed to a helping process only when its pair's aligner working set is at most this
+#: share of the budget: the shipped copy of its records and the helper's aligning of it are memory the
+#: budget's shares do not count, so only positions small next to it cross (in the bench logs, all).
+HELP_SHARE = 8
+
+
+def _packed(table: pa.Table) -> bytes:
+    """A records table as Arrow IPC stream bytes: only its own rows (a pickled slice carries its whole batch)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _unpacked(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+class PositionAligner:
+    """One position aligned and attributed as :func:`divergences` does it; also the helping process's work
+    (``aligner(piece)`` for a position :func:`divergences` handed over).
+
+    Each keeps its own :class:`_Shortlist`: a row another process's positions would have ruled out is still
+    beaten by those rows when :func:`divergences` folds every position, so the shown rows are the same."""
+
+    def __init__(self, n: int = 10, iteration: int | None = None, min_cost: int = 0):
+        self.n, self.iteration, self.min_cost = n, iteration, min_cost
+        self.shortlist = _Shortlist(n)
+
+    def align(self, index: int, position: str, sides: list[pa.Table]) -> _PositionResult | str:
+        """Position ``index`` (``position`` its label) from ``sides`` = [A's records, B's]; the list is emptied
+        (the records are freed once aligned).  A note instead when it cannot be aligned."""
+        from treediff.align.api import align_arrays
+
+        ra, rb = sides
+        sides.clear()
+        try:
+            rows, choice_a, choice_b, _ = align_arrays(ra, rb, iter=self.iteration)
+        except InputError as exc:
+            return f"divergences: position {position} not aligned ({exc})"
+        del ra, rb
+        return _position_result(position, rows, choice_a.iter, choice_b.iter, self.n, self.min_cost, index,
+                                self.shortlist)
+
+    def __call__(self, piece: tuple[int, str, bytes, bytes]) -> tuple[int, _PositionResult | str]:
+        """A position handed over by :func:`divergences`: (index, its result)."""
+        index, position, packed_a, packed_b = piece
+        return index, self.align(index, position, [_unpacked(packed_a), _unpacked(packed_b)])
+
+
 def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int | None = None,
                 min_cost: int = 0, progress: Callable[[int, int], None] | None = None,
-                budget: MemoryBudget | None = None, paths: Sequence[str] = ("A", "B")) -> CompareDivergences:
+                budget: MemoryBudget | None = None, paths: Sequence[str] = ("A", "B"),
+                helping: Helping | None = None) -> CompareDivergences:
     """Align A and B position by position and attribute every node; the ``n`` largest frontier rows overall.
 
     Positions are paired as compare pairs them (:func:`paired_positions`:
@@ -433,28 +500,32 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
     aligned iterations, delta, shared residual) and counts the positions, so
     Σ delta (rows) + shared_residual = delta holds over the positions too.
     Positions that cannot be aligned are left out with a note.  ``progress`` (a terminal's display) gets
-    (positions done, positions) after each position.
+    (positions done, positions) after each position.  ``helping``: another process that takes positions
+    when it is free (:class:`Helping`: :class:`PositionAligner` there); the answer is the same.
     """
-    from treediff.align.api import align_arrays
-
     release_freed_memory()
+    budget = budget or MemoryBudget()
     paired = paired_positions(source_a, source_b)
     labels = [position for position, _, _ in paired]
     per: dict[int, _PositionResult | str] = {}
-    shortlist = _Shortlist(n)
+    aligner = PositionAligner(n, iteration, min_cost)
     pairs = position_pairs(source_a, source_b, [(mask_a, mask_b) for _, mask_a, mask_b in paired], LOAD_COLUMNS,
-                           budget or MemoryBudget(), labels, paths)
+                           budget, labels, paths)
+    shippable = budget.limit // HELP_SHARE
     for done, (index, ra, rb) in enumerate(pairs):
         if progress is not None:
             progress(done, len(paired))
         position = labels[index]
-        try:
-            rows, choice_a, choice_b, _ = align_arrays(ra, rb, iter=iteration)
-        except InputError as exc:
-            per[index] = f"divergences: position {position} not aligned ({exc})"
-            continue
+        if helping is not None:
+            per.update(helping.answers())
+            if helping.free() and (ra.num_rows + rb.num_rows) * BYTES_PER_RECORD <= shippable and \
+                    helping.offer((index, position, _packed(ra), _packed(rb))):
+                continue
+        sides = [ra, rb]
         del ra, rb
-        per[index] = _position_result(position, rows, choice_a.iter, choice_b.iter, n, min_cost, index, shortlist)
+        per[index] = aligner.align(index, position, sides)
+    if helping is not None:
+        per.update(helping.finish())
     # Folded in the positions' sorted order, whatever order the inputs completed them in: same numbers, same ties.
     tops: list[dict] = []
     results: list[_PositionResult] = []

@@ -274,7 +274,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
 
     With three or more inputs the first is the reference and each other is shown side by side with it.
     """
-    from treediff.align.summaries import divergences
+    from treediff.align.summaries import PositionAligner, divergences
     from treediff.report.compare import compare_sources, select_engine
     from treediff.run.forked import fork_allowed, in_background
 
@@ -307,11 +307,14 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
                                                        memory_limit) and fork_allowed()
         budget = memory_limit.share(2) if forking else memory_limit
 
-        def align_divergences(progress):
+        def align_divergences(progress, helping):
             return divergences(select_engine(source_a, engine_a, "A"), select_engine(source_b, engine_b, "B"),
-                               n=aligned_top, iteration=depth, progress=progress, budget=budget, paths=(a, b))
+                               n=aligned_top, iteration=depth, progress=progress, budget=budget, paths=(a, b),
+                               helping=helping)
 
-        aligning = in_background(align_divergences, fork=forking, name="process aligning the divergences")
+        # Once its tables are done, this process aligns positions the child hands it (Background.help).
+        aligning = in_background(align_divergences, fork=forking, name="process aligning the divergences",
+                                 helping=True)
     found = None
     with aligning:
         with step("comparing"):
@@ -321,6 +324,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
                                      lmr_by_phase=bool(plot_dir))
         if aligned_top > 0:
             with step("aligning and attributing", unit="positions") as tick:
+                aligning.help(PositionAligner(aligned_top, depth), tick.set if tick is not None else None)
                 found = aligning.result(tick.set if tick is not None else None)
             if aligning.stalled:  # (a bug: the divergences must not use what a fork breaks, e.g. polars)
                 click.echo("treediff: warning: the process aligning the divergences was stuck; they were "

@@ -37,6 +37,14 @@ How, and what is guaranteed:
 * **Progress crosses back too**: the child's ``progress(done, total)`` calls reach the callback given to
   :meth:`Background.result` (a reader thread drains the pipe while this process works, so the child never
   waits on a full pipe).
+* **This process can help once its own pass is done** (``helping=True``): the work is then called as
+  ``work(progress, helper)``, and the child may hand pieces of it to this process through
+  :meth:`Helper.offer` while :meth:`Background.help` runs here (compare's tables end before its
+  divergences: measured, docs/PERFORMANCE.md, tenth session).  A piece is offered only once this process has
+  said it is ready, and at most :data:`HELP_IN_FLIGHT` at a time, so the child never waits on this process
+  and this process never on the child (each side reads the other's pipe on a thread of its own).  What this
+  process returns for a piece goes back to the child, which joins it into its answer.  Not forked, or
+  after the stuck child was replaced, ``helper`` is None and the work does every piece itself.
 """
 from __future__ import annotations
 
@@ -67,6 +75,9 @@ _POLL = 1.0
 STALL_POLLS = 30
 #: Seconds :func:`fork_allowed` waits, in all, for other threads that are ending.
 _SETTLE = 0.25
+#: Pieces of work handed to the helping parent and not yet answered, at most: one it works on, one waiting
+#: for it, so that it never waits for the child between two pieces.
+HELP_IN_FLIGHT = 2
 
 Progress = Callable[[int, int], None]
 
@@ -114,10 +125,13 @@ def polars_pool_started() -> bool:
 class Background(Generic[_T]):
     """``work(progress)`` started by :func:`in_background`; use as a context manager, ask :meth:`result`."""
 
-    def __init__(self, work: Callable[[Progress | None], _T], fork: bool, name: str = "background process"):
+    def __init__(self, work: Callable[..., _T], fork: bool, name: str = "background process",
+                 helping: bool = False):
         self._work = work
         #: What the child does, for errors ("the process parsing the logs was killed by SIGKILL ...").
         self.name = name
+        #: Whether the work takes a :class:`Helper` (``work(progress, helper)``) and :meth:`help` serves it.
+        self.helping = helping
         self.pid: int | None = None
         self._fd: int | None = None
         self._messages: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -125,6 +139,16 @@ class Background(Generic[_T]):
         self._status: int | None = None  # the child's wait status once reaped
         #: Whether the child was stopped as stuck and the work done in this process (:data:`STALL_POLLS`).
         self.stalled = False
+        #: Polls in a row the child used no CPU, while this process waited for it (help, then result).
+        self._idle_polls = 0
+        #: A message of the child's pipe :meth:`help` took out of the queue that is not progress (the answer).
+        self._early: tuple[str, Any] | None = None
+        #: The pipes of the helping (this process's ends): pieces of work in, their answers out.
+        self._pieces_fd: int | None = None
+        self._answers_fd: int | None = None
+        #: Pieces this process worked on for the child (:meth:`help`).
+        self.helped = 0
+        self._help_reader: threading.Thread | None = None
         if fork:
             self._start()
 
@@ -136,12 +160,24 @@ class Background(Generic[_T]):
     # -- parent side -----------------------------------------------------------------------------------
     def _start(self) -> None:
         read_fd, write_fd = os.pipe()  # (not inherited by anything this process starts later: O_CLOEXEC)
+        # The helping's pipes: pieces (child -> here) and answers (here -> child).
+        pieces = os.pipe() if self.helping else None
+        answers = os.pipe() if self.helping else None
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's side is tested through its effects (tests/run/test_forked.py)
             os.close(read_fd)
-            _child(self._work, write_fd, parent, self.name)
+            helper = None
+            if pieces is not None and answers is not None:
+                os.close(pieces[0])
+                os.close(answers[1])
+                helper = Helper(pieces[1], answers[0])
+            _child(self._work, write_fd, parent, self.name, helper, self.helping)
         os.close(write_fd)
+        if pieces is not None and answers is not None:
+            os.close(pieces[1])
+            os.close(answers[0])
+            self._pieces_fd, self._answers_fd = pieces[0], answers[1]
         self.pid, self._fd = pid, read_fd
         self._reader = threading.Thread(target=self._read, name="treediff-background-reader", daemon=True)
         self._reader.start()
@@ -160,27 +196,86 @@ class Background(Generic[_T]):
                 self._messages.put(("failed", f"its answer could not be read ({type(exc).__name__}: {exc})"))
         self._messages.put(("eof", None))
 
+    def _here(self, progress: Progress | None) -> _T:
+        """The work done in this process (not forked, or the child replaced): every piece of it here."""
+        return self._work(progress, None) if self.helping else self._work(progress)
+
+    def _stuck(self, cpu: int | None) -> tuple[bool, int | None]:
+        """After a poll without a message: whether the child is now taken to be stuck (no CPU time used over
+        :data:`STALL_POLLS` polls in a row, counted across :meth:`help` and :meth:`result`), and its CPU."""
+        assert self.pid is not None
+        now = cpu_ticks(self.pid)
+        self._idle_polls = self._idle_polls + 1 if now is not None and now == cpu else 0
+        return self._idle_polls >= STALL_POLLS, now
+
+    def help(self, function: Callable[[Any], Any], progress: Progress | None = None) -> None:
+        """Work on the pieces the child offers (``function(piece)``, its return value sent back) until it has
+        none left, has ended, or is stuck; the child's progress passed to ``progress`` meanwhile.  Nothing to
+        do when the work was not forked with ``helping`` (it then does every piece itself, in :meth:`result`).
+        What ``function`` raises is raised here (leaving the ``with`` block stops the child)."""
+        if not self.forked or self._pieces_fd is None or self._answers_fd is None:
+            return
+        cpu = cpu_ticks(self.pid) if self.pid is not None else None
+        if not _write_message(self._answers_fd, ("ready", None)):  # (the child has ended: nothing to help with)
+            return
+        pieces: queue.Queue[Any] = queue.Queue()
+        # (joined by _reap before the pipe is closed: the child's end is closed by then, so it has ended)
+        self._help_reader = threading.Thread(target=_read_pieces, args=(self._pieces_fd, pieces), daemon=True,
+                                             name="treediff-help-reader")
+        self._help_reader.start()
+        while True:
+            self._pass_progress(progress)
+            try:
+                kind, piece = pieces.get(timeout=_POLL)
+            except queue.Empty:
+                stuck, cpu = self._stuck(cpu)
+                if stuck:
+                    return
+                continue
+            self._idle_polls = 0
+            if kind != "piece":  # ("end", None): no more pieces, or the child's end of the pipe closed
+                return
+            answer = function(piece)
+            self.helped += 1
+            if not _write_message(self._answers_fd, ("answer", answer)):
+                return  # the child has ended (its error, or it was killed): result() says which
+
+    def _pass_progress(self, progress: Progress | None) -> None:
+        """The child's progress messages queued so far, to ``progress``; another message (its answer) kept
+        for :meth:`result`."""
+        while self._early is None:
+            try:
+                kind, value = self._messages.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "progress":
+                if progress is not None:
+                    progress(*value)
+                continue
+            self._early = (kind, value)
+
     def result(self, progress: Progress | None = None) -> _T:
         """The work's result (computed now when it was not forked), its progress passed to ``progress``;
         raises what the work raised."""
         if not self.forked:
-            return self._work(progress)
+            return self._here(progress)
         assert self.pid is not None
-        idle_polls, cpu = 0, cpu_ticks(self.pid)
+        cpu = cpu_ticks(self.pid)
         while True:
-            try:
-                kind, value = self._messages.get(timeout=_POLL)
-            except queue.Empty:
-                # A child that uses no CPU for STALL_POLLS polls in a row is stuck (a library whose threads
-                # did not survive the fork would wait for them forever): stop it and do the work here.
-                now = cpu_ticks(self.pid)
-                idle_polls = idle_polls + 1 if now is not None and now == cpu else 0
-                cpu = now
-                if idle_polls >= STALL_POLLS:
-                    self._reap()
-                    self.stalled = True
-                    return self._work(progress)
-                continue
+            if self._early is not None:
+                (kind, value), self._early = self._early, None
+            else:
+                try:
+                    kind, value = self._messages.get(timeout=_POLL)
+                except queue.Empty:
+                    # A child that uses no CPU for STALL_POLLS polls in a row is stuck (a library whose threads
+                    # did not survive the fork would wait for them forever): stop it and do the work here.
+                    stuck, cpu = self._stuck(cpu)
+                    if stuck:
+                        self._reap()
+                        self.stalled = True
+                        return self._here(progress)
+                    continue
             if kind == "progress":
                 if progress is not None:
                     progress(*value)
@@ -223,11 +318,14 @@ class Background(Generic[_T]):
                     _signal(pid, signal.SIGKILL)
                     done, status = os.waitpid(pid, 0)
             self._status = status
-            if self._reader is not None:
-                self._reader.join()  # the child's end of the pipe is closed: the reader has read to its end
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            for reader in (self._reader, self._help_reader):
+                if reader is not None:
+                    reader.join()  # the child's ends of the pipes are closed: each reader has read to its end
+            for name in ("_fd", "_pieces_fd", "_answers_fd"):
+                fd = getattr(self, name)
+                if fd is not None:
+                    os.close(fd)
+                    setattr(self, name, None)
 
     def __enter__(self) -> Background[_T]:
         return self
@@ -236,15 +334,133 @@ class Background(Generic[_T]):
         self._reap()
 
 
-def in_background(work: Callable[[Progress | None], _T], fork: bool | None = None,
-                  uses_polars: bool = False, name: str = "background process") -> Background[_T]:
+def in_background(work: Callable[..., _T], fork: bool | None = None,
+                  uses_polars: bool = False, name: str = "background process",
+                  helping: bool = False) -> Background[_T]:
     """``work(progress)`` in a forked child process when ``fork`` (None: :func:`fork_allowed`), else in this
     process when its :meth:`~Background.result` is asked (never, if it is not asked); always used as
     ``with in_background(work) as job: ...``.  ``fork=True`` where :func:`fork_allowed` says no does not fork.
     ``uses_polars``: see :func:`fork_allowed`.  ``name``: what the child does, as its errors name it (e.g.
-    "process parsing the logs")."""
+    "process parsing the logs").  ``helping``: ``work(progress, helper)``, where the child's ``helper`` (a
+    :class:`Helper`; None when not forked) hands pieces to this process's :meth:`~Background.help`."""
     allowed = fork_allowed(uses_polars=uses_polars)
-    return Background(work, allowed if fork is None else fork and allowed, name)
+    return Background(work, allowed if fork is None else fork and allowed, name, helping)
+
+
+def _write_message(fd: int, message: tuple[str, Any]) -> bool:
+    """``message`` pickled onto the pipe ``fd`` whole (unbuffered: nothing is left to flush when the reader has
+    gone); False when the reader's end is closed."""
+    data = memoryview(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError:  # BrokenPipeError (SIGPIPE is ignored in Python)
+        return False
+    return True
+
+
+def _read_pieces(fd: int, into: queue.Queue[tuple[str, Any]]) -> None:
+    """Every message the child sends on the pieces' pipe (("piece", piece) ... ("end", None)), and ("end",
+    None) at the pipe's end."""
+    with os.fdopen(fd, "rb", closefd=False) as pipe:
+        try:
+            while True:
+                into.put(pickle.load(pipe))
+        except Exception:  # noqa: BLE001 - EOF (the child ended), or a piece cut short: no more pieces
+            pass
+    into.put(("end", None))
+
+
+class Helper:
+    """The child's side of the helping (:meth:`Background.help`): pieces of its work offered to the parent.
+
+    The parent says when it is ready; until then (and for pieces beyond :data:`HELP_IN_FLIGHT`) an offer is
+    refused and the child does the piece itself.  A writer thread sends the pieces and a reader thread takes
+    the answers, so the child's own work never waits on the pipes.
+    """
+
+    def __init__(self, pieces_fd: int, answers_fd: int):
+        self._pieces_fd, self._answers_fd = pieces_fd, answers_fd
+        self._outgoing: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._incoming: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._started = False
+        self.ready = False
+        #: Whether the parent's end of the answers' pipe has closed (it helps no more).
+        self.gone = False
+        self.in_flight = 0
+        #: Pieces handed to the parent.
+        self.offered = 0
+
+    def _start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        threading.Thread(target=self._write, daemon=True, name="treediff-help-writer").start()
+        threading.Thread(target=self._read, daemon=True, name="treediff-help-answers").start()
+
+    def _write(self) -> None:
+        while True:
+            message = self._outgoing.get()
+            if not _write_message(self._pieces_fd, message) or message[0] == "end":
+                return  # (not written: the parent is gone; it stops this process itself)
+
+    def _read(self) -> None:
+        with os.fdopen(self._answers_fd, "rb", closefd=False) as pipe:
+            try:
+                while True:
+                    self._incoming.put(pickle.load(pipe))  # ("ready", None), then ("answer", value) ...
+            except Exception:  # noqa: BLE001 - EOF: the parent closed its end
+                pass
+        self._incoming.put(("gone", None))
+
+    def _take(self, block: bool) -> list[Any]:
+        """The answers arrived (waiting for one when ``block``); notes the parent's readiness."""
+        answers: list[Any] = []
+        while True:
+            if self.gone and block and not answers and self.in_flight:  # (answers never lost otherwise: the
+                # reader queues every answer before it notes the pipe's end)
+                raise BackgroundFailed("the parent process stopped helping before it answered")
+            try:
+                kind, value = self._incoming.get(block=block and not answers)
+            except queue.Empty:
+                return answers
+            if kind == "ready":
+                self.ready = True
+            elif kind == "answer":
+                self.in_flight -= 1
+                answers.append(value)
+            else:  # ("gone", None): the parent closed its end
+                self.ready, self.gone = False, True
+            block = block and not answers
+
+    def answers(self) -> list[Any]:
+        """The parent's answers arrived so far (without waiting)."""
+        self._start()
+        return self._take(block=False)
+
+    def free(self) -> bool:
+        """Whether the parent takes a piece now: it said it is ready, and fewer than :data:`HELP_IN_FLIGHT`
+        of its pieces are unanswered (as of the last :meth:`answers`)."""
+        return self.ready and not self.gone and self.in_flight < HELP_IN_FLIGHT
+
+    def offer(self, piece: Any) -> bool:
+        """Hand ``piece`` to the parent when it is :meth:`free` (True), else leave it to the caller."""
+        self._start()
+        if not self.free():
+            return False
+        self.in_flight += 1
+        self.offered += 1
+        self._outgoing.put(("piece", piece))
+        return True
+
+    def finish(self) -> list[Any]:
+        """Tell the parent there are no more pieces; the answers not taken yet, once all have arrived."""
+        self._start()
+        self._outgoing.put(("end", None))
+        answers = self._take(block=False)
+        while self.in_flight > 0:
+            answers += self._take(block=True)
+        return answers
 
 
 def _signal(pid: int, signum: int) -> None:
@@ -255,9 +471,10 @@ def _signal(pid: int, signum: int) -> None:
 
 
 # -- child side ----------------------------------------------------------------------------------------
-def _child(work: Callable[[Progress | None], Any], fd: int, parent: int,
-           name: str = "background process") -> None:  # pragma: no cover - in the child
-    """Run ``work`` and send its answer; never returns (``os._exit``)."""
+def _child(work: Callable[..., Any], fd: int, parent: int, name: str = "background process",
+           helper: Helper | None = None, helping: bool = False) -> None:  # pragma: no cover - in the child
+    """Run ``work`` (``work(progress, helper)`` when ``helping``) and send its answer; never returns
+    (``os._exit``)."""
     status = 1
     try:
         from treediff.parse.source import forget_scratch, remove_all_scratch
@@ -280,7 +497,7 @@ def _child(work: Callable[[Progress | None], Any], fd: int, parent: int,
                         _send(pipe, ("progress", (done, total)))
 
                 try:
-                    answer: tuple[str, Any] = ("ok", work(progress))
+                    answer: tuple[str, Any] = ("ok", work(progress, helper) if helping else work(progress))
                 except BaseException as exc:  # noqa: BLE001 - carried to the parent, which raises it
                     answer = ("error", _portable(exc, name))
                 _send(pipe, answer)
