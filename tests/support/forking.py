@@ -53,8 +53,11 @@ def forks_counted(stderr: str) -> tuple[int, str]:
 _STUCK = textwrap.dedent("""
     import importlib, os, sys, time
     module, name, marker = importlib.import_module(sys.argv[1]), sys.argv[2], sys.argv[3]
+    real, main_pid = getattr(module, name), os.getpid()
 
     def stuck(*args, **kwargs):  # the work, as if it took long
+        if os.environ.get("TEST_STUCK_IN_CHILD_ONLY") and os.getpid() == main_pid:
+            return real(*args, **kwargs)  # (the command's own process runs the same function too)
         with open(marker, "w") as fh:
             fh.write(str(os.getpid()))
         time.sleep(60)
@@ -73,15 +76,18 @@ def _sigint_default() -> None:
 
 
 def stop_while_stuck(tmp_path: Path, stuck: str, args: list[str], signum: int,
-                     scratch_made: int | None = None) -> tuple[int, str, int, Path]:
+                     scratch_made: int | None = None, child_only: bool = False) -> tuple[int, str, int, Path]:
     """Run ``treediff ARGS`` with ``stuck`` ("module.name": what its forked child runs) hanging, send ``signum``
     once the child is in it, and return (exit status, stderr, the child's pid, the command's TMPDIR).
-    ``scratch_made``: the scratch directories the command must hold when the signal is sent."""
+    ``scratch_made``: the scratch directories the command must hold when the signal is sent.  ``child_only``:
+    the command's own process runs ``stuck`` too, as it is (only the child hangs)."""
     module, name = stuck.rsplit(".", 1)
     marker = tmp_path / "child.pid"
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = dict(os.environ, TMPDIR=str(scratch), OPENBLAS_NUM_THREADS="1")
+    if child_only:
+        env["TEST_STUCK_IN_CHILD_ONLY"] = "1"
     env.pop("TREEDIFF_FORK", None)
     # SIGINT at its default in the command (Python then raises KeyboardInterrupt for it): a test run started
     # in the background has SIGINT ignored, which the command would inherit and, by design, keep ignoring.

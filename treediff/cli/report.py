@@ -51,59 +51,133 @@ def _open(inputs, engine: str, positions: str | None, keep_complete: bool = Fals
 def _parse_forked(logs: list, tick, options: dict) -> list | None:
     """The logs ``logs`` parsed in a forked child into scratch directories of this process, as sources (in
     order); None when this process may not fork (then :func:`_open` parses them here)."""
-    from treediff.parse.source import parse_logs_into, remove_scratch, scratch_dir, spilled_source
-    from treediff.render.progress import paused
-    from treediff.run.forked import fork_allowed, in_background
-
-    with paused():  # (a process running another thread never forks: the display's are stopped meanwhile)
-        if not fork_allowed(uses_polars=True):
-            return None
-        directories = [scratch_dir("log") for _ in logs]
-
-        def parse(progress):
-            read = [0]
-
-            def bytes_read(n: int) -> None:  # the parser counts bytes; the child's progress is (done, total)
-                read[0] += n
-                progress(read[0], 2**62)
-
-            return parse_logs_into(logs, directories, progress=bytes_read if progress is not None else None,
-                                   **options)
-
-        job = in_background(parse, uses_polars=True, name="process parsing the logs")
-    shown = [0]
-
-    def advance(done: int, total: int) -> None:
-        tick(done - shown[0])
-        shown[0] = done
-
-    try:
-        with job:
-            warnings = job.result(advance if tick is not None else None)
-        return [spilled_source(directory, found) for directory, found in zip(directories, warnings)]
-    except BaseException:
-        for directory in directories:
-            remove_scratch(directory)
-        raise
+    parse = _ForkedParse.start(logs, tick, options)
+    if parse is None:
+        return None
+    with parse:
+        return parse.sources()
 
 
-def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool = False) -> list:
+class _ForkedParse:
+    """Logs parsed in a forked child (:func:`treediff.run.forked.in_background`) into scratch directories this
+    process made and owns, while this process goes on; :meth:`sources` opens the spills when it is done.  Used
+    as a context manager: leaving it stops the child if it still runs and removes the directories of spills
+    not opened."""
+
+    def __init__(self, job, directories: list, tick):
+        self._job, self._directories = job, directories
+        self._shown = 0
+        self._tick = tick
+        self._opened = False
+
+    @classmethod
+    def start(cls, logs: list, tick, options: dict) -> _ForkedParse | None:
+        """The child parsing ``logs`` (its progress to ``tick``, bytes); None when this process may not fork."""
+        from treediff.parse.source import parse_logs_into, scratch_dir
+        from treediff.render.progress import paused
+        from treediff.run.forked import fork_allowed, in_background
+
+        with paused():  # (a process running another thread never forks: the display's are stopped meanwhile)
+            if not fork_allowed(uses_polars=True):
+                return None
+            directories = [scratch_dir("log") for _ in logs]
+
+            def parse(progress):
+                read = [0]
+
+                def bytes_read(n: int) -> None:  # the parser counts bytes; the child's progress is (done, total)
+                    read[0] += n
+                    progress(read[0], 2**62)
+
+                return parse_logs_into(logs, directories, progress=bytes_read if progress is not None else None,
+                                       **options)
+
+            return cls(in_background(parse, uses_polars=True, name="process parsing the logs"), directories, tick)
+
+    def _advance(self, done: int, total: int) -> None:
+        self._tick(done - self._shown)
+        self._shown = done
+
+    def show_progress(self) -> None:
+        """The child's progress so far, to the tick (from any one thread at a time, before :meth:`sources`)."""
+        if self._tick is not None:
+            self._job.pass_progress(self._advance)
+
+    def sources(self) -> list:
+        """The parsed logs as sources, in order (the child's error raised, e.g. a log that cannot be parsed)."""
+        from treediff.parse.source import spilled_source
+
+        warnings = self._job.result(self._advance if self._tick is not None else None)
+        self._opened = True
+        return [spilled_source(directory, found) for directory, found in zip(self._directories, warnings)]
+
+    def __enter__(self) -> _ForkedParse:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        from treediff.parse.source import remove_scratch
+
+        try:
+            self._job.__exit__(*exc_info)
+        finally:
+            if not self._opened:
+                for directory in self._directories:
+                    remove_scratch(directory)
+
+
+def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool = False,
+               fork: bool = False) -> list:
     """Each input as its own Source, the logs parsed at the same time (:func:`treediff.parse.source.open_each`);
-    warnings echoed in input order, as opening them one by one with :func:`_open` would."""
-    import contextlib
+    warnings echoed in input order, as opening them one by one with :func:`_open` would.
 
-    from treediff.parse.source import open_each
+    ``fork`` (``compare``): when the first input is a log, it is parsed in a forked child while this process
+    parses the others (:class:`_ForkedParse`): two parses on threads of one process share its GIL, in two
+    processes they do not.  Only from ``store.budget.FORK_MIN_LOG_BYTES`` of logs."""
+    import contextlib
+    import os
+
+    from treediff.parse.source import is_plain_log, open_each
     from treediff.render.progress import parsing
+    from treediff.store import budget
 
     options: dict = {"engine": engine, "keep_complete": keep_complete}
     if positions:
         options["positions"] = positions
+    inputs = list(inputs)
+    logs = [path for path in inputs if is_plain_log(path)] if fork and len(inputs) >= 2 else []
+    fork = bool(logs) and is_plain_log(inputs[0]) and \
+        sum(os.path.getsize(path) for path in logs) >= budget.FORK_MIN_LOG_BYTES
     sources = []
     with contextlib.ExitStack() as steps:  # a byte count per input on a terminal only (ticks None otherwise)
         ticks = [steps.enter_context(parsing([path])) for path in inputs]
-        for source in open_each(list(inputs), progresses=ticks, **options):
+        first = steps.enter_context(_ForkedParse.start(inputs[:1], ticks[0], options) or contextlib.nullcontext()) \
+            if fork else None
+        if first is None:
+            for source in open_each(inputs, progresses=ticks, **options):
+                echo_warnings(source.warnings)
+                sources.append(source)
+            return sources
+
+        def shown_too(tick):
+            def progress(n: int) -> None:  # (the child's progress shown as this process's parse goes)
+                if tick is not None:
+                    tick(n)
+                first.show_progress()
+            return progress
+
+        rest: list = []
+        failed: BaseException | None = None
+        try:
+            for source in open_each(inputs[1:], progresses=[shown_too(t) for t in ticks[1:]], **options):
+                rest.append(source)
+        except Exception as error:  # (raised after the first input's answer: errors and warnings in input order)
+            failed = error
+        sources.extend(first.sources())
+        sources.extend(rest)
+        for source in sources:
             echo_warnings(source.warnings)
-            sources.append(source)
+        if failed is not None:
+            raise failed
     return sources
 
 
@@ -288,7 +362,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         gate = parse_gate(fail_if, len(inputs))  # a bad expression fails before anything is read
     fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
     _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
-    source_a, source_b, *others = _open_each(inputs, engine, positions, keep_complete)
+    source_a, source_b, *others = _open_each(inputs, engine, positions, keep_complete, fork=True)
     engines = [_engines(source_a.searches, engine_a), _engines(source_b.searches, engine_b),
                *(_engines(o.searches, None) for o in others)]
     names = [_default_label(engines, i, path) for i, path in enumerate(inputs)]

@@ -224,7 +224,7 @@ class Background(Generic[_T]):
                                              name="treediff-help-reader")
         self._help_reader.start()
         while True:
-            self._pass_progress(progress)
+            self.pass_progress(progress)
             try:
                 kind, piece = pieces.get(timeout=_POLL)
             except queue.Empty:
@@ -240,9 +240,9 @@ class Background(Generic[_T]):
             if not _write_message(self._answers_fd, ("answer", answer)):
                 return  # the child has ended (its error, or it was killed): result() says which
 
-    def _pass_progress(self, progress: Progress | None) -> None:
-        """The child's progress messages queued so far, to ``progress``; another message (its answer) kept
-        for :meth:`result`."""
+    def pass_progress(self, progress: Progress | None) -> None:
+        """The child's progress messages queued so far, to ``progress`` (without waiting); another message
+        (its answer) kept for :meth:`result`.  Not at the same time as :meth:`result` or :meth:`help`."""
         while self._early is None:
             try:
                 kind, value = self._messages.get_nowait()

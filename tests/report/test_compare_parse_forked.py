@@ -1,0 +1,123 @@
+"""``treediff compare A.log B ...`` parses its first log in a forked child while it parses the other inputs
+itself (cli/report.py: ``_open_each``, ``_ForkedParse``): two parses on threads of one process share its GIL,
+in two processes they do not.
+
+Each test runs the real command in a fresh interpreter that counts its forks; the answer must be the one the
+command gives without forking (``TREEDIFF_FORK=0``), byte for byte, with the same warnings (in input order),
+errors and exit status, and no scratch directory left behind.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from support.forking import COUNT_FORKS, forks_counted, stop_while_stuck
+from support.runner_helpers import pid_alive
+from treediff.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT / "fixtures" / "traces"
+
+
+def _compare(args, fork: bool, tmp_path: Path, min_log_bytes: int = 0) -> tuple[int, str, str, int]:
+    """(exit status, JSON output or "", stderr without the fork count, forks) of ``treediff compare ARGS
+    --format json`` in a fresh interpreter, its TMPDIR a new empty directory that must be empty at the end."""
+    scratch = Path(tempfile.mkdtemp(prefix="tmp-", dir=tmp_path))
+    out = scratch.parent / f"{scratch.name}.json"
+    env = dict(os.environ, TREEDIFF_FORK="1" if fork else "0", OPENBLAS_NUM_THREADS="1", TMPDIR=str(scratch),
+               TEST_FORK_MIN_RECORDS="0", TEST_FORK_MIN_LOG_BYTES=str(min_log_bytes))
+    proc = subprocess.run([sys.executable, "-c", COUNT_FORKS, "compare", *map(str, args), "--format", "json",
+                           "-o", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    forks, err = forks_counted(proc.stderr)
+    assert list(scratch.iterdir()) == [], "scratch left behind"
+    return proc.returncode, out.read_text() if out.exists() else "", err, forks
+
+
+def _garbled(tmp_path: Path, name: str, source: str) -> Path:
+    """A fixture trace with two lines of garbage bytes after its header: the parse warns about them."""
+    lines = (TRACES / source).read_bytes().splitlines(keepends=True)
+    log = tmp_path / name
+    log.write_bytes(b"".join(lines[:1] + [b"\xff\xfe garbage\n", b"\x81\x82\n"] + lines[1:]))
+    return log
+
+
+@pytest.fixture(scope="module")
+def parquet_file(tmp_path_factory):
+    out = tmp_path_factory.mktemp("parsed") / "stockfish.parquet"
+    result = CliRunner().invoke(main, ["parse", str(TRACES / "stockfish_batch3.log"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("case", ["two-logs", "log-and-parquet", "three-inputs", "top3", "warnings-both"])
+def test_the_first_log_parsed_in_a_child_gives_the_compare_of_one_process(case, tmp_path, parquet_file):
+    a, b, c = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log", TRACES / "crafty_batch3.log"
+    args = {"two-logs": [a, b],
+            "log-and-parquet": [a, parquet_file],
+            "three-inputs": [a, b, c],
+            "top3": [a, c, "--top", "3"],
+            "warnings-both": [_garbled(tmp_path, "a.log", "typhoon_batch3.log"),
+                              _garbled(tmp_path, "b.log", "stockfish_batch3.log")]}[case]
+    status, together, warned, forks = _compare(args, True, tmp_path)
+    assert status == 0, warned
+    # The first log's parse, then the divergences' aligning (none with three inputs).
+    assert forks == (1 if case == "three-inputs" else 2)
+    alone = _compare(args, False, tmp_path)
+    assert alone[3] == 0
+    assert (status, together, warned) == alone[:3]
+    if case == "warnings-both":  # each input's warnings, in input order
+        assert warned.index("a.log") < warned.index("b.log"), warned
+
+
+def test_a_parquet_first_input_is_read_here(tmp_path, parquet_file):
+    status, _, err, forks = _compare([parquet_file, TRACES / "typhoon_batch3.log"], True, tmp_path)
+    assert (status, forks) == (0, 1), err  # (only the divergences' child)
+
+
+def test_small_logs_are_parsed_here(tmp_path):
+    from treediff.store.budget import FORK_MIN_LOG_BYTES
+
+    a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
+    assert a.stat().st_size + b.stat().st_size < FORK_MIN_LOG_BYTES
+    status, _, err, forks = _compare([a, b], True, tmp_path, min_log_bytes=FORK_MIN_LOG_BYTES)
+    assert (status, forks) == (0, 1), err  # (only the divergences' child: FORK_MIN_RECORDS is 0 here)
+
+
+@pytest.mark.parametrize("bad", [0, 1], ids=["first-bad", "second-bad"])
+def test_a_bad_log_fails_as_it_does_in_one_process(tmp_path, bad):
+    broken = tmp_path / "empty.log"
+    broken.write_text("not a trace at all\n")
+    args = [broken, TRACES / "typhoon_batch3.log"] if bad == 0 else [TRACES / "typhoon_batch3.log", broken]
+    status, _, err, forks = _compare(args, True, tmp_path)
+    assert forks == 1  # (the first log's parse; nothing aligned)
+    assert status == 2 and "empty.log" in err, err
+    alone = _compare(args, False, tmp_path)
+    assert (status, err) == (alone[0], alone[2])
+
+
+def test_both_logs_bad_fail_with_the_first_ones_error(tmp_path):
+    first, second = tmp_path / "first.log", tmp_path / "second.log"
+    first.write_text("not a trace at all\n")
+    second.write_text("nor this\n")
+    status, _, err, _ = _compare([first, second], True, tmp_path)
+    alone = _compare([first, second], False, tmp_path)
+    assert status == 2 and "first.log" in err and "second.log" not in err, err
+    assert (status, err) == (alone[0], alone[2])
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_compare_stopped_while_its_child_parses_reaps_it_and_leaves_no_scratch(tmp_path, signum):
+    status, err, child, scratch = stop_while_stuck(
+        tmp_path, "treediff.parse.source.parse_logs_into",
+        ["compare", str(TRACES / "typhoon_batch3.log"), str(TRACES / "stockfish_batch3.log")], signum,
+        child_only=True)  # (this process parses the second log through the same function)
+    assert status == 128 + signum, err
+    assert not pid_alive(child), "the parsing child outlived compare"
+    assert list(scratch.iterdir()) == [], "scratch left behind"
