@@ -8,52 +8,29 @@ errors and exit status, and no scratch directory left behind.
 """
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from support.forking import COUNT_FORKS, forks_counted, stop_while_stuck
+from support.forking import garbled_log, parquet_of, run_counting_forks, stop_while_stuck
 from support.runner_helpers import pid_alive
-from treediff.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "fixtures" / "traces"
 
 
 def _compare(args, fork: bool, tmp_path: Path, min_log_bytes: int = 0) -> tuple[int, str, str, int]:
-    """(exit status, JSON output or "", stderr without the fork count, forks) of ``treediff compare ARGS
-    --format json`` in a fresh interpreter, its TMPDIR a new empty directory that must be empty at the end."""
-    scratch = Path(tempfile.mkdtemp(prefix="tmp-", dir=tmp_path))
-    out = scratch.parent / f"{scratch.name}.json"
-    env = dict(os.environ, TREEDIFF_FORK="1" if fork else "0", OPENBLAS_NUM_THREADS="1", TMPDIR=str(scratch),
-               TEST_FORK_MIN_RECORDS="0", TEST_FORK_MIN_LOG_BYTES=str(min_log_bytes))
-    proc = subprocess.run([sys.executable, "-c", COUNT_FORKS, "compare", *map(str, args), "--format", "json",
-                           "-o", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    forks, err = forks_counted(proc.stderr)
-    assert list(scratch.iterdir()) == [], "scratch left behind"
-    return proc.returncode, out.read_text() if out.exists() else "", err, forks
+    return run_counting_forks("compare", args, fork, tmp_path, min_log_bytes)
 
 
 def _garbled(tmp_path: Path, name: str, source: str) -> Path:
-    """A fixture trace with two lines of garbage bytes after its header: the parse warns about them."""
-    lines = (TRACES / source).read_bytes().splitlines(keepends=True)
-    log = tmp_path / name
-    log.write_bytes(b"".join(lines[:1] + [b"\xff\xfe garbage\n", b"\x81\x82\n"] + lines[1:]))
-    return log
+    return garbled_log(tmp_path, name, TRACES / source)
 
 
 @pytest.fixture(scope="module")
 def parquet_file(tmp_path_factory):
-    out = tmp_path_factory.mktemp("parsed") / "stockfish.parquet"
-    result = CliRunner().invoke(main, ["parse", str(TRACES / "stockfish_batch3.log"), "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    return out
+    return parquet_of(TRACES / "stockfish_batch3.log", tmp_path_factory.mktemp("parsed"))
 
 
 @pytest.mark.parametrize("case", ["two-logs", "log-and-parquet", "three-inputs", "top3", "warnings-both"])

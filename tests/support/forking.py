@@ -105,3 +105,42 @@ def stop_while_stuck(tmp_path: Path, stuck: str, args: list[str], signum: int,
         proc.kill()
         proc.wait()
     return proc.returncode, err, child, scratch
+
+
+def run_counting_forks(command: str, args, fork: bool, tmp_path: Path,
+                       min_log_bytes: int = 0) -> tuple[int, str, str, int]:
+    """(exit status, JSON output or "", stderr without the fork count, forks) of ``treediff COMMAND ARGS
+    --format json`` in a fresh interpreter (:data:`COUNT_FORKS`; ``fork``: ``TREEDIFF_FORK`` 1 or 0; the fork
+    bounds 0 and ``min_log_bytes``), its TMPDIR a new empty directory that must be empty at the end."""
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix="tmp-", dir=tmp_path))
+    out = scratch.parent / f"{scratch.name}.json"
+    env = dict(os.environ, TREEDIFF_FORK="1" if fork else "0", OPENBLAS_NUM_THREADS="1", TMPDIR=str(scratch),
+               TEST_FORK_MIN_RECORDS="0", TEST_FORK_MIN_LOG_BYTES=str(min_log_bytes))
+    proc = subprocess.run([sys.executable, "-c", COUNT_FORKS, command, *map(str, args), "--format", "json",
+                           "-o", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    forks, err = forks_counted(proc.stderr)
+    assert list(scratch.iterdir()) == [], "scratch left behind"
+    return proc.returncode, out.read_text() if out.exists() else "", err, forks
+
+
+def garbled_log(tmp_path: Path, name: str, trace: Path) -> Path:
+    """``trace`` with two lines of garbage bytes after its header, written as ``tmp_path/name``: the parse warns
+    about them."""
+    lines = trace.read_bytes().splitlines(keepends=True)
+    log = tmp_path / name
+    log.write_bytes(b"".join(lines[:1] + [b"\xff\xfe garbage\n", b"\x81\x82\n"] + lines[1:]))
+    return log
+
+
+def parquet_of(trace: Path, directory: Path) -> Path:
+    """``treediff parse TRACE`` written into ``directory`` (a Parquet input for the commands under test)."""
+    from click.testing import CliRunner
+
+    from treediff.cli import main
+
+    out = directory / f"{trace.stem}.parquet"
+    result = CliRunner().invoke(main, ["parse", str(trace), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
