@@ -44,7 +44,7 @@ class _InProcessHelper:
         self.asked += 1
         if self.asked % self.every:
             return False
-        index, position, packed_a, packed_b = piece
+        index, position, packed_a, packed_b, _ = piece
         assert isinstance(packed_a, bytes) and isinstance(packed_b, bytes)  # what crosses a pipe
         self.taken.append(index)
         self.waiting.append(piece)
@@ -111,3 +111,14 @@ def test_a_position_too_large_for_its_share_of_the_budget_is_not_offered():
     found = divergences(source_a, source_b, n=10, budget=budget, helping=helper)
     assert helper.asked == 0 and not helper.taken
     _same(found, divergences(source_a, source_b, n=10))
+
+
+def test_a_helper_made_with_other_settings_refuses_the_position():
+    """The parent's aligner is made apart from the divergences call (compare passes n and --depth to both): a
+    piece carries the call's settings, and an aligner of others raises instead of answering other rows."""
+    source_a, source_b = open_source(TRACES / "typhoon_batch3.log"), open_source(TRACES / "stockfish_batch3.log")
+    helper = _InProcessHelper(3, every=1)
+    helper.aligner = PositionAligner(5)
+    with pytest.raises(ValueError, match=r"n, iteration, min_cost = \(3, None, 0\) handed to an aligner of "
+                                         r"\(5, None, 0\)"):
+        divergences(source_a, source_b, n=3, helping=helper)

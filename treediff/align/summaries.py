@@ -474,9 +474,18 @@ class PositionAligner:
         return _position_result(position, rows, choice_a.iter, choice_b.iter, self.n, self.min_cost, index,
                                 self.shortlist)
 
-    def __call__(self, piece: tuple[int, str, bytes, bytes]) -> tuple[int, _PositionResult | str]:
-        """A position handed over by :func:`divergences`: (index, its result)."""
-        index, position, packed_a, packed_b = piece
+    @property
+    def settings(self) -> tuple[int, int | None, int]:
+        """(n, iteration, min_cost): what a position handed over must have been aligned with."""
+        return self.n, self.iteration, self.min_cost
+
+    def __call__(self, piece: tuple) -> tuple[int, _PositionResult | str]:
+        """A position handed over by :func:`divergences`: (index, its result).  The piece carries the settings
+        of the :func:`divergences` call; an aligner made with others refuses it (its rows would differ)."""
+        index, position, packed_a, packed_b, settings = piece
+        if tuple(settings) != self.settings:
+            raise ValueError(f"a position aligned with n, iteration, min_cost = {tuple(settings)} handed to an "
+                             f"aligner of {self.settings}")
         return index, self.align(index, position, [_unpacked(packed_a), _unpacked(packed_b)])
 
 
@@ -519,7 +528,7 @@ def divergences(source_a: Source, source_b: Source, n: int = 10, iteration: int 
         if helping is not None:
             per.update(helping.answers())
             if helping.free() and (ra.num_rows + rb.num_rows) * BYTES_PER_RECORD <= shippable and \
-                    helping.offer((index, position, _packed(ra), _packed(rb))):
+                    helping.offer((index, position, _packed(ra), _packed(rb), aligner.settings)):
                 continue
         sides = [ra, rb]
         del ra, rb
