@@ -98,3 +98,53 @@ def test_compare_stopped_while_its_child_parses_reaps_it_and_leaves_no_scratch(t
     assert status == 128 + signum, err
     assert not pid_alive(child), "the parsing child outlived compare"
     assert list(scratch.iterdir()) == [], "scratch left behind"
+
+
+#: Runs ``treediff compare ARGS`` and writes, on stderr: ``AT-FORK <modules>`` for the first fork (which of
+#: compare's later modules this process held then) and ``CHILD-IMPORTED <n> <modules>`` for each parse in a
+#: child (the modules the parse imported there: each is imported a second time, beside this process's parse).
+_IMPORTS_AT_FORK = """
+import os, sys
+import treediff.store.budget as budget
+budget.FORK_MIN_RECORDS = 0
+budget.FORK_MIN_LOG_BYTES = 0
+LATER = ("treediff.align.summaries", "treediff.report.compare", "treediff.render.text")
+parent, real_fork, seen = os.getpid(), os.fork, []
+def fork():
+    if not seen:
+        seen.append(1)
+        sys.stderr.write("AT-FORK " + " ".join(m for m in LATER if m in sys.modules) + "\\n")
+    return real_fork()
+os.fork = fork
+import treediff.parse.source as source
+real_parse = source.parse_logs_into
+def parse_logs_into(*args, **kwargs):
+    before = set(sys.modules)
+    try:
+        return real_parse(*args, **kwargs)
+    finally:
+        if os.getpid() != parent:
+            new = sorted(set(sys.modules) - before)
+            sys.stderr.write(f"CHILD-IMPORTED {len(new)} {' '.join(new[:20])}\\n")
+source.parse_logs_into = parse_logs_into
+from treediff.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_the_child_inherits_the_parsers_modules_and_compare_imports_the_rest_while_it_parses(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TREEDIFF_FORK="1", OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _IMPORTS_AT_FORK, "compare", str(TRACES / "typhoon_batch3.log"),
+                           str(TRACES / "stockfish_batch3.log"), "--format", "json", "-o", str(tmp_path / "o.json")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    # The aligner, the tables and the renderer were not imported yet when the parse's child was forked
+    # (compare imports them while the child parses) ...
+    assert [line for line in lines if line.startswith("AT-FORK")] == ["AT-FORK "]
+    # ... and the child's parse imported nothing: polars, pandas and the parser came with the fork.
+    assert [line for line in lines if line.startswith("CHILD-IMPORTED")] == ["CHILD-IMPORTED 0 "]

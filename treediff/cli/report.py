@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import click
 
@@ -73,6 +74,16 @@ class _ForkedParse:
     @classmethod
     def start(cls, logs: list, tick, options: dict) -> _ForkedParse | None:
         """The child parsing ``logs`` (its progress to ``tick``, bytes); None when this process may not fork."""
+        # What a parse imports (the parser, polars, pandas and pyarrow's converter for the searches table, the
+        # spill) imported here, once: the child inherits it (~0.4 s of CPU it would import again beside this
+        # process's own parse; a test lists what the child's parse imports).
+        import pandas  # noqa: F401
+        import pyarrow.pandas_compat  # noqa: F401
+        import pyarrow.vendored.version  # noqa: F401  (pandas_compat imports it on first use)
+
+        import treediff.parse.pipeline  # noqa: F401
+        import treediff.store.iterations  # noqa: F401
+        import treediff.store.spill  # noqa: F401
         from treediff.parse.source import parse_logs_into, scratch_dir
         from treediff.render.progress import paused
         from treediff.run.forked import fork_allowed, in_background
@@ -126,13 +137,17 @@ class _ForkedParse:
 
 
 def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool = False,
-               fork: bool = False) -> list:
+               fork: bool = False, meanwhile: Callable[[], object] | None = None) -> list:
     """Each input as its own Source, the logs parsed at the same time (:func:`treediff.parse.source.open_each`);
     warnings echoed in input order, as opening them one by one with :func:`_open` would.
 
     ``fork`` (``compare``): when the first input is a log, it is parsed in a forked child while this process
     parses the others (:class:`_ForkedParse`): two parses on threads of one process share its GIL, in two
-    processes they do not.  Only from ``store.budget.FORK_MIN_LOG_BYTES`` of logs."""
+    processes they do not.  Only from ``store.budget.FORK_MIN_LOG_BYTES`` of logs.
+
+    ``meanwhile``: called once before this process parses, after the child started when there is one (compare
+    imports its other modules there: ~0.2 s of CPU the child's parse then overlaps, where it used to come
+    before the fork)."""
     import contextlib
     import os
 
@@ -152,6 +167,8 @@ def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool =
         ticks = [steps.enter_context(parsing([path])) for path in inputs]
         first = steps.enter_context(_ForkedParse.start(inputs[:1], ticks[0], options) or contextlib.nullcontext()) \
             if fork else None
+        if meanwhile is not None:
+            meanwhile()
         if first is None:
             for source in open_each(inputs, progresses=ticks, **options):
                 echo_warnings(source.warnings)
@@ -348,10 +365,6 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
 
     With three or more inputs the first is the reference and each other is shown side by side with it.
     """
-    from treediff.align.summaries import PositionAligner, divergences
-    from treediff.report.compare import compare_sources, select_engine
-    from treediff.run.forked import fork_allowed, in_background
-
     if len(inputs) < 2:
         raise click.UsageError("compare needs at least two inputs: A B [C...]")
     a, b, *rest = inputs
@@ -362,7 +375,12 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         gate = parse_gate(fail_if, len(inputs))  # a bad expression fails before anything is read
     fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
     _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
-    source_a, source_b, *others = _open_each(inputs, engine, positions, keep_complete, fork=True)
+    source_a, source_b, *others = _open_each(inputs, engine, positions, keep_complete, fork=True,
+                                             meanwhile=_compare_modules)
+    from treediff.align.summaries import PositionAligner, divergences
+    from treediff.report.compare import compare_sources, select_engine
+    from treediff.run.forked import fork_allowed, in_background
+
     engines = [_engines(source_a.searches, engine_a), _engines(source_b.searches, engine_b),
                *(_engines(o.searches, None) for o in others)]
     names = [_default_label(engines, i, path) for i, path in enumerate(inputs)]
@@ -437,6 +455,14 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
         click.echo(f"compare: --fail-if {'holds' if verdict.failed else 'does not hold'}: {verdict.message}", err=True)
         if verdict.failed:
             raise SystemExit(1)
+
+
+def _compare_modules() -> None:
+    """Import what compare uses after its parse (pandas, the aligner, the tables: ~0.2 s), while the forked
+    child parses the first log: imported before the fork, they delayed the child's start by as much."""
+    import treediff.align.summaries  # noqa: F401
+    import treediff.render.text  # noqa: F401
+    import treediff.report.compare  # noqa: F401
 
 
 def _divergences_fit(source_a, source_b, engine_a, engine_b, limit) -> bool:
