@@ -126,7 +126,8 @@ def test_leaving_the_block_stops_the_child_and_it_removes_only_its_own_scratch(n
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="tables failed"):
         with in_background(work) as job:
-            assert wait_until(marker.exists, 10)
+            # (written, not only made: write_text makes the file empty first, and Path("") is ".")
+            assert wait_until(lambda: marker.exists() and marker.read_text() != "", 10)
             child_dir = Path(marker.read_text())
             assert child_dir.is_dir()
             raise RuntimeError("tables failed")
