@@ -45,7 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZES = {"1m": 1_000_000, "2m": 2_000_000, "5m": 5_000_000, "10m": 10_000_000, "20m": 20_000_000,
          "100m": 100_000_000}
 DIALECTS = ("typhoon", "stockfish")
-TREEDIFF = "from treediff.cli import main; main()"
+#: The console script's own entry (``treediff.cli.run``; ``main`` in a checkout from before it existed).
+TREEDIFF = "import treediff.cli as cli; getattr(cli, 'run', cli.main)()"
 
 
 def _lines(label: str) -> int:

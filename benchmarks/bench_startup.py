@@ -36,7 +36,8 @@ from typing import Iterator
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_LOG = ROOT / "fixtures" / "traces" / "typhoon_start.log"
 SMALL_B = ROOT / "fixtures" / "traces" / "crafty_start.log"  # SAN: its paths are replayed on python-chess boards
-ENTRY = "import sys; from treediff.cli import main; sys.argv[0] = 'treediff'; sys.exit(main())"
+#: The console script's own entry (``treediff.cli.run``; ``main`` in a checkout from before it existed).
+ENTRY = "import sys; import treediff.cli as cli; sys.argv[0] = 'treediff'; sys.exit(getattr(cli, 'run', cli.main)())"
 
 
 def run_once(argv: list[str], pythonpath: str | None, extra_env: dict[str, str] | None = None,

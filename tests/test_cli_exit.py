@@ -1,0 +1,154 @@
+"""The ``treediff`` console script (``treediff.cli.run``) ends the process without the interpreter's teardown
+after the commands that write only through files they close (``FAST_EXIT_COMMANDS``): the same outputs, exit
+statuses and messages as :func:`treediff.cli.main` exiting the usual way, the ``atexit`` handlers run, and
+the usual exit wherever something is unusual."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import treediff.cli as cli
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT / "fixtures" / "traces"
+
+#: ``python -c SCRIPT ENTRY ARGS...``: ``treediff ARGS`` through ``treediff.cli.ENTRY`` (run or main).  An object
+#: of ``__main__`` says TORN-DOWN on stderr when the interpreter's teardown frees it, and an atexit handler
+#: says AT-EXIT.
+_SCRIPT = """
+import atexit, sys
+class Sentinel:
+    def __del__(self):
+        sys.stderr.write("TORN-DOWN\\n")
+keep = Sentinel()
+atexit.register(lambda: sys.stderr.write("AT-EXIT\\n"))
+import treediff.cli
+entry = getattr(treediff.cli, sys.argv[1])
+sys.argv = ["treediff", *sys.argv[2:]]
+sys.exit(entry())
+"""
+
+
+def _treediff(entry: str, *args, tmp: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TMPDIR=str(tmp), OPENBLAS_NUM_THREADS="1", TREEDIFF_FORK="0")
+    return subprocess.run([sys.executable, "-c", _SCRIPT, entry, *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _scratch(tmp_path: Path, name: str) -> Path:
+    directory = tmp_path / name
+    directory.mkdir()
+    return directory
+
+
+@pytest.mark.parametrize("case", ["report-stdout", "report-error", "compare-json", "usage-error", "diff", "info"])
+def test_the_fast_exit_gives_what_the_usual_exit_gives(case, tmp_path):
+    a, b, c = TRACES / "typhoon_start.log", TRACES / "stockfish_start.log", TRACES / "crafty_start.log"
+    args = {
+        # ~34 kB of CSV through a pipe (stdout's buffer holds 8 kB): all of it must be flushed before the end
+        "report-stdout": ["report", a, b, c, "--table", "all", "--by", "engine,ply", "--format", "csv"],
+        "report-error": ["report", tmp_path / "missing.log"],
+        "compare-json": ["compare", a, b, "--format", "json"],
+        "usage-error": ["compare", a],
+        "diff": ["diff", a, b, "--format", "json"],
+        "info": ["info", c],
+    }[case]
+    fast = _treediff("run", *args, tmp=_scratch(tmp_path, "fast"))
+    usual = _treediff("main", *args, tmp=_scratch(tmp_path, "usual"))
+    assert "TORN-DOWN" in usual.stderr  # (what tells the two exits apart)
+    assert "TORN-DOWN" not in fast.stderr, "run() tore the interpreter down"
+    assert "AT-EXIT" in fast.stderr.splitlines(), "the atexit handlers did not run"
+    assert fast.returncode == usual.returncode
+    assert fast.returncode == (0 if "error" not in case else 2)
+    assert fast.stdout == usual.stdout
+    assert fast.stderr.replace("TORN-DOWN\n", "") == usual.stderr.replace("TORN-DOWN\n", "")
+    if case == "report-stdout":
+        assert len(fast.stdout) > 20_000
+    # The parse's scratch directories are removed (by the commands and their atexit handlers) either way.
+    assert list((tmp_path / "fast").iterdir()) == [] and list((tmp_path / "usual").iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["compare", "parse"])
+def test_a_written_output_file_is_complete(command, tmp_path):
+    a, b = TRACES / "typhoon_start.log", TRACES / "stockfish_start.log"
+    outputs = {}
+    for entry in ("run", "main"):
+        out = tmp_path / f"{entry}.out"
+        args = ["compare", a, b, "--format", "json"] if command == "compare" else ["parse", a]
+        done = _treediff(entry, *args, "-o", out, tmp=_scratch(tmp_path, entry))
+        assert done.returncode == 0, done.stderr
+        outputs[entry] = out.read_bytes()
+    assert outputs["run"] == outputs["main"] and len(outputs["run"]) > 1000
+
+
+@pytest.mark.parametrize("args", [["whatif", "--help"], ["--help"], ["--version"]])
+def test_other_commands_exit_the_usual_way(args, tmp_path):
+    done = _treediff("run", *args, tmp=_scratch(tmp_path, "t"))
+    assert done.returncode == 0, done.stderr
+    assert "TORN-DOWN" in done.stderr
+
+
+class _Exited(Exception):
+    pass
+
+
+@pytest.fixture
+def exits(monkeypatch):
+    """os._exit and atexit's handlers recorded instead of run (pytest's own handlers must not run here)."""
+    calls: list = []
+
+    def fake_exit(status):
+        calls.append(("exit", status))
+        raise _Exited
+
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr(cli.atexit, "_run_exitfuncs", lambda: calls.append(("atexit",)))
+    return calls
+
+
+@pytest.mark.parametrize("code, status", [(None, 0), (0, 0), (2, 2), (130, 130)])
+def test_exit_at_once_runs_the_handlers_then_exits_with_the_status(exits, code, status):
+    with pytest.raises(_Exited):
+        cli._exit_at_once(code)
+    assert exits == [("atexit",), ("exit", status)]
+
+
+def test_exit_at_once_leaves_a_message_status_to_the_usual_exit(exits):
+    cli._exit_at_once("treediff: something")
+    assert exits == []
+
+
+def test_exit_at_once_waits_for_a_running_thread_the_usual_way(exits):
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        cli._exit_at_once(0)
+        assert exits == []
+    finally:
+        stop.set()
+        thread.join()
+    daemon = threading.Thread(target=stop.wait, daemon=True)  # (the usual exit does not wait for a daemon)
+    stop.clear()
+    daemon.start()
+    try:
+        with pytest.raises(_Exited):
+            cli._exit_at_once(0)
+    finally:
+        stop.set()
+        daemon.join()
+
+
+def test_exit_at_once_leaves_a_stream_that_cannot_be_flushed_to_the_usual_exit(exits, monkeypatch):
+    class ClosedPipe:
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    cli._exit_at_once(0)
+    assert exits == []
