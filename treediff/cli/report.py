@@ -146,8 +146,8 @@ def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool =
     processes they do not.  Only from ``store.budget.FORK_MIN_LOG_BYTES`` of logs.
 
     ``meanwhile``: called once before this process parses, after the child started when there is one (compare
-    imports its other modules there: ~0.2 s of CPU the child's parse then overlaps, where it used to come
-    before the fork)."""
+    imports its other modules there: ~0.1 s the child's parse then overlaps, where it used to come before the
+    fork)."""
     import contextlib
     import os
 
@@ -458,7 +458,7 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
 
 
 def _compare_modules() -> None:
-    """Import what compare uses after its parse (pandas, the aligner, the tables: ~0.2 s), while the forked
+    """Import what compare uses after its parse (the aligner, the tables, the renderer: ~0.1 s) while the forked
     child parses the first log: imported before the fork, they delayed the child's start by as much."""
     import treediff.align.summaries  # noqa: F401
     import treediff.render.text  # noqa: F401
