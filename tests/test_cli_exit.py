@@ -21,10 +21,10 @@ TRACES = ROOT / "fixtures" / "traces"
 #: of ``__main__`` says TORN-DOWN on stderr when the interpreter's teardown frees it, and an atexit handler
 #: says AT-EXIT.
 _SCRIPT = """
-import atexit, sys
+import atexit, os, sys
 class Sentinel:
-    def __del__(self):
-        sys.stderr.write("TORN-DOWN\\n")
+    def __del__(self, write=os.write):  # (late in a teardown sys.stderr is gone: the fd, through a default)
+        write(2, b"TORN-DOWN\\n")
 keep = Sentinel()
 atexit.register(lambda: sys.stderr.write("AT-EXIT\\n"))
 import treediff.cli
@@ -99,8 +99,19 @@ class _Exited(Exception):
 
 @pytest.fixture
 def exits(monkeypatch):
-    """os._exit and atexit's handlers recorded instead of run (pytest's own handlers must not run here)."""
+    """os._exit and atexit's handlers recorded instead of run (pytest's own handlers must not run here); the
+    threads ``_exit_at_once`` sees are the main thread and those a test starts (other tests of this process
+    may have left threads of their own)."""
     calls: list = []
+    mine = {threading.main_thread()}
+    real_thread_start = threading.Thread.start
+
+    def start(self):
+        mine.add(self)
+        real_thread_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    monkeypatch.setattr(cli.threading, "enumerate", lambda: [t for t in mine if t.is_alive()])
 
     def fake_exit(status):
         calls.append(("exit", status))

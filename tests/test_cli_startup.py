@@ -383,3 +383,71 @@ def test_numpy_loads_with_one_blas_thread_unless_the_user_chose(user_value):
     out = subprocess.run([sys.executable, "-c", _BLAS_THREADS_WHEN_NUMPY_LOADS, "info", str(FIXTURE)],
                          capture_output=True, text=True, timeout=120, check=True, env=env)
     assert out.stdout.strip() == repr([user_value or "1"])
+
+
+# --- the commands' heavy imports run with the cyclic garbage collector paused (cli.common.importing) ---------
+
+
+@pytest.fixture
+def gc_state():
+    import gc
+
+    enabled = gc.isenabled()
+    yield gc
+    gc.unfreeze()  # (what a test froze goes back to the collector's generations)
+    (gc.enable if enabled else gc.disable)()
+
+
+def test_importing_pauses_the_collector_then_freezes_what_was_made(gc_state):
+    from treediff.cli.common import importing
+
+    gc = gc_state
+    gc.enable()
+    before = gc.get_freeze_count()
+    with importing():
+        assert not gc.isenabled()
+        made = [[i] for i in range(5000)]  # container objects, as a module's functions and dicts are
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= before + len(made)
+
+
+def test_importing_nested_or_failing_leaves_the_collector_as_it_found_it(gc_state):
+    from treediff.cli.common import importing
+
+    gc = gc_state
+    gc.enable()
+    with importing():
+        with importing():
+            pass
+        assert not gc.isenabled()  # (the outer block still imports)
+    assert gc.isenabled()
+    with pytest.raises(ImportError):
+        with importing():
+            import treediff_no_such_module  # noqa: F401
+    assert gc.isenabled()
+    gc.disable()  # a collector someone else paused stays paused
+    with importing():
+        pass
+    assert not gc.isenabled()
+
+
+_GC_AT_EXIT = """
+import atexit, gc, sys
+atexit.register(lambda: sys.stderr.write(f"GC {gc.isenabled()} {gc.get_freeze_count()}\\n"))
+from treediff.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "diff"])
+def test_report_compare_and_diff_import_with_the_collector_paused(command, tmp_path):
+    traces = FIXTURE.parent
+    args = {"report": ["report", traces / "typhoon_start.log"],
+            "compare": ["compare", traces / "typhoon_start.log", traces / "crafty_start.log"],
+            "diff": ["diff", traces / "typhoon_start.log", traces / "stockfish_start.log"]}[command]
+    done = subprocess.run([sys.executable, "-c", _GC_AT_EXIT, *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    enabled, frozen = [line.split()[1:] for line in done.stderr.splitlines() if line.startswith("GC ")][-1]
+    assert enabled == "True"  # (collecting again after the imports)
+    assert int(frozen) > 100_000  # the objects of pandas, polars and pyarrow's modules, frozen by the block

@@ -5,10 +5,12 @@ imports click and the standard library only (issue 17: start-up).
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
@@ -24,6 +26,23 @@ keep_complete_option = click.option(
 #: The formats an ``-o`` name's extension implies when ``--format`` is not given (report, compare, diff).
 EXTENSION_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".md": "markdown",
                      ".markdown": "markdown", ".html": "html", ".htm": "html", ".txt": "table"}
+
+
+@contextlib.contextmanager
+def importing() -> Iterator[None]:
+    """A block of a command's heavy imports (pandas, polars, pyarrow, the tables, the aligner) with Python's
+    cyclic garbage collector paused, the objects they made then frozen (``gc.freeze``: left out of every later
+    collection; modules live to the end anyway).  Collected as they came, the ~half a million objects of those
+    modules cost 30 ms of a small log's 0.47 s report (about 220 collections, one of them full; docs/
+    PERFORMANCE.md, eleventh session).  Nested blocks leave it to the outermost; an error re-enables it too."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.freeze()
+            gc.enable()
 
 
 def echo_warnings(warnings: list[str], limit: int = 40) -> None:

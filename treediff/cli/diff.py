@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from treediff.cli.common import keep_complete_option
+from treediff.cli.common import importing, keep_complete_option
 from treediff.cli.sides import memory_limit_option
 
 from treediff.model.errors import InputError
@@ -119,11 +119,12 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     divergences: every node counted once, at its topmost differing row
     (`treediff docs align`), the largest, the total and its breakdowns.
     """
-    from treediff.align import align, kind_confusion
-    from treediff.align.attribution import difference
-    from treediff.align.summaries import divergence_summary
-    from treediff.align.view import fold, normalize_path, select_rows
-    from treediff.render import diffview as render
+    with importing():
+        from treediff.align import align, kind_confusion
+        from treediff.align.attribution import difference
+        from treediff.align.summaries import divergence_summary
+        from treediff.align.view import fold, normalize_path, select_rows
+        from treediff.render import diffview as render
 
     if under is not None and drill is not None:
         raise InputError("use one of --under and --drill (--drill PATH shows PATH's subtree, as --under does)")

@@ -6,7 +6,7 @@ from typing import Callable
 
 import click
 
-from treediff.cli.common import echo_warnings, format_from_output, keep_complete_option
+from treediff.cli.common import echo_warnings, format_from_output, importing, keep_complete_option
 from treediff.cli.sides import _memory_limit, memory_limit_option
 from treediff.render import FORMATS, emit
 
@@ -77,13 +77,14 @@ class _ForkedParse:
         # What a parse imports (the parser, polars, pandas and pyarrow's converter for the searches table, the
         # spill) imported here, once: the child inherits it (~0.4 s of CPU it would import again beside this
         # process's own parse; a test lists what the child's parse imports).
-        import pandas  # noqa: F401
-        import pyarrow.pandas_compat  # noqa: F401
-        import pyarrow.vendored.version  # noqa: F401  (pandas_compat imports it on first use)
+        with importing():
+            import pandas  # noqa: F401
+            import pyarrow.pandas_compat  # noqa: F401
+            import pyarrow.vendored.version  # noqa: F401  (pandas_compat imports it on first use)
 
-        import treediff.parse.pipeline  # noqa: F401
-        import treediff.store.iterations  # noqa: F401
-        import treediff.store.spill  # noqa: F401
+            import treediff.parse.pipeline  # noqa: F401
+            import treediff.store.iterations  # noqa: F401
+            import treediff.store.spill  # noqa: F401
         from treediff.parse.source import parse_logs_into, scratch_dir
         from treediff.render.progress import paused
         from treediff.run.forked import fork_allowed, in_background
@@ -261,10 +262,11 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     are read partition by partition, so memory does not grow with the dataset
     (`treediff docs scaling`).
     """
-    from treediff.report.core import ReportOptions, build_report, parse_tables
-    from treediff.report.filters import under_view
-    from treediff.run.forked import in_background
-    from treediff.report.grouping import parse_by
+    with importing():
+        from treediff.report.core import ReportOptions, build_report, parse_tables
+        from treediff.report.filters import under_view
+        from treediff.report.grouping import parse_by
+        from treediff.run.forked import in_background
 
     names = parse_tables(tables)
     keys = parse_by(by)
@@ -459,10 +461,13 @@ def compare(inputs, fmt, output, allow_different_positions, depth, engine_a, eng
 
 def _compare_modules() -> None:
     """Import what compare uses after its parse (the aligner, the tables, the renderer: ~0.1 s) while the forked
-    child parses the first log: imported before the fork, they delayed the child's start by as much."""
-    import treediff.align.summaries  # noqa: F401
-    import treediff.render.text  # noqa: F401
-    import treediff.report.compare  # noqa: F401
+    child parses the first log: imported before the fork, they delayed the child's start by as much.  (Without
+    a fork, the parser's modules too: this process parses every log then.)"""
+    with importing():
+        import treediff.align.summaries  # noqa: F401
+        import treediff.parse.pipeline  # noqa: F401
+        import treediff.render.text  # noqa: F401
+        import treediff.report.compare  # noqa: F401
 
 
 def _divergences_fit(source_a, source_b, engine_a, engine_b, limit) -> bool:
