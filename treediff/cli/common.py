@@ -32,16 +32,21 @@ EXTENSION_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson
 def importing() -> Iterator[None]:
     """A block of a command's heavy imports (pandas, polars, pyarrow, the tables, the aligner) with Python's
     cyclic garbage collector paused, the objects they made then frozen (``gc.freeze``: left out of every later
-    collection; modules live to the end anyway).  Collected as they came, the ~half a million objects of those
-    modules cost 30 ms of a small log's 0.47 s report (about 220 collections, one of them full; docs/
-    PERFORMANCE.md, eleventh session).  Nested blocks leave it to the outermost; an error re-enables it too."""
+    collection; modules live to the end anyway).  Collected as they came, the objects of those modules cost
+    30 ms of a small log's 0.47 s report (about 220 collections, one of them full; docs/PERFORMANCE.md,
+    eleventh session).  Nested blocks leave it to the outermost; an error re-enables it too.
+
+    Only a process that has frozen nothing yet freezes: one that runs commands again and again (the tests,
+    through click's runner) would otherwise keep, frozen, whatever garbage was waiting for a collection at
+    each command's start."""
     paused = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if paused:
-            gc.freeze()
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
             gc.enable()
 
 

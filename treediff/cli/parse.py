@@ -10,7 +10,7 @@ import click
 from treediff.model.errors import InputError
 from treediff.model.text import printable
 from treediff.store.magic import is_parquet_file
-from treediff.cli.common import echo_warnings, keep_complete_option
+from treediff.cli.common import echo_warnings, importing, keep_complete_option
 from treediff.parse.dialects import DIALECTS
 
 #: Inputs smaller than this parse without a progress bar.
@@ -75,7 +75,8 @@ def parse_command(logs, output, engine, positions, strict, all_contexts, keep_co
     from treediff.model.schema import searches_path_for
     from treediff.store.files import check_output
 
-    from treediff.parse.core import parse_to_parquet
+    with importing():
+        from treediff.parse.core import parse_to_parquet
 
     to_stdout = output == "-"
     if to_stdout and sys.stdout.isatty():
@@ -137,7 +138,8 @@ def _searches_rows(path: str, engine: str) -> list[dict]:
                                  "(write both with `treediff parse`)")
             # ParquetFile.read, not pq.read_table: the latter goes through pyarrow.dataset, which imports pandas.
             return pq.ParquetFile(spath).read().to_pylist()
-        from treediff.parse.core import parse_logs
+        with importing():
+            from treediff.parse.core import parse_logs
 
         return parse_logs([path], engine=engine).searches.to_pylist()
     from treediff.parse.source import open_source  # datasets; and the errors for missing or odd paths
