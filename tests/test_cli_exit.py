@@ -5,6 +5,7 @@ the usual exit wherever something is unusual."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 import treediff.cli as cli
+from support.forking import stop_while_stuck
+from support.runner_helpers import pid_alive
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "fixtures" / "traces"
@@ -161,3 +164,15 @@ def test_exit_at_once_leaves_a_stream_that_cannot_be_flushed_to_the_usual_exit(e
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     cli._exit_at_once(0)
     assert exits == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_command_stopped_by_a_signal_still_reaps_its_child_and_leaves_no_scratch(tmp_path, signum):
+    """Through the console script's entry: the signal ends the command with 128 + signum, the fast exit
+    follows, and the divergences' child (stuck) is reaped and the parse's scratch removed before it."""
+    status, err, child, scratch = stop_while_stuck(
+        tmp_path, "treediff.align.summaries.divergences",
+        ["compare", str(TRACES / "typhoon_batch3.log"), str(TRACES / "stockfish_batch3.log")], signum, entry="run")
+    assert status == 128 + signum, err
+    assert not pid_alive(child), "the aligning child outlived compare"
+    assert list(scratch.iterdir()) == [], "scratch left behind"

@@ -66,8 +66,12 @@ _STUCK = textwrap.dedent("""
     import treediff.store.budget as budget
     budget.FORK_MIN_RECORDS = 0
     budget.FORK_MIN_LOG_BYTES = 0
-    from treediff.cli import main
-    main(sys.argv[4:])
+    import treediff.cli
+    if os.environ.get("TEST_CLI_ENTRY") == "run":  # the console script's entry (its exit skips the teardown)
+        sys.argv = ["treediff", *sys.argv[4:]]
+        treediff.cli.run()
+    else:
+        treediff.cli.main(sys.argv[4:])
 """)
 
 
@@ -76,11 +80,13 @@ def _sigint_default() -> None:
 
 
 def stop_while_stuck(tmp_path: Path, stuck: str, args: list[str], signum: int,
-                     scratch_made: int | None = None, child_only: bool = False) -> tuple[int, str, int, Path]:
+                     scratch_made: int | None = None, child_only: bool = False,
+                     entry: str = "main") -> tuple[int, str, int, Path]:
     """Run ``treediff ARGS`` with ``stuck`` ("module.name": what its forked child runs) hanging, send ``signum``
     once the child is in it, and return (exit status, stderr, the child's pid, the command's TMPDIR).
     ``scratch_made``: the scratch directories the command must hold when the signal is sent.  ``child_only``:
-    the command's own process runs ``stuck`` too, as it is (only the child hangs)."""
+    the command's own process runs ``stuck`` too, as it is (only the child hangs).  ``entry``: ``treediff.cli``'s
+    ``main`` or ``run`` (the console script's)."""
     module, name = stuck.rsplit(".", 1)
     marker = tmp_path / "child.pid"
     scratch = tmp_path / "tmp"
@@ -88,6 +94,7 @@ def stop_while_stuck(tmp_path: Path, stuck: str, args: list[str], signum: int,
     env = dict(os.environ, TMPDIR=str(scratch), OPENBLAS_NUM_THREADS="1")
     if child_only:
         env["TEST_STUCK_IN_CHILD_ONLY"] = "1"
+    env["TEST_CLI_ENTRY"] = entry
     env.pop("TREEDIFF_FORK", None)
     # SIGINT at its default in the command (Python then raises KeyboardInterrupt for it): a test run started
     # in the background has SIGINT ignored, which the command would inherit and, by design, keep ignoring.
