@@ -386,3 +386,46 @@ def test_a_child_stuck_while_the_parent_helps_is_replaced(no_leftovers, monkeypa
         assert job.result() == "here"
         assert job.stalled
     assert not pid_alive(job.pid)
+
+
+#: ``python -c NEVER_ENTERED MARKER``: forks a child that ignores SIGTERM (so that this process's death,
+#: PR_SET_PDEATHSIG, does not end it either), waits until it runs, and leaves with status 3 without ever
+#: entering its ``with`` block: as when a signal comes between the fork and the caller's ``with``.
+_NEVER_ENTERED = textwrap.dedent("""
+    import os, signal, sys, time
+    from treediff.run import forked
+    forked.STOP_GRACE = 0.3
+    marker = sys.argv[1]
+
+    def work(progress):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with open(marker + ".part", "w") as fh:
+            fh.write(str(os.getpid()))
+        os.rename(marker + ".part", marker)
+        time.sleep(60)
+
+    job = forked.in_background(work, fork=True)
+    while not os.path.exists(marker):
+        time.sleep(0.01)
+    raise SystemExit(3)
+""")
+
+
+def test_a_child_whose_block_was_never_entered_is_reaped_at_exit(tmp_path):
+    marker = tmp_path / "child.pid"
+    proc = subprocess.run([sys.executable, "-c", _NEVER_ENTERED, str(marker)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env=dict(os.environ, TREEDIFF_FORK="1"))
+    child = int(marker.read_text())
+    try:
+        assert proc.returncode == 3, proc.stderr
+        assert not pid_alive(child), "the child outlived the process that forked it"
+    finally:
+        if pid_alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_a_reaped_child_is_not_kept_for_the_exit(no_leftovers):
+    with in_background(lambda progress: os.getpid()) as job:
+        assert job.pid in forked._UNREAPED
+        assert job.result() == job.pid
+    assert job.pid not in forked._UNREAPED

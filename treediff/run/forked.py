@@ -48,6 +48,7 @@ How, and what is guaranteed:
 """
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import queue
@@ -64,6 +65,29 @@ _T = TypeVar("_T")
 
 #: Seconds a stopped child has to end (it unwinds: its scratch directories are removed) before SIGKILL.
 STOP_GRACE = 5.0
+
+#: Children forked and not yet reaped (pid -> their Background), reaped at exit whatever happened: a signal
+#: that comes after the fork but before the caller's ``with`` (the CLI raises it as an exception) would
+#: otherwise leave the child running once this process is gone (until ``PR_SET_PDEATHSIG`` ends it, later).
+_UNREAPED: dict[int, "Background[Any]"] = {}
+_REAPED_AT_EXIT = False
+
+
+def _reap_unreaped() -> None:
+    """Stop and reap every child still unreaped (an ``atexit`` handler: both of the CLI's exits run it)."""
+    for job in list(_UNREAPED.values()):
+        job._reap()
+
+
+def _reap_at_exit() -> None:
+    """Register :func:`_reap_unreaped` once, after the scratch directories' removal (handlers run last
+    registered first: a child still writing into a scratch directory is stopped before it is removed)."""
+    global _REAPED_AT_EXIT
+    if not _REAPED_AT_EXIT:
+        import treediff.parse.source  # noqa: F401  (registers its scratch removal first)
+
+        atexit.register(_reap_unreaped)
+        _REAPED_AT_EXIT = True
 #: The environment variable that turns forking off (``0``): the work then runs in this process.
 FORK_VARIABLE = "TREEDIFF_FORK"
 #: Seconds between two progress messages the child sends (the last one is always sent).
@@ -164,8 +188,10 @@ class Background(Generic[_T]):
         pieces = os.pipe() if self.helping else None
         answers = os.pipe() if self.helping else None
         parent = os.getpid()
+        _reap_at_exit()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's side is tested through its effects (tests/run/test_forked.py)
+            _UNREAPED.clear()  # (the parent's children: not this process's to reap)
             os.close(read_fd)
             helper = None
             if pieces is not None and answers is not None:
@@ -173,12 +199,14 @@ class Background(Generic[_T]):
                 os.close(answers[1])
                 helper = Helper(pieces[1], answers[0])
             _child(self._work, write_fd, parent, self.name, helper, self.helping)
+        self.pid = pid
+        _UNREAPED[pid] = self
         os.close(write_fd)
         if pieces is not None and answers is not None:
             os.close(pieces[1])
             os.close(answers[0])
             self._pieces_fd, self._answers_fd = pieces[0], answers[1]
-        self.pid, self._fd = pid, read_fd
+        self._fd = read_fd
         self._reader = threading.Thread(target=self._read, name="treediff-background-reader", daemon=True)
         self._reader.start()
 
@@ -318,6 +346,7 @@ class Background(Generic[_T]):
                     _signal(pid, signal.SIGKILL)
                     done, status = os.waitpid(pid, 0)
             self._status = status
+            _UNREAPED.pop(pid, None)
             for reader in (self._reader, self._help_reader):
                 if reader is not None:
                     reader.join()  # the child's ends of the pipes are closed: each reader has read to its end
