@@ -90,6 +90,8 @@ def _reap_at_exit() -> None:
 
         atexit.register(_reap_unreaped)
         _REAPED_AT_EXIT = True
+
+
 #: The environment variable that turns forking off (``0``): the work then runs in this process.
 FORK_VARIABLE = "TREEDIFF_FORK"
 #: Seconds between two progress messages the child sends (the last one is always sent).
