@@ -429,3 +429,42 @@ def test_a_reaped_child_is_not_kept_for_the_exit(no_leftovers):
         assert job.pid in forked._UNREAPED
         assert job.result() == job.pid
     assert job.pid not in forked._UNREAPED
+
+
+#: ``python -c SIGNAL_AT_FORK``: a SIGTERM that comes while the process forks (sent, and handled, inside an
+#: at-fork callback, where Python prints and drops any exception), under the CLI's interrupting handlers.
+_SIGNAL_AT_FORK = textwrap.dedent("""
+    import os, signal, sys, time
+    from treediff.run import forked
+    from treediff.run.signals import interrupt_status, interrupting
+
+    def terminate_me():
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10_000):  # (bytecodes: the handler runs among them, inside the callback)
+            pass
+
+    os.register_at_fork(after_in_parent=terminate_me)
+    try:
+        with interrupting():
+            with forked.in_background(lambda progress: time.sleep(3), fork=True) as job:
+                print("CHILD", job.pid, flush=True)
+                job.result()
+            print("COMPLETED", flush=True)
+    except KeyboardInterrupt as exc:
+        print("INTERRUPTED", interrupt_status(exc), flush=True)
+    print("UNREAPED", sorted(forked._UNREAPED), flush=True)
+""")
+
+
+def test_a_signal_during_the_fork_is_raised_after_it_not_lost():
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_AT_FORK], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, TREEDIFF_FORK="1"))
+    lines = proc.stdout.splitlines()
+    assert "INTERRUPTED 143" in lines, (proc.stdout, proc.stderr)
+    assert "COMPLETED" not in lines
+    assert "Exception ignored" not in proc.stderr, proc.stderr
+    # The signal was raised once the child was registered: the at-exit reaping has it (it was never entered).
+    unreaped = [line for line in lines if line.startswith("UNREAPED")]
+    assert unreaped and unreaped[-1] != "UNREAPED []"
+    for pid in map(int, unreaped[-1].split(" ", 1)[1].strip("[]").split(", ")):
+        assert not pid_alive(pid), "the child outlived the process"

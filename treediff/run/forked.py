@@ -193,18 +193,22 @@ class Background(Generic[_T]):
         answers = os.pipe() if self.helping else None
         parent = os.getpid()
         _reap_at_exit()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child's side is tested through its effects (tests/run/test_forked.py)
-            _UNREAPED.clear()  # (the parent's children: not this process's to reap)
-            os.close(read_fd)
-            helper = None
-            if pieces is not None and answers is not None:
-                os.close(pieces[0])
-                os.close(answers[1])
-                helper = Helper(pieces[1], answers[0])
-            _child(self._work, write_fd, parent, self.name, helper, self.helping)
-        self.pid = pid
-        _UNREAPED[pid] = self
+        # A signal during the fork is raised after it, once the child is registered: Python runs its handler
+        # where it comes, and an exception raised inside an at-fork callback (logging's, e.g.) is printed and
+        # dropped, so a SIGTERM there was lost and the command ran to its end (status 0).
+        with deferred():
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child's side is tested through its effects (test_forked.py)
+                _UNREAPED.clear()  # (the parent's children: not this process's to reap)
+                os.close(read_fd)
+                helper = None
+                if pieces is not None and answers is not None:
+                    os.close(pieces[0])
+                    os.close(answers[1])
+                    helper = Helper(pieces[1], answers[0])
+                _child(self._work, write_fd, parent, self.name, helper, self.helping)
+            self.pid = pid
+            _UNREAPED[pid] = self
         os.close(write_fd)
         if pieces is not None and answers is not None:
             os.close(pieces[1])
