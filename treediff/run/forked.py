@@ -22,7 +22,9 @@ How, and what is guaranteed:
   or SIGHUP, which the CLI raises as exceptions) stops a child still running (SIGTERM, then SIGKILL after
   :data:`STOP_GRACE` seconds) and waits for it, inside :func:`treediff.run.signals.deferred`.  A child whose
   ``with`` block was never entered (a signal between the fork and the caller's ``with``) is stopped and
-  reaped the same way by an ``atexit`` handler, before the scratch directories are removed.  The child
+  reaped the same way by an ``atexit`` handler, before the scratch directories are removed.  The fork itself
+  runs inside :func:`~treediff.run.signals.deferred` (a signal handled inside an at-fork callback would be
+  dropped: Python prints such an exception and goes on).  The child
   gets SIGTERM if this process dies (``PR_SET_PDEATHSIG``, Linux), and ignores SIGINT (a Ctrl-C reaches
   the whole process group; this process stops the child itself).
 * **The child leaves nothing behind and touches nothing of the parent's.**  It forgets the parent's
