@@ -244,3 +244,37 @@ def test_is_plain_log(tmp_path):
     assert not is_plain_log(tmp_path)  # a directory (a dataset)
     assert not is_plain_log(parquet)
     assert not is_plain_log(tmp_path / "missing.log")
+
+
+def test_a_scratch_directory_is_private_under_tmpdir_and_removed_by_remove_scratch(tmp_path, monkeypatch):
+    import stat
+    import tempfile
+
+    from treediff.parse import source
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made = source.scratch_dir("log")
+    assert made.parent == tmp_path and made.name.startswith("treediff-log-") and made.is_dir()
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700 and str(made) in source._SCRATCH
+    assert source.scratch_dir("log") != made
+    source.remove_scratch(made)
+    assert not made.exists() and str(made) not in source._SCRATCH
+
+
+def test_a_signal_as_a_scratch_directory_is_made_leaves_nothing(tmp_path, monkeypatch):
+    """SIGTERM raised as ``mkdir`` returns: the new directory is removed (``mkdtemp`` then a registration
+    orphaned it)."""
+    import os
+    import tempfile
+
+    from support.signal_windows import sigterm_as_it_returns
+    from treediff.parse import source
+    from treediff.run.signals import Terminated
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(Terminated):
+        with sigterm_as_it_returns(os, "mkdir", lambda path, *rest: "treediff-log-" in str(path)) as hit:
+            source.scratch_dir("log")
+    assert len(hit) == 1
+    assert list(tmp_path.iterdir()) == []
+    assert not [name for name in source._SCRATCH if name.startswith(str(tmp_path))]

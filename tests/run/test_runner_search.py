@@ -194,3 +194,21 @@ def test_xboard_without_protover(tmp_path, no_leftovers):
     record = tmp_path / "sent.txt"
     out = _run(fake_spec("--record", str(record), preset="typhoon", protover=False), tmp_path, depth=1)
     assert out.ok and "protover 2" not in _sent(record) and not out.warnings
+
+
+def test_a_signal_as_the_working_directory_is_made_leaves_nothing(tmp_path):
+    """SIGTERM raised as the search's working directory's ``mkdir`` returns: raised once the directory is
+    known, and removed (before, the directory was orphaned)."""
+    import os
+
+    from support.signal_windows import sigterm_as_it_returns
+    from treediff.run.signals import Terminated
+    from treediff.run.task import run_one
+
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(Terminated):
+        with sigterm_as_it_returns(os, "mkdir", lambda path, *rest: str(path).startswith(str(work))) as hit:
+            run_one(fake_spec(), Position("start", START), 2, tmp_path / "out.log", tmp_root=str(work))
+    assert len(hit) == 1
+    assert list(work.iterdir()) == [] and not (tmp_path / "out.log").exists()

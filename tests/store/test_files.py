@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from treediff.store.files import (
+    AtomicOutput,
     AtomicParquetWriter,
     atomic_output,
     write_bytes_atomic,
@@ -306,3 +307,23 @@ def test_a_temporary_file_is_removed_at_exit_whatever_interrupted_its_writer(tmp
                           timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip().endswith(".tmp")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("writer", ["AtomicOutput", "write_text_atomic", "AtomicParquetWriter"])
+def test_a_signal_as_the_temporary_file_is_created_leaves_nothing(tmp_path, writer):
+    """SIGTERM raised as ``os.open`` returns the new temporary file: the file is removed at once and not
+    left registered (before, it was unregistered and left behind: the CI failure of 2026-12-07)."""
+    from support.signal_windows import sigterm_as_it_returns
+    from treediff.run.signals import Terminated
+    from treediff.store import files
+
+    out = tmp_path / "out.parquet"
+    write = {"AtomicOutput": lambda: AtomicOutput(out),
+             "write_text_atomic": lambda: write_text_atomic(out, "x"),
+             "AtomicParquetWriter": lambda: AtomicParquetWriter(out, pa.schema([("a", pa.int64())]))}[writer]
+    with pytest.raises(Terminated):
+        with sigterm_as_it_returns(os, "open", lambda path, *rest: str(path).endswith(".tmp")) as hit:
+            write()
+    assert len(hit) == 1
+    assert list(tmp_path.iterdir()) == []
+    assert not [name for name in files._LIVE_TEMPS if name.startswith(str(tmp_path))]

@@ -122,30 +122,60 @@ class _Group(click.Group):
     def _invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except TreediffError as exc:
+        except KeyboardInterrupt as exc:
+            _interrupted(ctx, exc)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - sorted out below
+            interrupt = _interrupt_behind(exc)
+            if interrupt is not None:
+                # Raised by a cleanup the interrupt cut short (Python's locks are not signal-safe: "release
+                # unlocked lock" from a Condition the signal left unacquired).  The user stopped the command.
+                if os.environ.get("TREEDIFF_DEBUG"):
+                    raise
+                _interrupted(ctx, interrupt)
+            self._failed(ctx, exc)
+
+    @staticmethod
+    def _failed(ctx: click.Context, exc: Exception) -> None:
+        """A command's error: one line on stderr and its status; a traceback only with ``TREEDIFF_DEBUG``."""
+        if isinstance(exc, TreediffError):
             from treediff.model.text import printable
 
             click.echo(f"treediff: error: {printable(str(exc))}", err=True)  # it may quote the input
             ctx.exit(2)
-        except KeyboardInterrupt as exc:
-            signum = getattr(exc, "signum", None)
-            quiet_echo("treediff: interrupted" if signum is None else f"treediff: terminated by {exc}")
-            ctx.exit(interrupt_status(exc))
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except BrokenPipeError:
+        if isinstance(exc, BrokenPipeError):
             # Output piped into `head` and closed early: not an error.
             sys.stderr.close()
             ctx.exit(0)
-        except Exception as exc:  # noqa: BLE001 - last line of defence, see below
-            if os.environ.get("TREEDIFF_DEBUG"):
-                raise
-            click.echo(
-                f"treediff: internal error: {type(exc).__name__}: {exc} "
-                "(set TREEDIFF_DEBUG=1 for a traceback)",
-                err=True,
-            )
-            ctx.exit(3)
+        # The last line of defence: a bug is one line, not a traceback, unless asked for.
+        if os.environ.get("TREEDIFF_DEBUG"):
+            raise exc
+        click.echo(
+            f"treediff: internal error: {type(exc).__name__}: {exc} "
+            "(set TREEDIFF_DEBUG=1 for a traceback)",
+            err=True,
+        )
+        ctx.exit(3)
+
+
+def _interrupted(ctx: click.Context, exc: KeyboardInterrupt) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP: one line on stderr (if it is still there), status 130, 143 or 129."""
+    signum = getattr(exc, "signum", None)
+    quiet_echo("treediff: interrupted" if signum is None else f"treediff: terminated by {exc}")
+    ctx.exit(interrupt_status(exc))
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt (Ctrl-C, SIGTERM, SIGHUP) during whose handling ``exc`` was raised, if any."""
+    seen: set[int] = set()
+    here: BaseException | None = exc
+    while here is not None and id(here) not in seen:
+        if isinstance(here, KeyboardInterrupt):
+            return here
+        seen.add(id(here))
+        here = here.__context__
+    return None
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

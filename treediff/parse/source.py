@@ -237,12 +237,34 @@ _SCRATCH: set[str] = set()
 
 
 def scratch_dir(what: str) -> Path:
-    """A new private directory under the temporary directory (``TMPDIR``) for spilled tables."""
+    """A new private directory (mode 0o700) ``treediff-WHAT-XXXXXXXXXXXX`` under the temporary directory
+    (``TMPDIR``) for spilled tables.
+
+    Its name is registered before the directory is made (``tempfile.mkdtemp`` then a registration would leave
+    a moment where a signal's exception, raised as ``mkdir`` returns, orphans it): whatever interrupts this,
+    the exit removes what it made.
+    """
+    import secrets
     import tempfile
 
-    path = tempfile.mkdtemp(prefix=f"treediff-{what}-")
-    _SCRATCH.add(path)
-    return Path(path)
+    root = tempfile.gettempdir()
+    for _ in range(100):
+        path = os.path.join(root, f"treediff-{what}-{secrets.token_hex(6)}")
+        _SCRATCH.add(path)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            _SCRATCH.discard(path)
+            continue
+        except OSError:
+            _SCRATCH.discard(path)
+            raise
+        except BaseException:
+            # A signal's exception: the directory may exist, made by this call (a new random name).
+            remove_scratch(path)
+            raise
+        return Path(path)
+    raise FileExistsError(f"{root}: could not make a scratch directory treediff-{what}-*")
 
 
 def remove_scratch(path: str | os.PathLike) -> None:

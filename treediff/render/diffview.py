@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from treediff.align.api import Alignment
 from treediff.align.core import STATUS_VALUES
 from treediff.model.text import printable
+from treediff.store.files import write_text_atomic
 
 #: diff -y style markers between the two sides.
 MARKERS = {"same": " ", "differs": "|", "only-A": "<", "only-B": ">"}
@@ -678,10 +679,8 @@ def write_meld(directory: str | Path, rows: pd.DataFrame,
     written = []
     for side, notation in zip(("a", "b"), notations):
         target = directory / f"{side}.txt"
-        tmp = directory / f".{side}.txt.tmp"
         lines = meld_lines(rows, side, notation)
-        tmp.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
-        tmp.replace(target)
+        write_text_atomic(target, "\n".join(lines) + ("\n" if lines else ""))
         written.append(target)
     return written[0], written[1]
 

@@ -316,9 +316,11 @@ def run_task(task: Task) -> TaskResult:
     t0 = time.perf_counter()
     spec = task.engine
     result = TaskResult(engine=spec.name, key=task.key, position=task.position.id, ok=False)
-    workdir = make_workdir(task.key, task.tmp_root)
     outcome: SearchOutcome | None = None
+    workdir: Path | None = None
     try:
+        with deferred():  # (a signal as mkdir returns would orphan the directory: raised once it is known)
+            workdir = make_workdir(task.key, task.tmp_root)
         try:
             outcome = run_search(spec, task.position.fen, task.depth, workdir, task.limits)
             t_parse = time.perf_counter()
@@ -335,8 +337,9 @@ def run_task(task: Task) -> TaskResult:
             raise OutputError(f"{exc}; every completed search is saved: fix this, then rerun with --resume") from None
         result.engine_seconds = outcome.timings.exited if outcome else 0.0
     finally:
-        with deferred():
-            shutil.rmtree(workdir, ignore_errors=True)
+        if workdir is not None:
+            with deferred():
+                shutil.rmtree(workdir, ignore_errors=True)
     result.total_seconds = time.perf_counter() - t0
     return result
 
@@ -388,8 +391,10 @@ def run_one(spec: EngineSpec, position: Position, depth: int, out: Path, limits:
     inspection.  ``transcript_out`` receives the stdin/stdout transcript.
     """
     t0 = time.perf_counter()
-    workdir = make_workdir("run", tmp_root)
+    workdir: Path | None = None
     try:
+        with deferred():  # (as in run_task)
+            workdir = make_workdir("run", tmp_root)
         outcome = run_search(spec, position.fen, depth, workdir, limits)
         try:
             analysis = analyze(spec, position, depth, outcome)
@@ -407,6 +412,7 @@ def run_one(spec: EngineSpec, position: Position, depth: int, out: Path, limits:
         if transcript_out is not None:
             write_bytes_atomic(transcript_out, outcome.transcript.encode("utf-8", "replace"))
     finally:
-        with deferred():
-            shutil.rmtree(workdir, ignore_errors=True)
+        if workdir is not None:
+            with deferred():
+                shutil.rmtree(workdir, ignore_errors=True)
     return RunReport(outcome, analysis, time.perf_counter() - t0)

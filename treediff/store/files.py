@@ -513,6 +513,14 @@ def remove_live_temporaries() -> int:
 atexit.register(remove_live_temporaries)
 
 
+def _discard_temporary(name: str) -> None:
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+    _LIVE_TEMPS.discard(name)
+
+
 def _create_temp_beside(path: Path) -> Path:
     """A new, empty file ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory; the kernel applies the umask.
 
@@ -533,8 +541,13 @@ def _create_temp_beside(path: Path) -> Path:
         except FileExistsError:
             _LIVE_TEMPS.discard(str(tmp))
             continue
-        except BaseException:
+        except OSError:
             _LIVE_TEMPS.discard(str(tmp))
+            raise
+        except BaseException:
+            # A signal's exception (the CLI's SIGTERM/SIGHUP, Ctrl-C) is raised when the call returns: the
+            # file may exist, made by this call (the name is new and random), with nobody else to remove it.
+            _discard_temporary(str(tmp))
             raise
         os.close(fd)
         return tmp
