@@ -146,12 +146,33 @@ def _records_in(log: Path) -> int:
 
 def test_parse_to_stdout_writes_the_records_parquet_and_no_file_named_dash(tmp_path):
     out = tmp_path / "from-stdout.parquet"
+    scratch = tmp_path.parent / f"{tmp_path.name}-tmp"  # (the records are written there first)
+    scratch.mkdir()
     with open(out, "wb") as sink:
         proc = subprocess.run([sys.executable, "-c", "import sys; from treediff.cli import main; sys.exit(main())",
                                "parse", str(LOGS[0]), "-o", "-"], stdout=sink, stderr=subprocess.PIPE,
-                              cwd=tmp_path, timeout=120)
+                              cwd=tmp_path, timeout=120, env=dict(os.environ, TMPDIR=str(scratch)))
     assert proc.returncode == 0, proc.stderr
+    assert list(scratch.iterdir()) == []
     assert pq.read_table(out).num_rows == _records_in(LOGS[0])
     assert pq.read_metadata(out).metadata[b"treediff.dialects"] == b"typhoon"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["from-stdout.parquet"]  # no '-' nor '-.searches.parquet'
     assert b"searches table is not written" in proc.stderr
+
+
+def test_parse_to_stdout_stopped_as_its_scratch_directory_is_made_leaves_nothing(tmp_path, monkeypatch):
+    """SIGTERM raised as the scratch directory's ``mkdir`` returns: status 143 and the directory removed (a
+    ``TemporaryDirectory`` was orphaned there)."""
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from support.signal_windows import sigterm_as_it_returns
+    from treediff.cli import main
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with sigterm_as_it_returns(os, "mkdir", lambda path, *rest: "treediff-parse-" in str(path)) as hit:
+        result = CliRunner().invoke(main, ["parse", str(LOGS[0]), "-o", "-"])
+    assert len(hit) == 1
+    assert result.exit_code == 143, result.output
+    assert list(tmp_path.iterdir()) == []

@@ -88,10 +88,12 @@ def parse_command(logs, output, engine, positions, strict, all_contexts, keep_co
     with contextlib.ExitStack() as stack:
         target = output
         if to_stdout:
-            import tempfile
+            from treediff.parse.source import remove_scratch, scratch_dir
 
-            target = str(Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="treediff-parse-")))
-                         / "records.parquet")
+            # (a scratch directory is removed at exit whatever interrupts its making: TemporaryDirectory's is not)
+            scratch = scratch_dir("parse")
+            stack.callback(remove_scratch, scratch)
+            target = str(scratch / "records.parquet")
         with byte_progress(paths, "parsing") as advance:
             result = parse_to_parquet(paths, target, engine=engine, positions=positions,
                                       strict=strict, all_contexts=all_contexts, progress=advance,
