@@ -499,26 +499,20 @@ def remove_live_temporaries() -> int:
     Runs at interpreter exit (atexit); a process that leaves with ``os._exit``
     calls it first.
     """
-    removed = 0
-    for name in list(_LIVE_TEMPS):
-        _LIVE_TEMPS.discard(name)
-        try:
-            os.unlink(name)
-            removed += 1
-        except OSError:
-            pass
-    return removed
+    return sum(_discard_temporary(name) for name in list(_LIVE_TEMPS))
 
 
 atexit.register(remove_live_temporaries)
 
 
-def _discard_temporary(name: str) -> None:
+def _discard_temporary(name: str) -> bool:
+    """Forget the temporary file ``name`` and remove it; whether it was there to remove."""
+    _LIVE_TEMPS.discard(name)
     try:
         os.unlink(name)
     except OSError:
-        pass
-    _LIVE_TEMPS.discard(name)
+        return False
+    return True
 
 
 def _create_temp_beside(path: Path) -> Path:

@@ -94,7 +94,7 @@ def profile_of(table: pa.Table | pa.RecordBatch) -> pd.DataFrame:
     them.  Counted :data:`SLICE_ROWS` records at a time and merged (:func:`merge_profiles`: the same counts),
     in numpy: one frame at the end (a frame a slice cost the spill writer ~28 ns a record, holding the GIL)."""
     counts = [_slice_counts(table.slice(start, SLICE_ROWS)) for start in range(0, table.num_rows, SLICE_ROWS)]
-    return _frame(*_merge_counts(counts))
+    return _frame(*(counts[0] if len(counts) == 1 else _merge_counts(counts)))
 
 
 #: One table's profile as arrays: packed (search, iter) cells (sorted, distinct), and per cell its RESULT
@@ -130,8 +130,6 @@ def _merge_counts(parts: list[_Counts]) -> _Counts:
     if not parts:
         return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                 np.zeros(0, dtype=np.float64))
-    if len(parts) == 1:
-        return parts[0]
     cells, cell = np.unique(np.concatenate([part[0] for part in parts]), return_inverse=True)
     cell = cell.reshape(-1)
     results = np.zeros(len(cells), dtype=np.int64)
