@@ -10,7 +10,13 @@ With ``--baseline-tree DIR`` (e.g. ``git worktree add DIR <commit>``, with the c
 right after this tree's run, and the ratios (wall, CPU) between the two are printed: the figure to
 read for a change, since both parse the same file under the same load.
 
-Each parse runs in its own subprocess so its peak RSS (ru_maxrss) is its own.
+For the UCI dialects two limits are measured beside, on the same log: the parse into a spill (Arrow IPC,
+what compare and report of a log run; no Parquet; timed without the imports) and the Parquet writer alone, rewriting the records
+`treediff parse` wrote in the parser's chunks (the bound of `parse`: its writer thread is the critical
+path, docs/PERFORMANCE.md, twelfth session).  The summary gives each as a ratio to issue 17's targets.
+
+Each parse runs in its own subprocess so its peak RSS (ru_maxrss) is its own; treediff's with one BLAS
+thread, as the CLI runs.
 The baseline parses the first 5M lines of each log (``--baseline-lines``; it
 is slow and holds everything in memory, ~1.6 GB per million lines, so 20M
 lines would not fit) and treediff parses the same lines, so the speed-up is
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,20 +39,49 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: Issue 17's parser targets (UCI dialects, on this 2-core machine): the ratios the summary prints.
+TARGET_MLINES_S = 4.0
+TARGET_CPU_US = 0.4
 sys.path.insert(0, str(HERE))
 
 from gen_logs import generate  # noqa: E402
 
 CHILD = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 sys.path.insert(0, {here!r})
 kind, log, out, tree = sys.argv[1:5]
 if tree:
     sys.path.insert(0, tree)  # the other checkout's treediff comes first
+if kind != "baseline":
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the CLI runs (run.environment.quiet_blas)
 t = time.perf_counter()
 if kind == "treediff":
     from treediff.parse.core import parse_to_parquet
     parse_to_parquet([log], out)
+elif kind == "spill":
+    # Timed without the imports (a limit, not a command: the spill parse runs inside compare and report).
+    from treediff.parse.pipeline import parse_to_spill
+    import treediff.store.spill
+    t, cpu = time.perf_counter(), time.process_time()
+    parse_to_spill([log], out)
+    print(json.dumps({{"seconds": time.perf_counter() - t, "cpu_seconds": time.process_time() - cpu,
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+    sys.exit(0)
+elif kind == "writer":
+    # The Parquet writer alone, on the records `treediff parse` wrote (``log``), in the parser's chunks: the
+    # bound of `parse`, whose writer thread is its critical path.  Timed: the writing only.
+    import pyarrow as pa, pyarrow.parquet as pq
+    from treediff.parse.pipeline import RECORDS_PARQUET_OPTIONS
+    table = pq.read_table(log)
+    batches = table.to_batches(max_chunksize=110_000)  # (~an 8 MiB chunk's records)
+    t = time.perf_counter()
+    cpu = time.process_time()
+    with pq.ParquetWriter(out, table.schema, **RECORDS_PARQUET_OPTIONS) as writer:
+        for batch in batches:
+            writer.write_table(pa.Table.from_batches([batch]))
+    print(json.dumps({{"seconds": time.perf_counter() - t, "cpu_seconds": time.process_time() - cpu,
+                      "records": table.num_rows}}))
+    sys.exit(0)
 else:
     from baseline_parser import parse_baseline
     parse_baseline(log, out)
@@ -122,6 +158,18 @@ def bench(dialect: str, lines: int, workdir: str, baseline_lines: int, baseline_
               "treediff_mlines_s": n / td["seconds"] / 1e6, "treediff_peak_mb": td["peak_rss_mb"],
               "treediff_cpu_us_per_line": td["cpu_seconds"] / n * 1e6, "load": td["load"]}
     result["out_bytes"] = os.path.getsize(os.path.join(workdir, "td.parquet"))
+    if dialect != "crafty":
+        # The two limits of issue 17's parser targets, in the same run: the parse into a spill (what compare
+        # and report of a log run: no Parquet), and the Parquet writer alone (the bound of `parse`).
+        spill_dir = tempfile.mkdtemp(dir=workdir)
+        spill = run_child("spill", log, spill_dir)
+        shutil.rmtree(spill_dir)
+        writer = run_child("writer", os.path.join(workdir, "td.parquet"), os.path.join(workdir, "rewritten.parquet"))
+        os.unlink(os.path.join(workdir, "rewritten.parquet"))
+        result.update({"spill_s": spill["seconds"], "spill_mlines_s": n / spill["seconds"] / 1e6,
+                       "spill_cpu_us_per_line": spill["cpu_seconds"] / n * 1e6, "spill_peak_mb": spill["peak_rss_mb"],
+                       "writer_cpu_us_per_record": writer["cpu_seconds"] / writer["records"] * 1e6,
+                       "writer_max_mrecords_s": writer["records"] / writer["cpu_seconds"] / 1e6})
     if "runs" in td:
         result.update({"runs": td["runs"], "cpu_range": td["cpu_range"], "tree_cpu_range": other["cpu_range"]})
     if baseline_tree:
@@ -196,6 +244,13 @@ def main() -> None:
     for r in results:
         line = (f"{r['dialect']:>9} {r['lines']:>11,} lines: treediff {r['treediff_mlines_s']:.2f} M lines/s "
                 f"({r['treediff_cpu_us_per_line']:.2f} CPU-us/line), peak {r['treediff_peak_mb']:.0f} MB, load {r['load']:.1f}")
+        if "spill_mlines_s" in r:
+            line += (f"; into a spill, imports excluded, {r['spill_mlines_s']:.2f} M lines/s"
+                     f" ({r['spill_cpu_us_per_line']:.2f} CPU-us/line,"
+                     f" x{r['spill_mlines_s'] / TARGET_MLINES_S:.2f} and x{TARGET_CPU_US / r['spill_cpu_us_per_line']:.2f}"
+                     f" of the {TARGET_MLINES_S:g} M lines/s and {TARGET_CPU_US:g} CPU-us targets); the Parquet writer"
+                     f" alone {r['writer_cpu_us_per_record']:.2f} CPU-us/record (at most"
+                     f" {r['writer_max_mrecords_s']:.2f} M records/s on its one thread)")
         if "speedup_same_slice" in r:
             line += (f"; baseline {r['baseline_mlines_s']:.3f} M lines/s; treediff {r['treediff_same_slice_mlines_s']:.2f}"
                      f" -> speed-up x{r['speedup_same_slice']:.1f} on the same {r['baseline_lines']:,} lines")
