@@ -10,14 +10,14 @@ With ``--baseline-tree DIR`` (e.g. ``git worktree add DIR <commit>``, with the c
 right after this tree's run, and the ratios (wall, CPU) between the two are printed: the figure to
 read for a change, since both parse the same file under the same load.
 
-For the UCI dialects two limits are measured beside, on the same log: the parse into a spill (Arrow IPC,
-what compare and report of a log run; no Parquet; timed without the imports) and the Parquet writer alone, rewriting the records
-`treediff parse` wrote in the parser's chunks (the bound of `parse`: its writer thread is the critical
-path, docs/PERFORMANCE.md, twelfth session).  The summary gives each as a ratio to issue 17's targets.
+For the UCI dialects two limits are measured beside, on the same log: the parse into a spill (Arrow
+IPC, what compare and report of a log run; no Parquet; timed without the imports) and the Parquet
+writer alone, rewriting the records `treediff parse` wrote in the parser's chunks (the bound of
+`parse`: its writer thread is the critical path, docs/PERFORMANCE.md, twelfth session).  The summary
+gives each as a ratio to issue 17's targets.
 
 Each parse runs in its own subprocess so its peak RSS (ru_maxrss) is its own; treediff's with one BLAS
-thread, as the CLI runs.
-The baseline parses the first 5M lines of each log (``--baseline-lines``; it
+thread, as the CLI runs.  The baseline parses the first 5M lines of each log (``--baseline-lines``; it
 is slow and holds everything in memory, ~1.6 GB per million lines, so 20M
 lines would not fit) and treediff parses the same lines, so the speed-up is
 measured on identical input in the same run; each time includes the
