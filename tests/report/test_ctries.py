@@ -107,6 +107,38 @@ def test_same_tries_on_odd_paths(tmp_path):
         assert_same(batch_of(variant, source.searches))
 
 
+@compiled
+@pytest.mark.parametrize("width", [15, 16, 17, 18, 40])
+def test_same_tries_on_wide_nodes(tmp_path, width):
+    """Nodes with about as many children as the kernel keeps in a node's list (16) and more: the root and
+    one of its children get ``width`` children each, the nodes below them a few; a second iteration comes
+    back to them in the reverse order and adds as many new ones, so lookups run before, across and after a
+    node's children move from its list to the pair table."""
+    lines = [f"TREEDUMP engine=stockfish v=1 unit=1 id=x fen={analytics_traces.START}"]
+
+    def node(path: str, ply: int, children: list[str], below: int) -> None:
+        for mn, move in enumerate(children, start=1):
+            child = (path + "/" if path else "") + move
+            lines.append(f"MOVE path={child} ply={ply + 1} mn={mn} d=2 nd=1 act=FULL")
+            if below:
+                node(child, ply + 1, [f"x{k}" for k in range(below)], 0)
+            lines.append(f"RESULT path={child} ply={ply + 1} d=1 score=0 bound=upper")
+
+    for it, moves in ((1, [f"m{k}" for k in range(width)]),
+                      (2, [f"m{k}" for k in reversed(range(2 * width))])):
+        lines.append(f"ITER d={it}")
+        node("", 0, moves, 3)
+        node("m1", 1, [f"w{k}" for k in range(width * it)], 2)  # a wide node below the root, visited again
+        lines.append(f"RESULT path=- ply=0 d={it} score=0 bound=exact")
+    source = source_of(tmp_path, "\n".join(lines) + "\n", "wide.log")
+    records = records_of(source)
+    paths = records["path"].astype(str)
+    assert paths[paths.str.fullmatch(r"m\d+")].nunique() == 2 * width  # the root's children
+    assert paths[paths.str.fullmatch(r"m1/w\d+")].nunique() == 2 * width
+    for variant in _variants(records, 4):
+        assert_same(batch_of(variant, source.searches))
+
+
 def test_the_numpy_switch(monkeypatch):
     """TREEDIFF_NUMPY_TRIES=1 turns the compiled kernel off; derive(compiled=True) without it is an error."""
     monkeypatch.setenv(tries.NUMPY_ENV, "1")

@@ -274,6 +274,92 @@ static inline int64_t cached_get(int64_t *c_sub, int64_t *c_id, PairTab *t, int6
     return id;
 }
 
+/* ------------------------------------------------------------------ children lists: (parent code, short move) -> code */
+/* A path with a short last component is found as a child of its parent's code.  Most nodes have few children
+ * and a depth-first trace makes them right after their parent, so each node keeps its children in a list
+ * (in the order made): a lookup walks memory just written, where the pair table costs a random probe (a
+ * cache miss) for every path, most of them new.  A node with more than KID_LIST_MAX children (the root, a
+ * few wide nodes) moves them to the pair table, so no walk is longer than that.  Codes are made in the same
+ * order either way. */
+#define KID_LIST_MAX 16
+typedef struct {
+    uint64_t key;  /* the packed last component of the code's path (short components only) */
+    int64_t next;  /* the next child of the same parent (made later), -1 */
+} KidSlot;
+
+typedef struct {
+    int64_t first, last;  /* the code's children list (-1: none) */
+    int64_t count;        /* children made; above KID_LIST_MAX they are in the pair table, not the list */
+} KidParent;
+
+typedef struct {
+    KidSlot *kid;
+    KidParent *par;
+    int64_t cap;  /* codes the arrays hold */
+} KidTab;
+
+static int kidtab_reserve(KidTab *k, int64_t codes)
+{
+    if (codes <= k->cap)
+        return 1;
+    int64_t cap = k->cap ? k->cap : 1024;
+    while (cap < codes)
+        cap *= 2;
+    KidSlot *kid = realloc(k->kid, sizeof(KidSlot) * (size_t)cap);
+    if (!kid)
+        return 0;
+    k->kid = kid;
+    KidParent *par = realloc(k->par, sizeof(KidParent) * (size_t)cap);
+    if (!par)
+        return 0;
+    k->par = par;
+    for (int64_t c = k->cap; c < cap; c++) {
+        par[c].first = par[c].last = -1;
+        par[c].count = 0;
+    }
+    k->cap = cap;
+    return 1;
+}
+
+static void kidtab_free(KidTab *k)
+{
+    free(k->kid);
+    free(k->par);
+}
+
+/* The code of the path (parent's path, packed short component): found, or made as ``(*n_codes)++``; -1 when
+ * memory runs out.  The arrays must hold ``*n_codes + 1`` codes (kidtab_reserve). */
+static int64_t kid_code(KidTab *k, PairTab *pt, int64_t parent, uint64_t packed, int64_t *n_codes)
+{
+    KidParent *p = &k->par[parent];
+    int64_t code;
+    if (p->count > KID_LIST_MAX) {
+        code = pairtab_get(pt, parent, (int64_t)packed, -1);
+        if (code >= 0)
+            return code;
+        code = (*n_codes)++;
+        return pairtab_get(pt, parent, (int64_t)packed, code) == -2 ? -1 : code;
+    }
+    for (int64_t c = p->first; c >= 0; c = k->kid[c].next)
+        if (k->kid[c].key == packed)
+            return c;
+    code = (*n_codes)++;
+    k->kid[code].key = packed;
+    k->kid[code].next = -1;
+    if (p->last >= 0)
+        k->kid[p->last].next = code;
+    else
+        p->first = code;
+    p->last = code;
+    if (++p->count > KID_LIST_MAX) {  /* a wide node: its children go to the pair table */
+        for (int64_t c = p->first; c >= 0; c = k->kid[c].next)
+            if (pairtab_get(pt, parent, (int64_t)k->kid[c].key, c) == -2)
+                return -1;
+        p->first = p->last = -1;
+    }
+    return code;
+}
+
 /* ------------------------------------------------------------------ grouped positions (CSR) */
 /* start[g]..start[g+1] index items[] holding, for group g, the values val[j] of the j with key[j] == g (key
  * >= 0), in the order of j (ascending). */
@@ -393,6 +479,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
     const char *err = "derive: out of memory";
     StrTab st;
     PairTab vt, tt, pt;
+    KidTab kt;
+    memset(&kt, 0, sizeof kt);
     memset(&pt, 0, sizeof pt);
     memset(&st, 0, sizeof st);
     memset(&vt, 0, sizeof vt);
@@ -500,7 +588,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
      * is a new path and needs no whole-string hash.  Codes count the paths in the order they are first met. */
     if (!tmp_own || !tmp_par || !st_code || !strtab_init(&st, 2 * n + 1, 1024))
         goto nogil_done;
-    if (!pairtab_init(&pt, n + 1))
+    /* (the pair table holds wide nodes' children only: kid_code) */
+    if (!pairtab_init(&pt, 512) || !kidtab_reserve(&kt, n + 2))
         goto nogil_done;
     {
         /* A walk down each path's prefixes (its text before each '/'), starting from the prefixes it shares
@@ -550,19 +639,20 @@ static PyObject *derive(PyObject *self, PyObject *args)
 #ifdef CTRIES_TIMING
                 n_comp++;
 #endif
+                if (!kidtab_reserve(&kt, n_codes + 2))
+                    goto nogil_done;
                 if (len <= 7) {
                     uint64_t packed = 0;
                     memcpy(&packed, q + start, (size_t)len);
                     packed |= ((uint64_t)len << 56) | ((uint64_t)slash << 63);
-                    code = pairtab_get(&pt, s_code[d], (int64_t)packed, -1);
-                    if (code < 0) {
 #ifdef CTRIES_TIMING
-                        n_look++;
+                    int64_t before_ = n_codes;
 #endif
-                        code = n_codes++;
-                        if (pairtab_get(&pt, s_code[d], (int64_t)packed, code) == -2)
-                            goto nogil_done;
-                    }
+                    if ((code = kid_code(&kt, &pt, s_code[d], packed, &n_codes)) < 0)
+                        goto nogil_done;
+#ifdef CTRIES_TIMING
+                    n_look += n_codes != before_;
+#endif
                 } else {
 #ifdef CTRIES_TIMING
                     n_plook++;
@@ -587,6 +677,8 @@ static PyObject *derive(PyObject *self, PyObject *args)
 #endif
     pairtab_free(&pt);
     memset(&pt, 0, sizeof pt);
+    kidtab_free(&kt);
+    memset(&kt, 0, sizeof kt);
     PHASE("paths");
     /* Codes numbered like a dictionary encoding of the own paths followed by the parent paths. */
     int64_t n_paths = 0;
@@ -1012,6 +1104,7 @@ done:
     pairtab_free(&vt);
     pairtab_free(&tt);
     pairtab_free(&pt);
+    kidtab_free(&kt);
     free(st_code); free(tmp_own); free(tmp_par); free(renum); free(stamp); free(nid); free(par_node); free(parent_of);
     free(ply_of); free(rec_v); free(res_pos); free(res_of_v); free(first_res_of_v); free(last_move_of);
     free(last_res_of); free(prev_res); free(first_move); free(last_dec); free(r_pv); free(main_visit);
