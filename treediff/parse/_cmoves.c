@@ -399,6 +399,32 @@ static int play(Board *b, int32_t token, Board *out)
 
 /* ----------------------------------------------------------- move count */
 
+#define NOT_PINNED (-1)
+
+/* The line (a RAY direction from `king`) on which the side to move's piece on `from` is pinned, else
+ * NOT_PINNED: nothing stands between the king and the piece, and the first piece past it is an enemy rook
+ * (orthogonal line) or bishop (diagonal), or queen.  With the king not in check this is play()'s test for a
+ * move of that piece that leaves the line (the squares of the line before `from` are not attacked along it). */
+static inline int pin_line(const Board *b, int king, int from)
+{
+    int d = LINE[king][from];
+    if (d < 0)
+        return NOT_PINNED;
+    const int8_t *ray = RAY[king][d];
+    int m = 0;
+    for (; m < 8 && ray[m] >= 0 && ray[m] != from; m++)
+        if (b->sq[ray[m]])
+            return NOT_PINNED;
+    int e = b->side == WHITE ? -1 : 1;  /* the enemy's sign */
+    int8_t slider = (int8_t)(e * (d < 4 ? ROOK : BISHOP));
+    for (m++; m < 8 && ray[m] >= 0; m++) {
+        int8_t p = b->sq[ray[m]];
+        if (p)
+            return p == slider || p == e * QUEEN ? d : NOT_PINNED;
+    }
+    return NOT_PINNED;
+}
+
 /* Whether the move `token` is legal in `b` (play() into a scratch board). */
 static inline int legal(Board *b, int32_t token)
 {
@@ -416,11 +442,17 @@ static int count_legal(Board *b)
 {
     int side = b->side, s = side == WHITE ? 1 : -1, n = 0;
     int last = side == WHITE ? 7 : 0;
+    /* Not in check with one king, a move by another piece (not en passant) is legal unless the piece is
+     * pinned and leaves its line: play()'s own test in that case, made once per piece, without playing it. */
+    int king = b->kings[side] == 1 ? b->king[side] : -1;
+    int quiet = king >= 0 && !in_check(b);
     for (int from = 0; from < 64; from++) {
         int8_t piece = b->sq[from];
         if (!piece || colour_of(piece) != side)
             continue;
         int type = piece * s;
+        int pin = quiet && type != KING ? pin_line(b, king, from) : NOT_PINNED;
+#define LEGAL(to, token) (quiet && type != KING ? (pin == NOT_PINNED || LINE[king][to] == pin) : legal(b, token))
         switch (type) {
         case PAWN: {
             int fwd = from + 8 * s, f = from & 7;
@@ -429,13 +461,13 @@ static int count_legal(Board *b)
             int promotes = (fwd >> 3) == last;
             int32_t promo = promotes ? QUEEN << 12 : 0, weight = promotes ? 4 : 1;
             if (!b->sq[fwd]) {
-                if (legal(b, from | fwd << 6 | promo))
+                if (LEGAL(fwd, from | fwd << 6 | promo))
                     n += weight;
                 /* The double step: onto the 3rd/4th rank (6th/5th), python-chess's mask, from wherever. */
                 int two = fwd + 8 * s, r2 = two >> 3;
                 if (two >= 0 && two < 64 && !b->sq[two]
                         && (side == WHITE ? (r2 == 2 || r2 == 3) : (r2 == 5 || r2 == 4))
-                        && legal(b, from | two << 6))
+                        && LEGAL(two, from | two << 6))
                     n++;
             }
             for (int df = -1; df <= 1; df += 2) {
@@ -445,7 +477,8 @@ static int count_legal(Board *b)
                 int8_t target = b->sq[to];
                 if (target ? colour_of(target) != side
                            : to == b->ep && (from >> 3) == (side == WHITE ? 4 : 3)) {
-                    if (legal(b, from | to << 6 | (target ? promo : 0)))
+                    /* (en passant also takes a pawn off the king's lines: played) */
+                    if (target ? LEGAL(to, from | to << 6 | promo) : legal(b, from | to << 6))
                         n += target ? weight : 1;
                 }
             }
@@ -453,7 +486,7 @@ static int count_legal(Board *b)
         }
         case KNIGHT:
             for (const int8_t *t = KNIGHT_TO[from]; *t >= 0; t++)
-                if ((!b->sq[*t] || colour_of(b->sq[*t]) != side) && legal(b, from | *t << 6))
+                if ((!b->sq[*t] || colour_of(b->sq[*t]) != side) && LEGAL(*t, from | *t << 6))
                     n++;
             break;
         case KING:
@@ -476,7 +509,7 @@ static int count_legal(Board *b)
                     int8_t target = b->sq[ray[m]];
                     if (target && colour_of(target) == side)
                         break;
-                    if (legal(b, from | ray[m] << 6))
+                    if (LEGAL(ray[m], from | ray[m] << 6))
                         n++;
                     if (target)
                         break;
@@ -486,6 +519,7 @@ static int count_legal(Board *b)
         default:
             break;
         }
+#undef LEGAL
     }
     return n;
 }
