@@ -107,3 +107,33 @@ def test_logs_without_prunes_have_no_scope_rows(tmp_path):
     path.write_text("\n".join(line for line in LOG.splitlines() if "act=FP" not in line and "HIST" not in line))
     scope = build_report(open_source(str(path)), ["scope"])["scope"]
     assert scope.empty
+
+
+#: K's position with a white knight on b1: 9 legal moves (b1a3, b1c3 and b1d2 besides K's 6).
+FEN_N = "4k3/8/8/8/8/8/4P3/1N2K3 w - - 0 1"
+#: Two searches (K's position, then N's) that prune under the same node path, the root, in one batch.
+TWO = "".join(f"""TREEDUMP engine=stockfish v=1 unit=1 id={name} fen={fen}
+ITER d=1
+MOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL
+MOVE path=e2e3 ply=1 mn=2 d=1 act=FP-QUIET
+RESULT path=- ply=0 d=1 score=10 bound=exact
+END nodes=2 best=e2e4 score=10
+""" for name, fen in (("k", FEN_K), ("n", FEN_N)))
+
+
+@pytest.mark.parametrize("tables", [["scope"], ["scope", "cutoffs"]], ids=["own-nodes", "shared-nodes"])
+def test_one_node_path_in_two_positions_of_a_batch(tmp_path, tables):
+    """Each search's root counts its own FEN's legal moves: e2e4 and e2e3 decided, K has 4 moves left
+    (6 - 2), N 7 (9 - 2), none decided later.  Alone, scope tells the nodes apart by their paths; with a
+    table that derives the move tries (cutoffs), by the derivation's path codes."""
+    path = tmp_path / "two.log"
+    path.write_text(TWO)
+    source = open_source(str(path))
+    assert len(source.searches) == 2
+    by_position = build_report(source, tables, by="position")["scope"]
+    got = sorted((r["position"], int(r["remaining"]), int(r["unrecorded"]))
+                 for r in by_position.to_dict("records") if r["act"] == "FP-QUIET")
+    assert got == [("k", 4, 4), ("n", 7, 7)]
+    together = {r["act"]: r for r in build_report(open_source(str(path)), tables)["scope"].to_dict("records")}
+    assert {k: int(together["FP-QUIET"][k]) for k in ("prunes", "nodes", "remaining", "unrecorded")} == \
+        dict(prunes=2, nodes=2, remaining=11, unrecorded=11)

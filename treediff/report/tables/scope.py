@@ -40,6 +40,7 @@ records costs nothing beyond reading the columns.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -106,21 +107,35 @@ def _legal_counts(fens: Sequence[str | None], paths: Sequence[str]) -> np.ndarra
     ``TREEDIFF_MOVE_CHECK=python``) on python-chess boards: the same counts (tests/report/test_scope_legal.py).
     """
     if compiled_checker_available():
-        return _legal_counts_compiled(fens, paths)
+        fen_codes, fen_values = pd.factorize(pd.Series(list(fens), dtype="object"))  # None -> -1
+        return _legal_counts_compiled(np.asarray(fen_codes, dtype=np.int64), list(fen_values),
+                                      pa.array(list(paths), type=pa.large_string()))
     return _legal_counts_python(fens, paths)
 
 
-def _legal_counts_compiled(fens: Sequence[str | None], paths: Sequence[str]) -> np.ndarray:
-    """:func:`_legal_counts` by one compiled checker per FEN, each FEN's paths sorted so that consecutive
+def _legal_counts_at(fen_codes: np.ndarray, fen_values: Sequence[object], paths: pa.Array) -> np.ndarray:
+    """:func:`_legal_counts` of the nodes (``fen_values[fen_codes[i]]``, ``paths[i]``), the paths an Arrow
+    string array: no Python string per node on the compiled path.  A code of -1, or a value that is not a
+    string, is a node without a FEN (-1)."""
+    if compiled_checker_available():
+        return _legal_counts_compiled(fen_codes, fen_values, paths)
+    fen_list = [v if isinstance(v, str) else None for v in fen_values]
+    return _legal_counts_python([fen_list[c] if c >= 0 else None for c in fen_codes.tolist()],
+                                [str(p) for p in pc.fill_null(paths, "").to_pylist()])
+
+
+def _legal_counts_compiled(fen_codes: np.ndarray, fen_values: Sequence[object], paths: pa.Array) -> np.ndarray:
+    """:func:`_legal_counts_at` by one compiled checker per FEN, each FEN's paths sorted so that consecutive
     paths share their prefix (each path replays only the moves after it: about one move per node).
     Memory: the checker keeps one path's boards; the paths are one Arrow array."""
     out = np.full(len(paths), -1, dtype=np.int64)
     if not len(paths):
         return out
-    fen_codes, fen_values = pd.factorize(pd.Series(list(fens), dtype="object"))  # None -> -1
-    path_array = pa.array(list(paths), type=pa.large_string())
-    readable = np.asarray(pc.match_substring_regex(path_array, _READABLE_PATH).to_numpy(zero_copy_only=False),
-                          dtype=bool)
+    has_fen = np.asarray([isinstance(v, str) for v in fen_values] + [False], dtype=bool)
+    fen_codes = np.where(has_fen[fen_codes], fen_codes, -1)  # (code -1 reads has_fen's last entry: False)
+    path_array = paths.cast(pa.large_string()) if paths.type != pa.large_string() else paths
+    readable = np.asarray(pc.fill_null(pc.match_substring_regex(path_array, _READABLE_PATH), False)
+                          .to_numpy(zero_copy_only=False), dtype=bool)
     rows = np.flatnonzero(readable & (fen_codes >= 0))
     if not len(rows):
         return out
@@ -280,9 +295,10 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     bounds = take(batch.equals("bound", "lower")) if "bound" in records else None  # a RESULT's cutoff
 
     has_pv = "parent_visit" in records and "visit" in records and records["parent_visit"].notna().any()
+    shared = _shared_path_codes(batch, take)
     if has_pv:
         vid, cutoff_of = _visits_by_parent_visit(records, take, is_move, is_result, node_ply, srow, iters, paths_at,
-                                                 levels, bounds, _shared_path_codes(batch, take))
+                                                 levels, bounds, shared)
         candidates = np.flatnonzero(vid >= 0)
         candidates = candidates[np.argsort(vid[candidates], kind="stable")]
     else:
@@ -334,18 +350,11 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     fens_all = batch.searches["fen"].astype("object").to_numpy(dtype=object) if "fen" in batch.searches else None
     v_first_prune = np.full(len(starts), -1, dtype=np.int64)
     v_first_prune[p_visit[::-1]] = p_rec[::-1]
-    node_paths = pc.dictionary_encode(parent_path(paths_at(v_first_prune)))
     fen_codes, fen_values = (pd.factorize(pd.Series(fens_all, dtype="object")) if fens_all is not None
                              else (np.full(len(batch.searches), -1), np.zeros(0, dtype=object)))
     node_fen = np.asarray(fen_codes, dtype=np.int64)[srow[v_first_prune]]
-    path_codes, path_values = _codes(node_paths), node_paths.dictionary.to_numpy(zero_copy_only=False)
-    codes, distinct = pd.factorize(node_fen * (len(path_values) + 1) + path_codes)
-    fen_list = np.asarray(fen_values, dtype=object).tolist()
-    path_list = np.asarray(path_values, dtype=object).tolist()
-    dfen = [None if fc < 0 or not isinstance(fen_list[fc], str) else fen_list[fc]
-            for fc in (np.asarray(distinct) // (len(path_list) + 1)).tolist()]
-    dpath = [str(path_list[pc]) for pc in (np.asarray(distinct) % (len(path_list) + 1)).tolist()]
-    legal = _legal_counts(dfen, dpath)[codes]
+    codes, d_fen, d_paths = _distinct_nodes(node_fen, v_first_prune, paths_at, None if shared is None else shared[1])
+    legal = _legal_counts_at(d_fen, list(fen_values), d_paths)[codes]
     p_legal = legal[p_visit]
     known = (p_legal >= 0) & ~cutoff_of[p_rec]
     remaining = np.where(known, np.maximum(p_legal - upto[p_member], 0), 0)
@@ -380,6 +389,33 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
         frames.append(pd.DataFrame({"_group": cells // na, "_all": 0 if not per_act else 1, "act": labels,
                                     **{k: v[cells] for k, v in columns.items()}}))
     return pd.concat(frames, ignore_index=True)
+
+
+def _distinct_nodes(node_fen: np.ndarray, moves: np.ndarray, paths_at,
+                    parent_codes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """The distinct (FEN, node) of MOVE records ``moves`` (their node: the path without the last move): each
+    record's distinct number (first-appearance order), and per distinct node its FEN code (``node_fen``'s)
+    and its path (Arrow strings).  The nodes are told apart by ``parent_codes`` (the shared derivation's
+    parent path codes: equal codes, equal node paths) when it has one for every record; then only the
+    distinct nodes' paths are cut, else every record's path is cut and hashed."""
+    node = None
+    if parent_codes is not None:
+        node = parent_codes[moves]
+        if len(node) and int(node.min()) < 0:
+            node = None
+    if node is not None:
+        span = int(node.max()) + 1 if len(node) else 1
+        codes, _ = pd.factorize((node_fen + 1) * span + node)  # (node_fen -1: no FEN)
+        codes = np.asarray(codes, dtype=np.int64)
+        first = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # each distinct node's first record
+        return codes, node_fen[first], parent_path(paths_at(moves[first]))
+    node_paths = pc.dictionary_encode(parent_path(paths_at(moves)))
+    path_codes = _codes(node_paths)
+    codes, distinct = pd.factorize(node_fen * (len(node_paths.dictionary) + 1) + path_codes)
+    distinct = np.asarray(distinct, dtype=np.int64)
+    d_paths = node_paths.dictionary.take(pa.array(distinct % (len(node_paths.dictionary) + 1)))
+    return np.asarray(codes, dtype=np.int64), distinct // (len(node_paths.dictionary) + 1), d_paths
 
 
 def _shared_path_codes(batch: Batch, take) -> tuple[np.ndarray, np.ndarray] | None:
@@ -469,6 +505,13 @@ def _codes(values: pa.Array) -> np.ndarray:
 def _dense_ids(*parts: np.ndarray) -> np.ndarray:
     """One dense id per distinct tuple of the int64 ``parts``, as a tuple-wise factorize would give
     (first-appearance order), by hashing int64 pairs stage by stage: no MultiIndex of tuples."""
+    shifted = [part - (int(part.min()) if len(part) else 0) for part in parts]
+    spans = [int(part.max()) + 1 if len(part) else 1 for part in shifted]
+    if math.prod(spans) < 1 << 62:  # one hash of the packed tuples: the same first-appearance numbers
+        packed = shifted[0]
+        for part, span in zip(shifted[1:], spans[1:]):
+            packed = packed * span + part
+        return np.asarray(pd.factorize(packed)[0], dtype=np.int64)
     codes = np.zeros(len(parts[0]), dtype=np.int64)
     width = 1
     for part in parts:
