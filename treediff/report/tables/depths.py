@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from treediff.report.grouped import group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
 from treediff.report.tables.lmr import weighted_quantiles
@@ -48,20 +49,19 @@ def depths_partial(batch: Batch) -> DepthsPartial:
     k_codes, k_cats = batch.codes("kind")
     acts = np.concatenate([a_cats.astype(object), [None]])
     kinds = np.concatenate([k_cats.astype(object), [None]])
-    steps = pd.DataFrame({"g": cell[sel], "a": a_codes[sel], "k": k_codes[sel], "step": (d - nd)[sel]})
-    vc = steps.groupby(["g", "a", "k", "step"], sort=False).size().reset_index(name="count")
-    steps_frame = batch.cell_frame(vc["g"].to_numpy(dtype=np.int64), act=acts[vc["a"].to_numpy()],
-                                   kind=kinds[vc["k"].to_numpy()], step=vc["step"].to_numpy(dtype=np.float64),
-                                   count=vc["count"].to_numpy(dtype=np.int64))
+    g, a, k, step = cell[sel], a_codes[sel], k_codes[sel], (d - nd)[sel]
+    by_step = group_rows(g, a, k, step)
+    steps_frame = batch.cell_frame(by_step.take(g), act=acts[by_step.take(a)], kind=kinds[by_step.take(k)],
+                                   step=by_step.take(step).astype(np.float64), count=by_step.sizes())
     red = np.asarray(rec["reduction"].to_numpy(dtype=np.float64, na_value=np.nan))
     lmr = np.flatnonzero(move & batch.kind_mask("REDUCE") & ~np.isnan(red) & ~np.isnan(d))
     mn = np.asarray(rec["mn"].to_numpy(dtype=np.float64, na_value=np.nan))[lmr]
-    grid = pd.DataFrame({"g": cell[lmr], "depth": np.floor(d[lmr]), "mn": mn_band(mn), "red": red[lmr]})
-    agg = grid.groupby(["g", "depth", "mn"], sort=False, dropna=False).agg(lmr=("red", "size"),
-                                                                          red_sum=("red", "sum")).reset_index()
-    grid_frame = batch.cell_frame(agg["g"].to_numpy(dtype=np.int64), depth=agg["depth"].to_numpy(dtype=np.float64),
-                                  mn=agg["mn"].to_numpy(dtype=object), lmr=agg["lmr"].to_numpy(dtype=np.int64),
-                                  red_sum=agg["red_sum"].to_numpy(dtype=np.float64))
+    g, depth, band = cell[lmr], np.floor(d[lmr]), mn_band(mn)
+    by_cell = group_rows(g, depth, band)  # (dropna=False: a missing mn band is a band of its own)
+    bands = by_cell.take(band)
+    grid_frame = batch.cell_frame(by_cell.take(g), depth=by_cell.take(depth),
+                                  mn=np.where(pd.isna(bands), np.nan, bands).astype(object),  # (NaN, as pandas' key)
+                                  lmr=by_cell.sizes(), red_sum=by_cell.sums(red[lmr]))
     return DepthsPartial(steps_frame, grid_frame)
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 
 from typing import Sequence
 
+from treediff.report.grouped import group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 
@@ -85,10 +86,9 @@ def lmr_partial(batch: Batch) -> LmrPartial:
     cells = np.arange(batch.n_cells)
     counts = batch.cell_frame(cells, moves=st.moves, real=st.real_moves, lmr=st.lmr, research=st.research)
     if len(st.red):
-        vc = pd.DataFrame({"g": st.red_group, "red": st.red}).groupby(["g", "red"], sort=False).size()
-        g = vc.index.get_level_values(0).to_numpy()
-        red = batch.cell_frame(g, red=vc.index.get_level_values(1).to_numpy(dtype=np.float64),
-                               count=vc.to_numpy(dtype=np.int64))
+        by_red = group_rows(st.red_group, st.red)
+        red = batch.cell_frame(by_red.take(st.red_group), red=by_red.take(st.red).astype(np.float64),
+                               count=by_red.sizes())
     else:
         red = batch.cell_frame(np.zeros(0, dtype=np.int64), red=np.zeros(0), count=np.zeros(0, dtype=np.int64))
     return LmrPartial(counts, red)

@@ -34,6 +34,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from treediff.report.grouped import group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 from treediff.report.tries import COLUMNS, OPTIONAL, derive, pct, strings_at
@@ -104,10 +105,10 @@ def _residual(batch: Batch) -> ResidualPartial:
                              line=rec["line"].to_numpy()[last_rec] if "line" in rec else np.full(len(last_rec), -1))
     # Residual depth per iteration of the kept moves.
     member = np.repeat(keep, count)
-    it_rows = pd.DataFrame({"g": cell[d[member]], "res_iter": it_o[member], "res": res_o[member]})
-    agg = it_rows.groupby(["g", "res_iter"], sort=False).agg(paths=("res", "size"), res_sum=("res", "sum")).reset_index()
-    per_iter = batch.cell_frame(agg["g"].to_numpy(dtype=np.int64), res_iter=agg["res_iter"].to_numpy(dtype=np.int64),
-                                paths=agg["paths"].to_numpy(dtype=np.int64), res_sum=agg["res_sum"].to_numpy())
+    g, res_iter = cell[d[member]], it_o[member]
+    by_iter = group_rows(g, res_iter)
+    per_iter = batch.cell_frame(by_iter.take(g), res_iter=by_iter.take(res_iter).astype(np.int64),
+                                paths=by_iter.sizes(), res_sum=by_iter.sums(res_o[member]))
     return ResidualPartial(paths, per_iter, _root_best(batch, t))
 
 

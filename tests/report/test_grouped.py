@@ -1,0 +1,69 @@
+"""``report.grouped``: rows grouped by key tuples give what pandas' ``groupby(keys, sort=False,
+dropna=False)`` gives: the same groups in the same order, their key values, sizes and sums (bit for bit)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from treediff.report.grouped import group_rows
+
+
+def _reference(keys: dict[str, np.ndarray], values: np.ndarray) -> pd.DataFrame:
+    frame = pd.DataFrame({**keys, "_v": values})
+    return frame.groupby(list(keys), sort=False, dropna=False).agg(size=("_v", "size"), total=("_v", "sum")) \
+        .reset_index()
+
+
+def _assert_like_pandas(keys: dict[str, np.ndarray], values: np.ndarray) -> None:
+    want = _reference(keys, values)
+    got = group_rows(*keys.values())
+    assert got.n == len(want)
+    np.testing.assert_array_equal(got.sizes(), want["size"].to_numpy(dtype=np.int64))
+    sums = got.sums(values)
+    assert sums.dtype == np.float64
+    np.testing.assert_array_equal(sums, want["total"].to_numpy(dtype=np.float64))  # exact, not approx
+    for name, key in keys.items():
+        mine = pd.Series(got.take(key))
+        theirs = want[name]
+        assert mine.isna().tolist() == theirs.isna().tolist(), name
+        np.testing.assert_array_equal(mine[mine.notna()].to_numpy(dtype=object),
+                                      theirs[theirs.notna()].to_numpy(dtype=object), err_msg=name)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mixed_keys_like_pandas(seed):
+    rng = np.random.default_rng(seed)
+    n = 4_000
+    keys = {"g": rng.integers(0, 30, n), "code": rng.integers(-1, 6, n),
+            "step": rng.choice(np.array([0.0, -0.0, 0.5, 1.0, 2.25, np.nan]), n),
+            "band": rng.choice(np.array(["1", "2", "3-4", None], dtype=object), n)}
+    _assert_like_pandas(keys, rng.random(n) * 10)                           # a compensated (pandas) sum
+    _assert_like_pandas(keys, rng.integers(-5, 9, n).astype(np.float64))   # whole numbers: added in any order
+
+
+def test_sums_with_missing_or_huge_values_are_pandas_sums():
+    rng = np.random.default_rng(7)
+    n = 2_000
+    keys = {"g": rng.integers(0, 7, n), "i": rng.integers(0, 3, n)}
+    values = rng.integers(0, 5, n).astype(np.float64)
+    values[::17] = np.nan  # skipped, as pandas skips them
+    _assert_like_pandas(keys, values)
+    huge = rng.integers(1, 9, n).astype(np.float64) * 2.0 ** 60  # whole, but too big to add exactly
+    huge[::5] += 1.0
+    _assert_like_pandas(keys, huge)
+
+
+def test_keys_too_wide_to_pack_at_once():
+    rng = np.random.default_rng(3)
+    n = 3_000
+    # each key has ~n distinct values: 3000**6 > 2**62, so the sixth key is packed onto renumbered tuples
+    keys = {f"k{i}": rng.integers(0, 1 << 40, n) for i in range(6)}
+    assert np.prod([float(len(np.unique(k))) for k in keys.values()]) > 2.0 ** 62
+    _assert_like_pandas(keys, np.ones(n))
+
+
+def test_one_key_and_no_rows():
+    _assert_like_pandas({"g": np.array([3, 1, 3, 2, 1])}, np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    empty = group_rows(np.zeros(0, dtype=np.int64), np.zeros(0))
+    assert empty.n == 0 and empty.sizes().tolist() == [] and empty.sums(np.zeros(0)).tolist() == []
