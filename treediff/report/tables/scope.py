@@ -141,11 +141,15 @@ def _legal_counts_compiled(fen_codes: np.ndarray, fen_values: Sequence[object], 
         return out
     # A leading '/' stands for the root before it (as the fallback's rpartition reads it); the checker
     # would read an empty move there.
-    moves = pc.replace_substring_regex(path_array.take(pa.array(rows)), pattern="^/", replacement="",
-                                       max_replacements=1)
-    order = pc.sort_indices(pa.table({"fen": fen_codes[rows], "path": moves}),
-                            sort_keys=[("fen", "ascending"), ("path", "ascending")]).to_numpy()
-    rows, moves = rows[order], moves.take(pa.array(order))
+    moves = path_array.take(pa.array(rows))
+    if pc.any(pc.starts_with(moves, "/")).as_py():
+        moves = pc.replace_substring_regex(moves, pattern="^/", replacement="", max_replacements=1)
+    # Each FEN's paths in the order given: the checker replays a path from the one before it, and the nodes
+    # come in trace order (a depth-first walk: neighbours share all but a move or two), which costs it no more
+    # than sorted paths (measured: the same CPU on the 5M bench file) and spares the sort of the strings.
+    order = np.argsort(fen_codes[rows], kind="stable")
+    if not _is_sorted(order):
+        rows, moves = rows[order], moves.take(pa.array(order))
     row_fens = fen_codes[rows]
     bounds = np.flatnonzero(np.diff(row_fens)) + 1
     for lo, hi in zip(np.r_[0, bounds].tolist(), np.r_[bounds, len(rows)].tolist()):
@@ -163,6 +167,11 @@ def _legal_counts_compiled(fen_codes: np.ndarray, fen_values: Sequence[object], 
             continue
         out[rows[lo:hi]] = legal_counts_compiled(checker_at(args), moves.slice(lo, hi - lo))
     return out
+
+
+def _is_sorted(order: np.ndarray) -> bool:
+    """Whether a permutation is the identity."""
+    return bool(np.all(order[1:] > order[:-1]))
 
 
 def _legal_counts_python(fens: Sequence[str | None], paths: Sequence[str]) -> np.ndarray:
@@ -369,9 +378,10 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     frames = []
     for per_act in (True, False):
         cell = g * na + (a if per_act else 0)
-        block = p_visit * na + (a if per_act else 0)
-        # member order is trace order within a visit: the first prune of the block
-        firsts = ~pd.Series(block).duplicated(keep="first").to_numpy()
+        # member order is trace order within a visit: the first prune of the block (a visit's prunes are
+        # contiguous, p_visit ascending: the first of a visit is where it changes)
+        firsts = (~pd.Series(p_visit * na + a).duplicated(keep="first").to_numpy() if per_act
+                  else np.r_[True, p_visit[1:] != p_visit[:-1]] if len(p_visit) else np.zeros(0, dtype=bool))
 
         def count(weights: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
             c = cell if mask is None else cell[mask]
