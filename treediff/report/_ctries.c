@@ -1114,8 +1114,217 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ scope's node visits */
+PyDoc_STRVAR(scope_visits_doc,
+"scope_visits(is_move, is_result, at_level, run_key, node, pv, rv, lower, prune, probcut, null, move, act,\n"
+"             p_rec, p_visit, p_upto, p_later, p_followed, p_cutoff, p_first_act, p_first_visit, v_first_prune)\n"
+"             -> (n_prunes, n_visits)\n\n"
+"The node visits of treediff.report.tables.scope (its numpy path, with the parser's visit columns) and, for\n"
+"the visits holding a prune, what each prune needs.  Inputs per record, in (search, seq) order (n): is_move,\n"
+"is_result, at_level (a node ply holding a prune), lower (a RESULT's bound is lower), prune, probcut, null\n"
+"(uint8); run_key (int64: search row * 65536 + iteration); node (int64: a MOVE record's parent path code, a\n"
+"RESULT's own path code; >= 0 where read); pv, rv (float64, NaN missing: parent_visit, visit); move, act\n"
+"(int64 codes, -1 missing).  A visit is (run_key, node, int(pv)) of a MOVE record at a level with a pv, or\n"
+"(run_key, node, int(rv)) of a RESULT at a level with an rv; visits are numbered as they first appear among\n"
+"those MOVE records, then those RESULTs.  The members of a visit holding a prune are its MOVE records, the\n"
+"visits in that order and each one's records in trace order.  Outputs (room for every prune record), per\n"
+"prune member in member order: p_rec (its record), p_visit (its visit, numbered 0.. over the visits holding a\n"
+"prune, in order), p_upto (distinct moves decided in the visit up to it, itself included: a member decides\n"
+"its move when it is not PROBCUT, not a null move and has a move), p_later (the visit's distinct decided\n"
+"moves minus p_upto), p_followed (a later member that is not PROBCUT), p_cutoff (a RESULT of the visit has a\n"
+"lower bound), p_first_act (the visit's first prune of its act), p_first_visit (the visit's first prune)\n"
+"(uint8 for flags, int64 else); per visit v_first_prune (its first prune's record).");
+
+#define SV_BUF 22
+#define SV_IN 13
+
+static PyObject *scope_visits(PyObject *self, PyObject *args)
+{
+    PyObject *objs[SV_BUF];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11], &objs[12],
+                          &objs[13], &objs[14], &objs[15], &objs[16], &objs[17], &objs[18], &objs[19], &objs[20],
+                          &objs[21]))
+        return NULL;
+    Py_buffer b[SV_BUF];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL;
+    PairTab runs, visits;
+    memset(&runs, 0, sizeof runs);
+    memset(&visits, 0, sizeof visits);
+    int64_t *vid = NULL, *v_count = NULL, *v_start = NULL, *members = NULL, *v_rank = NULL, *move_seen = NULL,
+            *act_seen = NULL;
+    uint8_t *v_cut = NULL, *v_pruned = NULL;
+    for (int i = 0; i < SV_BUF; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | (i >= SV_IN ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &b[i], flags) < 0)
+            goto done;
+    }
+    const int64_t n = (int64_t)b[0].len;
+    const int64_t n_out = (int64_t)(b[13].len / 8);
+    int sizes_ok = b[1].len == n && b[2].len == n && b[3].len == n * 8 && b[4].len == n * 8 && b[5].len == n * 8
+                   && b[6].len == n * 8 && b[7].len == n && b[8].len == n && b[9].len == n && b[10].len == n
+                   && b[11].len == n * 8 && b[12].len == n * 8;
+    for (int i = 13; i < SV_BUF; i++) {
+        int flag = i == 17 || i == 18 || i == 19 || i == 20;
+        sizes_ok = sizes_ok && b[i].len == n_out * (flag ? 1 : 8);
+    }
+    if (!sizes_ok) {
+        PyErr_SetString(PyExc_ValueError, "scope_visits: buffers of inconsistent sizes");
+        goto done;
+    }
+    const uint8_t *is_move = b[0].buf, *is_result = b[1].buf, *at_level = b[2].buf;
+    const int64_t *run_key = b[3].buf, *node = b[4].buf;
+    const double *pv = b[5].buf, *rv = b[6].buf;
+    const uint8_t *lower = b[7].buf, *prune = b[8].buf, *probcut = b[9].buf, *nul = b[10].buf;
+    const int64_t *move = b[11].buf, *act = b[12].buf;
+    int64_t *p_rec = b[13].buf, *p_visit = b[14].buf, *p_upto = b[15].buf, *p_later = b[16].buf;
+    uint8_t *p_followed = b[17].buf, *p_cutoff = b[18].buf, *p_first_act = b[19].buf, *p_first_visit = b[20].buf;
+    int64_t *v_first_prune = b[21].buf;
+    int64_t max_move = -1, max_act = -1, n_prunes_in = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (move[i] > max_move)
+            max_move = move[i];
+        if (act[i] > max_act)
+            max_act = act[i];
+        n_prunes_in += prune[i] != 0;
+        if (prune[i] && !is_move[i]) {
+            PyErr_SetString(PyExc_ValueError, "scope_visits: a prune that is not a MOVE record");
+            goto done;
+        }
+    }
+    if (n_prunes_in > n_out) {
+        PyErr_SetString(PyExc_ValueError, "scope_visits: no room for every prune");
+        goto done;
+    }
+    int64_t n_p = 0, n_vis = 0, n_pruned = 0;
+    int nomem = 0;
+    Py_BEGIN_ALLOW_THREADS
+    vid = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    move_seen = big_alloc0(sizeof(int64_t) * (size_t)(max_move + 2));
+    act_seen = big_alloc0(sizeof(int64_t) * (size_t)(max_act + 3));
+    if (!vid || !move_seen || !act_seen || !pairtab_init(&runs, 1024) || !pairtab_init(&visits, 1024)) {
+        nomem = 1;
+        goto nogil_done;
+    }
+    /* Visits numbered as they first appear among the MOVE records, then among the RESULTs (numpy's order). */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t i = 0; i < n; i++) {
+            if (pass == 0)
+                vid[i] = -1;
+            const uint8_t *tag = pass == 0 ? is_move : is_result;
+            double x = pass == 0 ? pv[i] : rv[i];
+            if (!tag[i] || !at_level[i] || x != x)
+                continue;
+            int64_t nr = pairtab_get(&runs, run_key[i], node[i], -1);
+            if (nr == -1 && (nr = pairtab_get(&runs, run_key[i], node[i], runs.n)) == -2) {
+                nomem = 1;
+                goto nogil_done;
+            }
+            int64_t number = (x > -9.2e18 && x < 9.2e18) ? (int64_t)x : INT64_MIN;  /* numpy's cast */
+            int64_t v = pairtab_get(&visits, nr, number, -1);
+            if (v == -1) {
+                if ((v = pairtab_get(&visits, nr, number, n_vis)) == -2) {
+                    nomem = 1;
+                    goto nogil_done;
+                }
+                n_vis++;
+            }
+            vid[i] = v;
+        }
+    }
+    v_cut = calloc((size_t)n_vis + 1, 1);
+    v_pruned = calloc((size_t)n_vis + 1, 1);
+    v_count = big_alloc(sizeof(int64_t) * (size_t)(n_vis + 2), 1);
+    v_rank = big_alloc0(sizeof(int64_t) * (size_t)(n_vis + 1));
+    if (!v_cut || !v_pruned || !v_count || !v_rank) {
+        nomem = 1;
+        goto nogil_done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (vid[i] < 0)
+            continue;
+        if (is_result[i] && lower[i])
+            v_cut[vid[i]] = 1;
+        if (prune[i])
+            v_pruned[vid[i]] = 1;
+    }
+    /* The members (MOVE records of the visits holding a prune), by visit, trace order within: a counting sort. */
+    for (int64_t v = 0; v < n_vis; v++)
+        v_rank[v] = v_pruned[v] ? n_pruned++ : -1;
+    int64_t n_members = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (vid[i] >= 0 && is_move[i] && v_pruned[vid[i]]) {
+            v_count[v_rank[vid[i]] + 1]++;
+            n_members++;
+        }
+    for (int64_t r = 0; r < n_pruned; r++)
+        v_count[r + 1] += v_count[r];
+    v_start = big_alloc0(sizeof(int64_t) * (size_t)(n_pruned + 1));
+    members = big_alloc0(sizeof(int64_t) * (size_t)(n_members + 1));
+    if (!v_start || !members) {
+        nomem = 1;
+        goto nogil_done;
+    }
+    memcpy(v_start, v_count, sizeof(int64_t) * (size_t)(n_pruned + 1));
+    for (int64_t i = 0; i < n; i++)
+        if (vid[i] >= 0 && is_move[i] && v_pruned[vid[i]])
+            members[v_count[v_rank[vid[i]]]++] = i;
+    memset(move_seen, 0xff, sizeof(int64_t) * (size_t)(max_move + 2));
+    memset(act_seen, 0xff, sizeof(int64_t) * (size_t)(max_act + 3));
+    /* Per visit: distinct moves decided so far, the last sibling decision, each prune's figures. */
+    for (int64_t r = 0; r < n_pruned; r++) {
+        int64_t upto = 0, last_sibling = -1, first_p = n_p;
+        for (int64_t j = v_start[r]; j < v_start[r + 1]; j++) {
+            int64_t i = members[j];
+            int sibling = !probcut[i];
+            if (sibling) {
+                last_sibling = j;
+                if (!nul[i] && move[i] >= 0 && move_seen[move[i]] != r) {
+                    move_seen[move[i]] = r;
+                    upto++;
+                }
+            }
+            if (prune[i]) {
+                p_rec[n_p] = i;
+                p_visit[n_p] = r;
+                p_upto[n_p] = upto;
+                p_later[n_p] = j;  /* (the member index for now: followed below) */
+                p_cutoff[n_p] = v_cut[vid[i]];
+                p_first_visit[n_p] = n_p == first_p;
+                p_first_act[n_p] = act_seen[act[i] + 1] != r;
+                act_seen[act[i] + 1] = r;
+                if (n_p == first_p)
+                    v_first_prune[r] = i;
+                n_p++;
+            }
+        }
+        for (int64_t k = first_p; k < n_p; k++) {
+            p_followed[k] = last_sibling > p_later[k];
+            p_later[k] = upto - p_upto[k];
+        }
+    }
+nogil_done:
+    Py_END_ALLOW_THREADS
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue("(LL)", (long long)n_p, (long long)n_pruned);
+done:
+    for (int i = 0; i < SV_BUF; i++)
+        if (b[i].obj)
+            PyBuffer_Release(&b[i]);
+    pairtab_free(&runs);
+    pairtab_free(&visits);
+    free(vid); free(v_count); free(v_start); free(members); free(v_rank); free(move_seen); free(act_seen);
+    free(v_cut); free(v_pruned);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"derive", derive, METH_VARARGS, derive_doc},
+    {"scope_visits", scope_visits, METH_VARARGS, scope_visits_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,6 +41,7 @@ records costs nothing beyond reading the columns.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -286,7 +287,6 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     prune = take(prune_all)
     probcut = take(batch.equals("act", "PROBCUT"))
     null = take(batch.flag("null_move"))
-    n = len(plies)
 
     node_ply = plies - is_move.astype(np.int64)
     key = 2 * node_ply + is_move.astype(np.int64)  # RESULT at n -> 2n, MOVE at node n -> 2n + 1
@@ -305,6 +305,118 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
 
     has_pv = "parent_visit" in records and "visit" in records and records["parent_visit"].notna().any()
     shared = _shared_path_codes(batch, take)
+    move_codes = take(batch.codes("move")[0]) if "move" in records else None
+    pr = (_prunes_compiled(records, take, is_move, is_result, node_ply, srow, iters, levels, bounds, shared, prune,
+                           probcut, null, move_codes, acts)
+          if has_pv and shared is not None and move_codes is not None and _scope_kernel() is not None else None)
+    if pr is None:
+        pr = _prunes_numpy(records, take, is_move, is_result, plies, node_ply, srow, iters, key, new_run, idx, levels,
+                           bounds, shared, has_pv, paths_at, prune, probcut, null, move_codes, acts)
+
+    # The legal moves at each visit's node, once per (FEN, node path).
+    fens_all = batch.searches["fen"].astype("object").to_numpy(dtype=object) if "fen" in batch.searches else None
+    fen_codes, fen_values = (pd.factorize(pd.Series(fens_all, dtype="object")) if fens_all is not None
+                             else (np.full(len(batch.searches), -1), np.zeros(0, dtype=object)))
+    node_fen = np.asarray(fen_codes, dtype=np.int64)[srow[pr.visit_first_prune]]
+    codes, d_fen, d_paths = _distinct_nodes(node_fen, pr.visit_first_prune, paths_at,
+                                            None if shared is None else shared[1])
+    legal = _legal_counts_at(d_fen, list(fen_values), d_paths)[codes]
+    p_legal = legal[pr.visit]
+    known = (p_legal >= 0) & ~pr.cutoff
+    remaining = np.where(known, np.maximum(p_legal - pr.upto, 0), 0)
+    later = np.where(known, np.minimum(pr.later, remaining), 0)
+    unrecorded = remaining - later
+
+    # First prune of each (visit, act) and of each visit: the "nodes" and "continued" counts.
+    g = group[pr.rec]
+    a = acts[pr.rec] + 1
+    na = len(a_cats) + 1
+    size = batch.record_groups.n * na
+    followed = pr.followed
+    frames = []
+    for per_act in (True, False):
+        cell = g * na + (a if per_act else 0)
+        firsts = pr.first_act if per_act else pr.first_visit
+
+        def count(weights: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
+            c = cell if mask is None else cell[mask]
+            w = None if weights is None else (weights if mask is None else weights[mask])
+            return np.bincount(c, weights=w, minlength=size).astype(np.int64)
+
+        prunes = count()
+        cells = np.flatnonzero(prunes)
+        columns = {
+            "prunes": prunes, "nodes": count(mask=firsts), "continued": count(mask=firsts & followed),
+            "followed": count(mask=followed), "remaining": count(remaining.astype(np.float64)),
+            "later_decided": count(later.astype(np.float64)), "unrecorded": count(unrecorded.astype(np.float64)),
+        }
+        labels = np.concatenate([[None], a_cats])[cells % na] if per_act else np.full(len(cells), ALL_ROW, object)
+        frames.append(pd.DataFrame({"_group": cells // na, "_all": 0 if not per_act else 1, "act": labels,
+                                    **{k: v[cells] for k, v in columns.items()}}))
+    return pd.concat(frames, ignore_index=True)
+
+
+@dataclass
+class _Prunes:
+    """The prune records of the visits holding a prune (member order: visit by visit, trace order within) and
+    what the counts need of each.  Records are positions in scope's (search, seq) order."""
+
+    rec: np.ndarray                #: its record
+    visit: np.ndarray              #: its visit: 0, 1, ... over the visits holding a prune, in member order
+    upto: np.ndarray               #: distinct moves decided in the visit up to it, itself included
+    later: np.ndarray              #: the visit's distinct decided moves after it (its total minus ``upto``)
+    followed: np.ndarray           #: bool: a later sibling decision (not PROBCUT) in the visit
+    cutoff: np.ndarray             #: bool: the visit ended in a cutoff (a RESULT with a lower bound)
+    first_act: np.ndarray          #: bool: the visit's first prune of its act
+    first_visit: np.ndarray        #: bool: the visit's first prune
+    visit_first_prune: np.ndarray  #: per visit: its first prune's record
+
+
+def _scope_kernel():
+    """The compiled kernel (``_ctries.scope_visits``), or None (not built, or ``TREEDIFF_NUMPY_TRIES=1``)."""
+    from treediff.report import tries
+
+    return tries._ctries if tries.compiled_available() else None
+
+
+def _prunes_compiled(records: pd.DataFrame, take, is_move, is_result, node_ply, srow, iters, levels, bounds,
+                     shared: tuple[np.ndarray, np.ndarray], prune, probcut, null, move_codes: np.ndarray,
+                     acts: np.ndarray) -> _Prunes | None:
+    """:class:`_Prunes` from the parser's visit columns by the compiled kernel (one pass: visits numbered as
+    :func:`_visits_by_parent_visit` numbers them, the members counted as :func:`_prunes_numpy` does); None
+    when a node of a visit has no shared path code (then numpy cuts the paths)."""
+    pv = take(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan))
+    rv = take(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan))
+    at_level = np.isin(node_ply, levels)
+    own, parent = shared
+    node = np.where(is_move, parent, own)
+    read = at_level & ((is_move & ~np.isnan(pv)) | (is_result & ~np.isnan(rv)))
+    if read.any() and int(node[read].min()) < 0:
+        return None
+    n_out = int(np.count_nonzero(prune))
+
+    def out(dtype) -> np.ndarray:
+        return np.empty(n_out, dtype=dtype)
+
+    rec, visit, upto, later, v_first = out(np.int64), out(np.int64), out(np.int64), out(np.int64), out(np.int64)
+    followed, cutoff, first_act, first_visit = out(np.uint8), out(np.uint8), out(np.uint8), out(np.uint8)
+    u8 = lambda a: np.ascontiguousarray(a, dtype=bool).view(np.uint8)  # noqa: E731
+    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    n_p, n_v = _scope_kernel().scope_visits(
+        u8(is_move), u8(is_result), u8(at_level), i64(srow * (1 << 16) + iters), i64(node),
+        np.ascontiguousarray(pv), np.ascontiguousarray(rv),
+        u8(bounds if bounds is not None else np.zeros(len(node), dtype=bool)), u8(prune), u8(probcut), u8(null),
+        i64(move_codes), i64(acts), rec, visit, upto, later, followed, cutoff, first_act, first_visit, v_first)
+    return _Prunes(rec[:n_p], visit[:n_p], upto[:n_p], later[:n_p], followed[:n_p].astype(bool),
+                   cutoff[:n_p].astype(bool), first_act[:n_p].astype(bool), first_visit[:n_p].astype(bool),
+                   v_first[:n_v])
+
+
+def _prunes_numpy(records: pd.DataFrame, take, is_move, is_result, plies, node_ply, srow, iters, key, new_run, idx,
+                  levels, bounds, shared, has_pv: bool, paths_at, prune, probcut, null,
+                  move_codes: np.ndarray | None, acts: np.ndarray) -> _Prunes:
+    """:class:`_Prunes` in numpy, visits from the parser's visit columns (``has_pv``) or delimited without them."""
+    n = len(plies)
     if has_pv:
         vid, cutoff_of = _visits_by_parent_visit(records, take, is_move, is_result, node_ply, srow, iters, paths_at,
                                                  levels, bounds, shared)
@@ -328,9 +440,8 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     starts = np.flatnonzero(np.r_[True, mv[1:] != mv[:-1]])
     visit_of = np.cumsum(np.r_[True, mv[1:] != mv[:-1]]) - 1   # dense visit number per member
     sibling = ~probcut[member]                                   # a later sibling decision
-    if "move" in records:
-        m_codes, _ = batch.codes("move")
-        moves = take(m_codes)[member]
+    if move_codes is not None:
+        moves = move_codes[member]
     else:  # frames without the column: the path's last move
         moves = _codes(last_move(paths_at(member)))
     decides = sibling & ~null[member] & (moves >= 0)             # decides a legal move
@@ -348,57 +459,17 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     np.maximum.at(last_sibling, visit_of[sibling], np.arange(len(member))[sibling])
 
     # Per prune record (in member order).
-    is_p = prune[member]
-    p_member = np.flatnonzero(is_p)
+    p_member = np.flatnonzero(prune[member])
     p_rec = member[p_member]
     p_visit = visit_of[p_member]
-    followed = last_sibling[p_visit] > p_member
-    later = total[p_visit] - upto[p_member]
-
-    # The legal moves at each visit's node, once per (FEN, node path).
-    fens_all = batch.searches["fen"].astype("object").to_numpy(dtype=object) if "fen" in batch.searches else None
     v_first_prune = np.full(len(starts), -1, dtype=np.int64)
     v_first_prune[p_visit[::-1]] = p_rec[::-1]
-    fen_codes, fen_values = (pd.factorize(pd.Series(fens_all, dtype="object")) if fens_all is not None
-                             else (np.full(len(batch.searches), -1), np.zeros(0, dtype=object)))
-    node_fen = np.asarray(fen_codes, dtype=np.int64)[srow[v_first_prune]]
-    codes, d_fen, d_paths = _distinct_nodes(node_fen, v_first_prune, paths_at, None if shared is None else shared[1])
-    legal = _legal_counts_at(d_fen, list(fen_values), d_paths)[codes]
-    p_legal = legal[p_visit]
-    known = (p_legal >= 0) & ~cutoff_of[p_rec]
-    remaining = np.where(known, np.maximum(p_legal - upto[p_member], 0), 0)
-    later = np.where(known, np.minimum(later, remaining), 0)
-    unrecorded = remaining - later
-
-    # First prune of each (visit, act) and of each visit: the "nodes" and "continued" counts.
-    g = group[p_rec]
-    a = acts[p_rec] + 1
-    na = len(a_cats) + 1
-    size = batch.record_groups.n * na
-    frames = []
-    for per_act in (True, False):
-        cell = g * na + (a if per_act else 0)
-        # member order is trace order within a visit: the first prune of the block (a visit's prunes are
-        # contiguous, p_visit ascending: the first of a visit is where it changes)
-        firsts = (~pd.Series(p_visit * na + a).duplicated(keep="first").to_numpy() if per_act
-                  else np.r_[True, p_visit[1:] != p_visit[:-1]] if len(p_visit) else np.zeros(0, dtype=bool))
-
-        def count(weights: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
-            c = cell if mask is None else cell[mask]
-            w = None if weights is None else (weights if mask is None else weights[mask])
-            return np.bincount(c, weights=w, minlength=size).astype(np.int64)
-
-        prunes = count()
-        cells = np.flatnonzero(prunes)
-        columns = {
-            "prunes": prunes, "nodes": count(mask=firsts), "continued": count(mask=firsts & followed),
-            "followed": count(mask=followed), "remaining": count(remaining.astype(np.float64)),
-            "later_decided": count(later.astype(np.float64)), "unrecorded": count(unrecorded.astype(np.float64)),
-        }
-        labels = np.concatenate([[None], a_cats])[cells % na] if per_act else np.full(len(cells), ALL_ROW, object)
-        frames.append(pd.DataFrame({"_group": cells // na, "_all": 0 if not per_act else 1, "act": labels,
-                                    **{k: v[cells] for k, v in columns.items()}}))
-    return pd.concat(frames, ignore_index=True)
+    # A visit's prunes are contiguous (p_visit ascending): its first is where the visit changes.
+    first_visit = np.r_[True, p_visit[1:] != p_visit[:-1]] if len(p_visit) else np.zeros(0, dtype=bool)
+    first_act = ~pd.Series(p_visit * (int(acts.max(initial=-1)) + 2) + acts[p_rec] + 1) \
+        .duplicated(keep="first").to_numpy()
+    return _Prunes(p_rec, p_visit, upto[p_member], total[p_visit] - upto[p_member],
+                   last_sibling[p_visit] > p_member, cutoff_of[p_rec], first_act, first_visit, v_first_prune)
 
 
 def _distinct_nodes(node_fen: np.ndarray, moves: np.ndarray, paths_at,
