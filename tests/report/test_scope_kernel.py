@@ -103,3 +103,27 @@ RESULT path=- ply=0 d=1 score=10 bound=exact
     pd.testing.assert_frame_equal(table_k, table_n)
     _, plain = _run(source, monkeypatch, kernel=True)  # the same log as parsed: the kernel answers
     assert int(plain.loc[plain["act"] == "FP-QUIET", "prunes"].iloc[0]) == 1
+
+
+@compiled
+def test_an_iteration_in_two_stretches(tmp_path, monkeypatch):
+    """``ITER d=1``, ``d=2``, then ``d=1`` again: scope keys a visit by (search, iteration), so the root's
+    visit 1 of the first and third stretches is one visit; the kernel numbers (iteration, node) pairs through
+    its table then, not its per-stretch stamps.  By hand: iteration 1's visit holds e2e3 (followed by e1d1
+    and e1f1) and e1d1 (followed by e1f1), iteration 2's holds e2e3 (not followed): 3 prunes, 2 nodes, 2
+    followed.  Counted as two visits, iteration 1 would give 3 nodes and 1 followed."""
+    stretch = """MOVE path=e2e4 ply=1 mn=1 d=1 nd=0 act=FULL
+MOVE path=e2e3 ply=1 mn=2 d=1 act=FP-QUIET
+"""
+    log = ("TREEDUMP engine=stockfish v=1 unit=1 id=k fen=4k3/8/8/8/8/8/4P3/4K3 w - - 0 1\n"
+           "ITER d=1\n" + stretch + "ITER d=2\n" + stretch + "RESULT path=- ply=0 d=2 score=10 bound=exact\n"
+           "ITER d=1\nMOVE path=e1d1 ply=1 mn=3 d=1 act=FP-QUIET\nMOVE path=e1f1 ply=1 mn=4 d=1 nd=0 act=FULL\n"
+           "RESULT path=- ply=0 d=1 score=10 bound=exact\n")
+    source = source_of(tmp_path, log, "again.log")
+    records = source.records(None)
+    assert records["iter"].tolist()[:2] == [1, 1] and 2 in records["iter"].tolist()
+    assert records.loc[records["act"].astype(str) == "FP-QUIET", "parent_visit"].tolist() == [1, 1, 1]
+    assert _assert_same(source, monkeypatch) == 1
+    table = build_report(source, ["scope", "cutoffs"])["scope"]
+    row = table[table["act"] == "FP-QUIET"].iloc[0]
+    assert (int(row["prunes"]), int(row["nodes"]), int(row["followed"])) == (3, 2, 2)

@@ -1153,7 +1153,7 @@ static PyObject *scope_visits(PyObject *self, PyObject *args)
     memset(&runs, 0, sizeof runs);
     memset(&visits, 0, sizeof visits);
     int64_t *vid = NULL, *v_count = NULL, *v_start = NULL, *members = NULL, *v_rank = NULL, *move_seen = NULL,
-            *act_seen = NULL;
+            *act_seen = NULL, *stamp = NULL, *stamp_nr = NULL, *c_sub = NULL, *c_id = NULL;
     uint8_t *v_cut = NULL, *v_pruned = NULL;
     for (int i = 0; i < SV_BUF; i++) {
         int flags = PyBUF_C_CONTIGUOUS | (i >= SV_IN ? PyBUF_WRITABLE : 0);
@@ -1207,29 +1207,85 @@ static PyObject *scope_visits(PyObject *self, PyObject *args)
         nomem = 1;
         goto nogil_done;
     }
-    /* Visits numbered as they first appear among the MOVE records, then among the RESULTs (numpy's order). */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int64_t i = 0; i < n; i++) {
-            if (pass == 0)
-                vid[i] = -1;
-            const uint8_t *tag = pass == 0 ? is_move : is_result;
-            double x = pass == 0 ? pv[i] : rv[i];
-            if (!tag[i] || !at_level[i] || x != x)
-                continue;
-            int64_t nr = pairtab_get(&runs, run_key[i], node[i], -1);
-            if (nr == -1 && (nr = pairtab_get(&runs, run_key[i], node[i], runs.n)) == -2) {
-                nomem = 1;
-                goto nogil_done;
-            }
-            int64_t number = (x > -9.2e18 && x < 9.2e18) ? (int64_t)x : INT64_MIN;  /* numpy's cast */
-            int64_t v = pairtab_get(&visits, nr, number, -1);
-            if (v == -1) {
-                if ((v = pairtab_get(&visits, nr, number, n_vis)) == -2) {
+    /* A (run_key, node) pair is numbered through a stamp per node code when each run_key is one contiguous
+     * stretch of records (the usual trace: the records of an iteration together), else through a pair table;
+     * a visit (that number, the visit number) through the number's cached last visit, a pair table behind it
+     * (most nodes have one visit an iteration).  Random probes of big tables were most of the kernel's time. */
+    int64_t max_node = -1, n_changes = 0, n_keys = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (node[i] > max_node)
+            max_node = node[i];
+        if (i == 0 || run_key[i] != run_key[i - 1]) {
+            n_changes++;
+            if (pairtab_get(&runs, run_key[i], 0, -1) == -1) {
+                if (pairtab_get(&runs, run_key[i], 0, n_keys) == -2) {
                     nomem = 1;
                     goto nogil_done;
                 }
-                n_vis++;
+                n_keys++;
             }
+        }
+    }
+    int contiguous = n_changes == n_keys;
+    pairtab_free(&runs);
+    if (!pairtab_init(&runs, 1024)) {
+        nomem = 1;
+        goto nogil_done;
+    }
+    stamp = big_alloc0(sizeof(int64_t) * (size_t)(max_node + 2));
+    stamp_nr = big_alloc0(sizeof(int64_t) * (size_t)(max_node + 2));
+    c_sub = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    c_id = big_alloc0(sizeof(int64_t) * (size_t)(n + 1));
+    if (!stamp || !stamp_nr || !c_sub || !c_id) {
+        nomem = 1;
+        goto nogil_done;
+    }
+    memset(stamp, 0xff, sizeof(int64_t) * (size_t)(max_node + 2));
+    /* First each read record's (run_key, node) number, in one pass (vid holds it for now, -1 elsewhere). */
+    int64_t n_nr = 0, stretch = -1;
+    for (int64_t i = 0; i < n; i++) {
+        vid[i] = -1;
+        if (i == 0 || run_key[i] != run_key[i - 1])
+            stretch++;
+        double x = is_move[i] ? pv[i] : rv[i];
+        if (!(is_move[i] || is_result[i]) || !at_level[i] || x != x)
+            continue;
+        int64_t nr;
+        if (contiguous) {
+            if (stamp[node[i]] != stretch) {
+                stamp[node[i]] = stretch;
+                stamp_nr[node[i]] = n_nr;
+                c_sub[n_nr++] = EMPTY;
+            }
+            nr = stamp_nr[node[i]];
+        } else {
+            nr = pairtab_get(&runs, run_key[i], node[i], -1);
+            if (nr == -1) {
+                if ((nr = pairtab_get(&runs, run_key[i], node[i], n_nr)) == -2) {
+                    nomem = 1;
+                    goto nogil_done;
+                }
+                c_sub[n_nr++] = EMPTY;
+            }
+        }
+        vid[i] = nr;
+    }
+    /* Visits numbered as they first appear among the MOVE records, then among the RESULTs (numpy's order). */
+    for (int pass = 0; pass < 2; pass++) {
+        const uint8_t *tag = pass == 0 ? is_move : is_result;
+        const double *col = pass == 0 ? pv : rv;
+        for (int64_t i = 0; i < n; i++) {
+            if (!tag[i] || vid[i] < 0)
+                continue;
+            double x = col[i];
+            int64_t number = (int64_t)x;  /* (|x| < 2**62: the caller checks; numpy's cast) */
+            int64_t v = cached_get(c_sub, c_id, &visits, vid[i], number, n_vis);
+            if (v == -2) {
+                nomem = 1;
+                goto nogil_done;
+            }
+            if (v == n_vis)
+                n_vis++;
             vid[i] = v;
         }
     }
@@ -1318,7 +1374,7 @@ done:
     pairtab_free(&runs);
     pairtab_free(&visits);
     free(vid); free(v_count); free(v_start); free(members); free(v_rank); free(move_seen); free(act_seen);
-    free(v_cut); free(v_pruned);
+    free(v_cut); free(v_pruned); free(stamp); free(stamp_nr); free(c_sub); free(c_id);
     return result;
 }
 

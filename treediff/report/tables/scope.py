@@ -393,6 +393,9 @@ def _prunes_compiled(records: pd.DataFrame, take, is_move, is_result, node_ply, 
     read = at_level & ((is_move & ~np.isnan(pv)) | (is_result & ~np.isnan(rv)))
     if read.any() and int(node[read].min()) < 0:
         return None
+    with np.errstate(invalid="ignore"):
+        if bool(np.any(np.abs(pv) >= 2.0 ** 62)) or bool(np.any(np.abs(rv) >= 2.0 ** 62)):  # (+-inf too)
+            return None  # visit numbers no int64 holds: numpy's cast of them, not the kernel's
     n_out = int(np.count_nonzero(prune))
 
     def out(dtype) -> np.ndarray:
