@@ -13,6 +13,11 @@
  * implementations equal on every fixture and on random traces
  * (tests/report/test_ctries.py).
  *
+ * scope_visits() does the node-visit part of the scope table
+ * (treediff.report.tables.scope, its numpy path with the parser's visit
+ * columns): visits, their members and what each prune needs, in a few linear
+ * passes (tests/report/test_scope_kernel.py holds the two equal).
+ *
  * Every index given or returned is a record position in trace order (0..n-1),
  * or an index into the RESULT records in trace order (parent_result, prev).
  * Only the CPython API and the buffer protocol are used (no numpy headers);
