@@ -40,7 +40,6 @@ records costs nothing beyond reading the columns.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -51,6 +50,7 @@ import pyarrow.compute as pc
 
 from treediff.parse.paths import (checker_at, compiled_checker_available, fen_checker_args, legal_counts_compiled,
                                   several_kings)
+from treediff.report.grouped import group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
 from treediff.report.tables.acts import ALL_ROW
@@ -126,9 +126,9 @@ def _legal_counts_at(fen_codes: np.ndarray, fen_values: Sequence[object], paths:
 
 
 def _legal_counts_compiled(fen_codes: np.ndarray, fen_values: Sequence[object], paths: pa.Array) -> np.ndarray:
-    """:func:`_legal_counts_at` by one compiled checker per FEN, each FEN's paths sorted so that consecutive
-    paths share their prefix (each path replays only the moves after it: about one move per node).
-    Memory: the checker keeps one path's boards; the paths are one Arrow array."""
+    """:func:`_legal_counts_at` by one compiled checker per FEN, each FEN's paths in the order given (each path
+    replays only the moves after those it shares with the one before: about one move a node when the paths
+    come in trace order).  Memory: the checker keeps one path's boards; the paths are one Arrow array."""
     out = np.full(len(paths), -1, dtype=np.int64)
     if not len(paths):
         return out
@@ -148,8 +148,10 @@ def _legal_counts_compiled(fen_codes: np.ndarray, fen_values: Sequence[object], 
     # Each FEN's paths in the order given: the checker replays a path from the one before it, and the nodes
     # come in trace order (a depth-first walk: neighbours share all but a move or two), which costs it no more
     # than sorted paths (measured: the same CPU on the 5M bench file) and spares the sort of the strings.
+    from treediff.report.tries import _is_identity
+
     order = np.argsort(fen_codes[rows], kind="stable")
-    if not _is_sorted(order):
+    if not _is_identity(order):
         rows, moves = rows[order], moves.take(pa.array(order))
     row_fens = fen_codes[rows]
     bounds = np.flatnonzero(np.diff(row_fens)) + 1
@@ -168,11 +170,6 @@ def _legal_counts_compiled(fen_codes: np.ndarray, fen_values: Sequence[object], 
             continue
         out[rows[lo:hi]] = legal_counts_compiled(checker_at(args), moves.slice(lo, hi - lo))
     return out
-
-
-def _is_sorted(order: np.ndarray) -> bool:
-    """Whether a permutation is the identity."""
-    return bool(np.all(order[1:] > order[:-1]))
 
 
 def _legal_counts_python(fens: Sequence[str | None], paths: Sequence[str]) -> np.ndarray:
@@ -289,8 +286,6 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     null = take(batch.flag("null_move"))
 
     node_ply = plies - is_move.astype(np.int64)
-    key = 2 * node_ply + is_move.astype(np.int64)  # RESULT at n -> 2n, MOVE at node n -> 2n + 1
-    new_run = _runs(srow, iters)
     idx = np.flatnonzero(prune)
     levels = np.unique(node_ply[idx])
 
@@ -310,8 +305,8 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
                            probcut, null, move_codes, acts)
           if has_pv and shared is not None and move_codes is not None and _scope_kernel() is not None else None)
     if pr is None:
-        pr = _prunes_numpy(records, take, is_move, is_result, plies, node_ply, srow, iters, key, new_run, idx, levels,
-                           bounds, shared, has_pv, paths_at, prune, probcut, null, move_codes, acts)
+        pr = _prunes_numpy(records, take, is_move, is_result, plies, node_ply, srow, iters, idx, levels, bounds,
+                           shared, has_pv, paths_at, prune, probcut, null, move_codes, acts)
 
     # The legal moves at each visit's node, once per (FEN, node path).
     fens_all = batch.searches["fen"].astype("object").to_numpy(dtype=object) if "fen" in batch.searches else None
@@ -415,9 +410,9 @@ def _prunes_compiled(records: pd.DataFrame, take, is_move, is_result, node_ply, 
                    v_first[:n_v])
 
 
-def _prunes_numpy(records: pd.DataFrame, take, is_move, is_result, plies, node_ply, srow, iters, key, new_run, idx,
-                  levels, bounds, shared, has_pv: bool, paths_at, prune, probcut, null,
-                  move_codes: np.ndarray | None, acts: np.ndarray) -> _Prunes:
+def _prunes_numpy(records: pd.DataFrame, take, is_move, is_result, plies, node_ply, srow, iters, idx, levels, bounds,
+                  shared, has_pv: bool, paths_at, prune, probcut, null, move_codes: np.ndarray | None,
+                  acts: np.ndarray) -> _Prunes:
     """:class:`_Prunes` in numpy, visits from the parser's visit columns (``has_pv``) or delimited without them."""
     n = len(plies)
     if has_pv:
@@ -426,7 +421,8 @@ def _prunes_numpy(records: pd.DataFrame, take, is_move, is_result, plies, node_p
         candidates = np.flatnonzero(vid >= 0)
         candidates = candidates[np.argsort(vid[candidates], kind="stable")]
     else:
-        vid, end, candidates = _pathless_visits(is_move, node_ply, key, new_run, levels)
+        key = 2 * node_ply + is_move.astype(np.int64)  # RESULT at n -> 2n, MOVE at node n -> 2n + 1
+        vid, end, candidates = _pathless_visits(is_move, node_ply, key, _runs(srow, iters), levels)
         cutoff_of = np.zeros(n, dtype=bool)
         if bounds is not None:
             e = end[idx]
@@ -588,26 +584,8 @@ def _codes(values: pa.Array) -> np.ndarray:
 
 def _dense_ids(*parts: np.ndarray) -> np.ndarray:
     """One dense id per distinct tuple of the int64 ``parts``, as a tuple-wise factorize would give
-    (first-appearance order), by hashing int64 pairs stage by stage: no MultiIndex of tuples."""
-    shifted = [part - (int(part.min()) if len(part) else 0) for part in parts]
-    spans = [int(part.max()) + 1 if len(part) else 1 for part in shifted]
-    if math.prod(spans) < 1 << 62:  # one hash of the packed tuples: the same first-appearance numbers
-        packed = shifted[0]
-        for part, span in zip(shifted[1:], spans[1:]):
-            packed = packed * span + part
-        return np.asarray(pd.factorize(packed)[0], dtype=np.int64)
-    codes = np.zeros(len(parts[0]), dtype=np.int64)
-    width = 1
-    for part in parts:
-        part = part - (int(part.min()) if len(part) else 0)
-        span = int(part.max()) + 1 if len(part) else 1
-        # width <= n distinct codes so far; span <= n for node codes and visit numbers: n**2 fits in int64
-        if width * span >= 1 << 62:
-            raise ValueError("too many distinct keys to pack")
-        codes, uniques = pd.factorize(codes * span + part)
-        codes = np.asarray(codes, dtype=np.int64)
-        width = len(uniques)
-    return codes
+    (first-appearance order; :func:`treediff.report.grouped.group_rows`)."""
+    return group_rows(*parts).codes
 
 
 _PARTIAL_COLUMNS = ["srow", "iter", "key", "_all", "act", *_COUNTS]
