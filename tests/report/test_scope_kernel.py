@@ -127,3 +127,27 @@ MOVE path=e2e3 ply=1 mn=2 d=1 act=FP-QUIET
     table = build_report(source, ["scope", "cutoffs"])["scope"]
     row = table[table["act"] == "FP-QUIET"].iloc[0]
     assert (int(row["prunes"]), int(row["nodes"]), int(row["followed"])) == (3, 2, 2)
+
+
+@compiled
+def test_the_kernel_refuses_a_read_record_without_a_node_code():
+    """The kernel indexes by node code: a record it reads with code -1 is an error, not a write out of
+    bounds (scope itself sends such a batch to numpy first)."""
+    def u8(*v):
+        return np.array(v, dtype=np.uint8)
+
+    def i64(*v):
+        return np.array(v, dtype=np.int64)
+
+    def f64(*v):
+        return np.array(v, dtype=np.float64)
+
+    # A MOVE at a level with a parent_visit but node -1; a RESULT closing the visit.
+    inputs = [u8(1, 0), u8(0, 1), u8(1, 1), i64(1, 1), i64(-1, 0), f64(1, np.nan), f64(np.nan, 1),
+              u8(0, 0), u8(1, 0), u8(0, 0), u8(0, 0), i64(0, -1), i64(0, -1)]
+    outputs = [np.empty(1, np.int64) for _ in range(4)] + [np.empty(1, np.uint8) for _ in range(4)] \
+        + [np.empty(1, np.int64)]
+    with pytest.raises(ValueError, match="without a node code"):
+        tries._ctries.scope_visits(*inputs, *outputs)
+    inputs[4] = i64(0, 0)  # the same call with a node code gives one prune in one visit
+    assert tries._ctries.scope_visits(*inputs, *outputs) == (1, 1)

@@ -1186,7 +1186,7 @@ static PyObject *scope_visits(PyObject *self, PyObject *args)
     int64_t *p_rec = b[13].buf, *p_visit = b[14].buf, *p_upto = b[15].buf, *p_later = b[16].buf;
     uint8_t *p_followed = b[17].buf, *p_cutoff = b[18].buf, *p_first_act = b[19].buf, *p_first_visit = b[20].buf;
     int64_t *v_first_prune = b[21].buf;
-    int64_t max_move = -1, max_act = -1, n_prunes_in = 0;
+    int64_t max_move = -1, max_act = -1, max_node = -1, n_prunes_in = 0;
     for (int64_t i = 0; i < n; i++) {
         if (move[i] > max_move)
             max_move = move[i];
@@ -1196,6 +1196,19 @@ static PyObject *scope_visits(PyObject *self, PyObject *args)
         if (prune[i] && !is_move[i]) {
             PyErr_SetString(PyExc_ValueError, "scope_visits: a prune that is not a MOVE record");
             goto done;
+        }
+        if (move[i] < -1 || act[i] < -1) {
+            PyErr_SetString(PyExc_ValueError, "scope_visits: a move or act code below -1");
+            goto done;
+        }
+        double x = is_move[i] ? pv[i] : rv[i];
+        if ((is_move[i] || is_result[i]) && at_level[i] && x == x) {  /* a record the visits read */
+            if (node[i] < 0) {
+                PyErr_SetString(PyExc_ValueError, "scope_visits: a read record without a node code");
+                goto done;
+            }
+            if (node[i] > max_node)
+                max_node = node[i];
         }
     }
     if (n_prunes_in > n_out) {
@@ -1216,10 +1229,8 @@ static PyObject *scope_visits(PyObject *self, PyObject *args)
      * stretch of records (the usual trace: the records of an iteration together), else through a pair table;
      * a visit (that number, the visit number) through the number's cached last visit, a pair table behind it
      * (most nodes have one visit an iteration).  Random probes of big tables were most of the kernel's time. */
-    int64_t max_node = -1, n_changes = 0, n_keys = 0;
+    int64_t n_changes = 0, n_keys = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (node[i] > max_node)
-            max_node = node[i];
         if (i == 0 || run_key[i] != run_key[i - 1]) {
             n_changes++;
             if (pairtab_get(&runs, run_key[i], 0, -1) == -1) {
