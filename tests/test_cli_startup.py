@@ -258,6 +258,28 @@ def test_report_imports_no_aligner(argv):
     assert not {m for m in out if m.startswith("treediff.align")}, out
 
 
+@pytest.mark.parametrize("argv", [["report", "SMALL_A"], ["report", "SMALL_A", "--table", "all", "--by", "engine,iter,ply,nt"],
+                                  ["report", "PARQUET", "--table", "all"], ["compare", "SMALL_A", "SMALL_B"],
+                                  ["compare", "PARQUET", "PARQUET"]],
+                         ids=["report log", "report log all", "report parquet", "compare logs", "compare parquet"])
+def test_report_and_compare_leave_polars_to_the_parse(argv, tmp_path):
+    """The tables, the aligner and compare's figures use no polars: a log is parsed in a forked child, which
+    imports it (and the parser), while this process imports pandas and the tables; a Parquet file needs no
+    parse.  So this process never imports polars (~0.09 s; issue 17 item 4: a small log's report 0.44 -> 0.36 s,
+    docs/PERFORMANCE.md, fourteenth session)."""
+    parquet = tmp_path / "a.parquet"
+    if "PARQUET" in argv:
+        subprocess.run([sys.executable, "-c", _RUN_QUIETLY, "parse", str(_SMALL_A), "-o", str(parquet)], check=True,
+                       capture_output=True, timeout=120)
+    argv = [{"SMALL_A": str(_SMALL_A), "SMALL_B": str(_SMALL_B), "PARQUET": str(parquet)}.get(a, a) for a in argv]
+    env = dict(os.environ, TREEDIFF_FORK="1")
+    out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_HEAVY, *argv], capture_output=True, text=True,
+                         timeout=300, check=True, env=env)
+    heavy = set(out.stdout.split())
+    assert {"pandas", "pyarrow", "numpy"} <= heavy, heavy  # (the command did run its tables here)
+    assert "polars" not in heavy, heavy
+
+
 # ------------------------------------------------------------------ issue 17 item 4: info and parse on UCI logs
 _TYPHOON = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "typhoon_start.log"
 

@@ -58,13 +58,34 @@ def test_a_parquet_first_input_is_read_here(tmp_path, parquet_file):
     assert (status, forks) == (0, 1), err  # (only the divergences' child)
 
 
-def test_small_logs_are_parsed_here(tmp_path):
+def test_small_logs_are_all_parsed_in_one_child(tmp_path):
+    """Below FORK_MIN_LOG_BYTES, when every input is a log, one child forked at once parses them all while
+    compare imports its tables (cli/report.py: ``_Opening``): polars never starts here, so the divergences'
+    child forks too (FORK_MIN_RECORDS is 0 here).  The answer is the one process's, byte for byte."""
     from treediff.store.budget import FORK_MIN_LOG_BYTES
 
     a, b = TRACES / "typhoon_batch3.log", TRACES / "stockfish_batch3.log"
     assert a.stat().st_size + b.stat().st_size < FORK_MIN_LOG_BYTES
-    status, _, err, forks = _compare([a, b], True, tmp_path, min_log_bytes=FORK_MIN_LOG_BYTES)
-    assert (status, forks) == (0, 1), err  # (only the divergences' child: FORK_MIN_RECORDS is 0 here)
+    for args in ([a, b], [a, b, TRACES / "crafty_batch3.log"], [_garbled(tmp_path, "a.log", "typhoon_batch3.log"),
+                                                               _garbled(tmp_path, "b.log", "stockfish_batch3.log")]):
+        status, together, err, forks = _compare(args, True, tmp_path, min_log_bytes=FORK_MIN_LOG_BYTES)
+        # the parse's child, then the divergences' (none with three inputs: they are not aligned)
+        assert (status, forks) == (0, 1 if len(args) == 3 else 2), err
+        assert (status, together, err) == _compare(args, False, tmp_path)[:3]
+
+
+@pytest.mark.parametrize("bad", [0, 1], ids=["first-bad", "second-bad"])
+def test_a_bad_small_log_fails_as_it_does_in_one_process(tmp_path, bad):
+    from treediff.store.budget import FORK_MIN_LOG_BYTES
+
+    broken = tmp_path / "empty.log"
+    broken.write_text("not a trace at all\n")
+    args = [broken, TRACES / "typhoon_batch3.log"] if bad == 0 else [TRACES / "typhoon_batch3.log", broken]
+    status, _, err, forks = _compare(args, True, tmp_path, min_log_bytes=FORK_MIN_LOG_BYTES)
+    assert forks == 1  # (the logs' parse; nothing aligned)
+    assert status == 2 and "empty.log" in err, err
+    alone = _compare(args, False, tmp_path)
+    assert (status, err) == (alone[0], alone[2])
 
 
 @pytest.mark.parametrize("bad", [0, 1], ids=["first-bad", "second-bad"])

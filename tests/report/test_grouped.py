@@ -67,3 +67,28 @@ def test_one_key_and_no_rows():
     _assert_like_pandas({"g": np.array([3, 1, 3, 2, 1])}, np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
     empty = group_rows(np.zeros(0, dtype=np.int64), np.zeros(0))
     assert empty.n == 0 and empty.sizes().tolist() == [] and empty.sums(np.zeros(0)).tolist() == []
+
+
+@pytest.mark.parametrize("kind", ["int", "float-nan-first", "object-none-first", "one-value"])
+def test_one_key_like_pandas(kind):
+    """One key is numbered by its own factorization (no second hash): groups still in order of first row, a
+    missing value first or in between a group of its own."""
+    rng = np.random.default_rng(11)
+    n = 3_000
+    key = {"int": rng.integers(-4, 40, n),
+           "float-nan-first": np.concatenate(([np.nan], rng.choice(np.array([1.0, np.nan, 3.5, -0.0, 0.0]), n - 1))),
+           "object-none-first": np.concatenate((np.array([None], dtype=object),
+                                                rng.choice(np.array(["kind", None, "act"], dtype=object), n - 1))),
+           "one-value": np.full(n, 7)}[kind]
+    _assert_like_pandas({"k": key}, rng.integers(0, 4, n).astype(np.float64))
+
+
+def test_int_sums_are_exact_beyond_float_precision():
+    """int_sums: exact int64 sums per group, also where float64 would round (counted by hand here)."""
+    groups = group_rows(np.array([5, 9, 5, 9, 5]))
+    values = np.array([2**60, 3, 1, 4, 1], dtype=np.int64)
+    sums = groups.int_sums(values)
+    assert sums.dtype == np.int64
+    assert sums.tolist() == [2**60 + 2, 7]  # (in float64, 2**60 + 1 rounds back to 2**60)
+    assert groups.int_sums(np.array([1, 1, 1, 0, 1], dtype=np.int64)).tolist() == [3, 1]  # rows 0, 2, 4; 1, 3
+    assert group_rows(np.zeros(0, dtype=np.int64)).int_sums(np.zeros(0, dtype=np.int64)).tolist() == []

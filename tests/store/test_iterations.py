@@ -21,7 +21,8 @@ from treediff.parse.source import open_sources
 from treediff.report.compare import _profile_partial
 from treediff.report.core import fold_tables
 from treediff.report.pairing import ITERATIONS, depths_of
-from treediff.store.iterations import PROFILE_COLUMNS, _equals, merge_profiles, profile_of
+from treediff.store.arrays import equals as _equals
+from treediff.store.iterations import PROFILE_COLUMNS, merge_profiles, profile_of
 from treediff.store.spill import spill_iterations_path, spill_source
 
 ROOT = Path(__file__).resolve().parents[2]

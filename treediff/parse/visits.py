@@ -32,9 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from treediff.store.arrays import equals, int32_where, numbers
 
 try:  # the compiled post-pass (treediff/parse/_ctok.c); optional, as is the tokenizer's
     from treediff.parse import _ctok  # type: ignore[attr-defined]  # (compiled: no stub)
@@ -153,70 +154,28 @@ def visit_columns(table: pa.Table, primary: dict[int, str | None] | None = None,
     ctx = table.column("ctx")
     runs = primary is None or ctx.null_count == n
     group = key if runs else key * 4096 + _context_codes(table, primary or {})
-    is_result = _equals(table.column("tag"), "RESULT")
-    depth = _numbers(table.column("depth"), np.float32, np.nan)
+    is_result = equals(table.column("tag"), "RESULT")
+    depth = numbers(table.column("depth"), np.float32, np.nan)
     written = table.column("visit")
-    given = _numbers(written, np.int32, NO_VISIT) if written.null_count != n else None
+    given = numbers(written, np.int32, NO_VISIT) if written.null_count != n else None
     path = table.column("path").combine_chunks()
     if compiled_available() and path.type == pa.string():
         return _compiled(path, group, is_result, depth, given, contiguous=runs)
     return _by_sorting(path, group, is_result, depth, given, contiguous=runs)
 
 
-# Columns to numpy straight from their Arrow buffers: pyarrow's to_numpy imports pandas (0.15 s of
-# start-up, see tests/test_cli_startup.py), and going through polars costs conversions.
-def _numpy_dtype(arrow_type: pa.DataType) -> np.dtype:
-    """The numpy dtype of a fixed-width integer or float Arrow type, without ``to_pandas_dtype`` (which imports
-    pandas in the oldest pyarrow the package allows)."""
-    if pa.types.is_integer(arrow_type):
-        return np.dtype(f"{'u' if pa.types.is_unsigned_integer(arrow_type) else ''}int{arrow_type.bit_width}")
-    if pa.types.is_floating(arrow_type):
-        return np.dtype(f"float{arrow_type.bit_width}")
-    return np.dtype(arrow_type.to_pandas_dtype())
-
-
-def _numbers(column: pa.ChunkedArray, dtype, fill) -> np.ndarray:
-    """A primitive column as numpy ``dtype``, ``fill`` where null."""
-    parts = []
-    for chunk in column.chunks:
-        buffers = chunk.buffers()
-        values = np.frombuffer(buffers[1], dtype=_numpy_dtype(chunk.type), count=len(chunk),
-                               offset=chunk.offset * chunk.type.byte_width)
-        values = values.astype(dtype, copy=bool(chunk.null_count))
-        if chunk.null_count:
-            valid = np.unpackbits(np.frombuffer(buffers[0], dtype=np.uint8), bitorder="little")
-            values[~valid[chunk.offset:chunk.offset + len(chunk)].astype(bool)] = fill
-        parts.append(values)
-    return np.concatenate(parts) if len(parts) != 1 else parts[0]
-
-
-def _equals(column: pa.ChunkedArray, value: str) -> np.ndarray:
-    """``column == value`` for a dictionary-encoded column (nulls: False), from the indices."""
-    parts = []
-    for chunk in column.chunks:
-        labels = chunk.dictionary.to_pylist()
-        if value not in labels:
-            parts.append(np.zeros(len(chunk), dtype=bool))
-            continue
-        idx = chunk.indices
-        codes = np.frombuffer(idx.buffers()[1], dtype=_numpy_dtype(idx.type), count=len(idx),
-                              offset=idx.offset * idx.type.byte_width)
-        hit = codes == labels.index(value)
-        if chunk.null_count:
-            valid = np.unpackbits(np.frombuffer(idx.buffers()[0], dtype=np.uint8), bitorder="little")
-            hit &= valid[idx.offset:idx.offset + len(idx)].astype(bool)
-        parts.append(hit)
-    return np.concatenate(parts) if len(parts) != 1 else parts[0]
-
-
+# Columns go to numpy straight from their Arrow buffers (treediff.store.arrays): pyarrow's to_numpy imports
+# pandas (0.15 s of start-up, see tests/test_cli_startup.py), and going through polars costs conversions.
 def iteration_keys(table: pa.Table) -> np.ndarray:
     """(search, iter) of each record packed in one int64."""
-    search = _numbers(table.column("search"), np.int64, -1)
-    return (search << 17) | (_numbers(table.column("iter"), np.int64, 0) & 0xFFFF)
+    search = numbers(table.column("search"), np.int64, -1)
+    return (search << 17) | (numbers(table.column("iter"), np.int64, 0) & 0xFFFF)
 
 
 def _context_codes(table: pa.Table, primary: dict[int, str | None]) -> np.ndarray:
     """Each record's effective context as a small code (a record without ``ctx`` is in its search's kept one)."""
+    import polars as pl  # here: a report of a Parquet file reads this module without the parser's polars
+
     cols = pl.from_arrow(table.select(["search", "ctx"]))
     assert isinstance(cols, pl.DataFrame)  # (a table gives a frame; for mypy)
     kept = cols.get_column("search").replace_strict(
@@ -268,6 +227,8 @@ def _compiled(path: pa.Array, group: np.ndarray, is_result: np.ndarray, depth: n
 def _by_sorting(path: pa.Array, group: np.ndarray, is_result: np.ndarray, depth: np.ndarray,
                 given: np.ndarray | None, contiguous: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The numpy pass: node keys from the paths (a MOVE's parent path), then :func:`visit_numbers`."""
+    import polars as pl
+
     if contiguous:  # runs of equal keys: number them
         group = np.concatenate(([0], np.cumsum(group[1:] != group[:-1]))).astype(np.int64)
     node_paths = pc.if_else(pl.Series(is_result, dtype=pl.Boolean).to_arrow(), path, parent_paths(path))
@@ -275,18 +236,6 @@ def _by_sorting(path: pa.Array, group: np.ndarray, is_result: np.ndarray, depth:
     codes = pl.from_arrow(encoded.indices).cast(pl.Int64).to_numpy()
     node = group * (len(encoded.dictionary) + 1) + codes
     return visit_numbers(node, is_result, depth, given)
-
-
-def _int32_where(values: np.ndarray, valid: np.ndarray) -> pa.Array:
-    """``values`` as an Arrow int32 array, null where not ``valid``."""
-    data = np.ascontiguousarray(values, dtype=np.int32)
-    valid = np.asarray(valid, dtype=bool)
-    n = len(data)
-    if valid.all():
-        return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(data)])
-    bitmap = np.packbits(valid, bitorder="little")
-    return pa.Array.from_buffers(pa.int32(), n, [pa.py_buffer(bitmap), pa.py_buffer(data)],
-                                 null_count=int(n - valid.sum()))
 
 
 @dataclass
@@ -305,9 +254,9 @@ class _Held:
     def of(cls, table: pa.Table) -> "_Held":
         n = table.num_rows
         written = table.column("visit")
-        given = _numbers(written, np.int32, NO_VISIT) if written.null_count != n else None
-        return cls(table, iteration_keys(table), _equals(table.column("tag"), "RESULT"),
-                   _numbers(table.column("depth"), np.float32, np.nan), given,
+        given = numbers(written, np.int32, NO_VISIT) if written.null_count != n else None
+        return cls(table, iteration_keys(table), equals(table.column("tag"), "RESULT"),
+                   numbers(table.column("depth"), np.float32, np.nan), given,
                    np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32))
 
 
@@ -430,11 +379,11 @@ def _with_visit_columns(table: pa.Table, visit: np.ndarray, parent_visit: np.nda
                         is_result: np.ndarray | None = None) -> pa.Table:
     """``table`` with its ``visit`` (RESULT rows) and ``parent_visit`` (MOVE rows) columns replaced."""
     if is_result is None:
-        is_result = _equals(table.column("tag"), "RESULT")
+        is_result = equals(table.column("tag"), "RESULT")
     i = table.schema.get_field_index("visit")
-    table = table.set_column(i, table.schema.field(i), _int32_where(visit, is_result))
+    table = table.set_column(i, table.schema.field(i), int32_where(visit, is_result))
     j = table.schema.get_field_index("parent_visit")
-    return table.set_column(j, table.schema.field(j), _int32_where(parent_visit, ~is_result))
+    return table.set_column(j, table.schema.field(j), int32_where(parent_visit, ~is_result))
 
 
 # ---------------------------------------------------------------------- the visit tree

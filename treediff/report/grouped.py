@@ -40,6 +40,17 @@ class Groups:
         """Rows per group (int64), ``groupby(...).size()``."""
         return np.bincount(self.codes, minlength=self.n).astype(np.int64)
 
+    def int_sums(self, values: np.ndarray) -> np.ndarray:
+        """Per group, the exact sum (int64) of integer ``values`` (no missing values)."""
+        values = np.asarray(values, dtype=np.int64)
+        if not len(values):
+            return np.zeros(self.n, dtype=np.int64)
+        if float(np.abs(values).max()) * len(values) < _EXACT_SUM:  # float64 adds them exactly
+            return np.bincount(self.codes, weights=values, minlength=self.n).astype(np.int64)
+        out = np.zeros(self.n, dtype=np.int64)
+        np.add.at(out, self.codes, values)
+        return out
+
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Per group, the sum of ``values`` (float64) as ``groupby(...)[col].sum()`` gives it (missing values
         skipped, 0.0 for none)."""
@@ -64,8 +75,12 @@ def group_rows(*keys: np.ndarray) -> Groups:
     for key in keys:
         codes, uniques = pd.factorize(np.asarray(key), use_na_sentinel=False)
         parts.append((np.asarray(codes, dtype=np.int64), max(len(uniques), 1)))
-    codes = parts[0][0]
-    width = parts[0][1]
+    codes, width = parts[0]
+    if len(parts) == 1:  # one key's codes: numbered in order of first appearance (unless a pandas puts NaN last)
+        first = _first_rows(codes)
+        if len(first) == width:
+            return Groups(codes, first)
+
     for part, span in parts[1:]:
         if width * span >= 1 << 62:  # too many to pack: number the tuples so far first
             codes, uniques = pd.factorize(codes)
@@ -75,8 +90,12 @@ def group_rows(*keys: np.ndarray) -> Groups:
     # codes of the first key are in first-appearance order, the packed tuples are not: hash them once more
     dense, uniques = pd.factorize(codes)
     dense = np.asarray(dense, dtype=np.int64)
-    # Groups are numbered as they first appear: a group's first row is where the running maximum grows.
-    before = np.empty(n, dtype=np.int64)
+    return Groups(dense, _first_rows(dense))
+
+
+def _first_rows(dense: np.ndarray) -> np.ndarray:
+    """Each group's first row, groups numbered as they first appear: where the running maximum grows."""
+    before = np.empty(len(dense), dtype=np.int64)
     before[0] = -1
     np.maximum.accumulate(dense[:-1], out=before[1:])
-    return Groups(dense, np.flatnonzero(dense > before))
+    return np.flatnonzero(dense > before)

@@ -38,10 +38,12 @@ FORK_RECORDS_PER_GIB = 20_000_000
 #: `--table all`, the parse and the fold forked against one process, 7 rounds): 125k lines 1.31 against
 #: 1.27 s, 250k 1.53 against 1.54, 500k 1.81 against 1.82 (even), 1M 2.32 against 2.64.
 FORK_MIN_RECORDS = 500_000
-#: Bytes of logs from which ``report`` parses them in a forked child (so that its fold may fork after:
-#: ``cli/report.py: _open``): about :data:`FORK_MIN_RECORDS` lines, at 64 bytes a line (the benchmark
-#: logs' lines are 77 bytes).  Below it the fold would not fork, and the parse's own fork costs ~60 ms
-#: (a 3.6k-line fixture's report: 0.97 against 1.03 s, ninth session).
+#: Bytes of logs from which ``compare`` parses its first log in a forked child while it parses the others
+#: itself (``cli/report.py: _open_each``): about :data:`FORK_MIN_RECORDS` lines, at 64 bytes a line (the
+#: benchmark logs' lines are 77 bytes).  Below it one child parses every log while compare imports its tables
+#: (``_Opening``).  ``report`` forks its parse at any size since the fourteenth session: forked before either
+#: process imports, the child's imports overlap the command's (a small log's report 0.44 -> 0.36 s; before,
+#: with the parser imported first, the fork cost ~60 ms, ninth session).
 FORK_MIN_LOG_BYTES = FORK_MIN_RECORDS * 64
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
           "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}

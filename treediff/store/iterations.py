@@ -14,12 +14,18 @@ RESULT, NaN when one of its root RESULTs has no ``d``).
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
 
-__all__ = ["PROFILE_COLUMNS", "cell_counts", "merge_profiles", "profile_of"]
+import numpy as np
+import pyarrow as pa
+
+from treediff.store.arrays import equals, numbers, primitive
+
+if TYPE_CHECKING:  # (pandas at the edges only: a log's parse counts and writes the profile without it)
+    import pandas as pd
+
+__all__ = ["PROFILE_COLUMNS", "cell_counts", "merge_counts", "merge_profiles", "profile_counts", "profile_of",
+           "profile_table"]
 
 #: The profile's columns: one row per (search, iter) holding records.
 PROFILE_COLUMNS = ("search", "iter", "results", "roots", "root_depth")
@@ -43,29 +49,6 @@ def cell_counts(cell: np.ndarray, n_cells: int, is_result: np.ndarray, plies: np
         with np.errstate(invalid="ignore"):  # (a NaN depth stays NaN: that is the point)
             np.maximum.at(deepest, cell[root], np.asarray(depth, dtype=np.float64)[root])
     return results, roots, deepest
-
-
-def _numbers(table: pa.Table | pa.RecordBatch, name: str, dtype: type) -> np.ndarray:
-    column = table.column(name)
-    if column.null_count:
-        column = pc.fill_null(column, 0)
-    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
-
-
-def _equals(column: pa.Array | pa.ChunkedArray, value: str) -> np.ndarray:
-    """Whether each value of a string (or dictionary-encoded string) column is ``value`` (nulls: False), the
-    dictionary's values compared once rather than each record's."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    out = []
-    for chunk in chunks:
-        if pa.types.is_dictionary(chunk.type):
-            words = np.asarray(chunk.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-            codes = pc.fill_null(chunk.indices, -1).to_numpy(zero_copy_only=False)
-            out.append(np.isin(codes, np.flatnonzero(words == value)))
-        else:
-            out.append(np.asarray(pc.fill_null(pc.equal(chunk, value), False).to_numpy(zero_copy_only=False),
-                                  dtype=bool))
-    return np.concatenate(out) if out else np.zeros(0, dtype=bool)
 
 
 def _packed(search: np.ndarray, iters: np.ndarray) -> np.ndarray:
@@ -93,39 +76,60 @@ def profile_of(table: pa.Table | pa.RecordBatch) -> pd.DataFrame:
     holding records, in (search, iter) order; ``iter`` and ``ply`` nulls count as 0, as a report batch reads
     them.  Counted :data:`SLICE_ROWS` records at a time and merged (:func:`merge_profiles`: the same counts),
     in numpy: one frame at the end (a frame a slice cost the spill writer ~28 ns a record, holding the GIL)."""
-    counts = [_slice_counts(table.slice(start, SLICE_ROWS)) for start in range(0, table.num_rows, SLICE_ROWS)]
-    return _frame(*(counts[0] if len(counts) == 1 else _merge_counts(counts)))
+    return _frame(*profile_counts(table))
 
 
 #: One table's profile as arrays: packed (search, iter) cells (sorted, distinct), and per cell its RESULT
 #: records, root RESULT records and deepest root depth (:func:`cell_counts`).
-_Counts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Counts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _slice_counts(table: pa.Table | pa.RecordBatch) -> _Counts:
-    search = np.asarray(table.column("search").to_numpy(zero_copy_only=False), dtype=np.int64)
-    iters = _numbers(table, "iter", np.int64)
+def profile_counts(table: pa.Table | pa.RecordBatch) -> Counts:
+    """:func:`profile_of` as arrays (:data:`Counts`), without a frame: what the spill writer keeps a part."""
+    counts = [_slice_counts(table.slice(start, SLICE_ROWS)) for start in range(0, table.num_rows, SLICE_ROWS)]
+    return counts[0] if len(counts) == 1 else merge_counts(counts)
+
+
+def profile_table(counts: Counts) -> pa.Table:
+    """The profile of ``counts`` as an Arrow table of :data:`PROFILE_COLUMNS` (int64, and ``root_depth``
+    float64), as :func:`profile_of`'s frame converts: the spill writer's file, written without pandas."""
+    search, iters, results, roots, deepest = _columns(*counts)
+    return pa.table({"search": primitive(search, pa.int64()), "iter": primitive(iters, pa.int64()),
+                     "results": primitive(results, pa.int64()), "roots": primitive(roots, pa.int64()),
+                     "root_depth": primitive(deepest, pa.float64())})
+
+
+def _slice_counts(table: pa.Table | pa.RecordBatch) -> Counts:
+    search = numbers(table.column("search"), np.int64, 0)
+    iters = numbers(table.column("iter"), np.int64, 0)
     cells, cell = _cells(_packed(search, iters))
-    is_result = _equals(table.column("tag"), "RESULT")
-    depth = np.asarray(table.column("depth").to_numpy(zero_copy_only=False), dtype=np.float64)  # (nulls: NaN)
-    return (cells, *cell_counts(cell, len(cells), is_result, _numbers(table, "ply", np.int64), depth))
+    is_result = equals(table.column("tag"), "RESULT")
+    depth = numbers(table.column("depth"), np.float64, np.nan)
+    return (cells, *cell_counts(cell, len(cells), is_result, numbers(table.column("ply"), np.int64, 0), depth))
+
+
+def _columns(cells: np.ndarray, results: np.ndarray, roots: np.ndarray,
+             deepest: np.ndarray) -> tuple[np.ndarray, ...]:
+    return ((cells // _SPAN).astype(np.int64), (cells % _SPAN - _ITER_OFFSET).astype(np.int64), results, roots,
+            deepest)
 
 
 def _frame(cells: np.ndarray, results: np.ndarray, roots: np.ndarray, deepest: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"search": (cells // _SPAN).astype(np.int64), "iter": (cells % _SPAN - _ITER_OFFSET).astype(np.int64),
-                         "results": results, "roots": roots, "root_depth": deepest})
+    import pandas as pd
+
+    return pd.DataFrame(dict(zip(PROFILE_COLUMNS, _columns(cells, results, roots, deepest))))
 
 
 def merge_profiles(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """The profile of the records of several tables (a search's records may lie in several): counts added,
     depths the maximum (NaN kept, as :func:`cell_counts` over all the records at once gives)."""
-    return _frame(*_merge_counts([(_packed(part["search"].to_numpy(dtype=np.int64),
+    return _frame(*merge_counts([(_packed(part["search"].to_numpy(dtype=np.int64),
                                            part["iter"].to_numpy(dtype=np.int64)),
                                    part["results"].to_numpy(dtype=np.int64), part["roots"].to_numpy(dtype=np.int64),
                                    part["root_depth"].to_numpy(dtype=np.float64)) for part in parts]))
 
 
-def _merge_counts(parts: list[_Counts]) -> _Counts:
+def merge_counts(parts: list[Counts]) -> Counts:
     """Several tables' counts as one table's (see :func:`merge_profiles`)."""
     if not parts:
         return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),

@@ -26,18 +26,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from treediff.model.errors import InputError
 from treediff.store.files import is_write_failure, write_error
-from treediff.store.iterations import PROFILE_RECORD_COLUMNS, merge_profiles, profile_of
+from treediff.store.iterations import PROFILE_RECORD_COLUMNS, Counts, merge_counts, profile_counts, profile_table
 from treediff.store.source import GroupedSource, read_searches
 from treediff.store.validate import check_finite
+
+if TYPE_CHECKING:  # (the writer runs in a log's parse, which imports no pandas)
+    import pandas as pd
 
 __all__ = ["SPILL_COMPRESSION", "SPILL_PLAIN_BYTES", "SpillWriter", "plain_allowance", "spill_iterations_path",
            "spill_searches_path", "spill_source"]
@@ -113,7 +115,7 @@ class SpillWriter:
         self.rows = 0
         #: Each part's iteration profile, merged and written with the searches table (None: the schema
         #: lacks a column it is counted from).
-        self._profiles: list[pd.DataFrame] | None = (
+        self._profiles: list[Counts] | None = (
             [] if all(name in schema.names for name in PROFILE_RECORD_COLUMNS) else None)
 
     def write(self, table: pa.Table | pa.RecordBatch) -> None:
@@ -143,14 +145,14 @@ class SpillWriter:
         self.parts += 1
         self.rows += batch.num_rows
         if self._profiles is not None:
-            self._profiles.append(profile_of(batch))
+            self._profiles.append(profile_counts(batch))
 
     def write_searches(self, searches: pa.Table) -> None:
         """The searches table, as a ``treediff parse`` pair's searches file but not fsynced: a scratch file
         is never read after a crash (``treediff parse``'s fsyncs cost ~10 ms a small log's report).  Called
         once every part is written: the parts' iteration profile is written beside it."""
         if self._profiles is not None:
-            profile = pa.Table.from_pandas(merge_profiles(self._profiles), preserve_index=False)
+            profile = profile_table(merge_counts(self._profiles))
             self._write_parquet(spill_iterations_path(self.directory), profile, compression=None)
         self._write_parquet(spill_searches_path(self.directory), searches, compression="zstd")
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treediff.model.errors import InputError
+from treediff.report.grouped import group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 from treediff.report.tries import (COLUMNS, MN_BANDS, OPTIONAL, SHADOW_OPTIONAL, SHADOW_READS, SHADOW_TITLE, derive,
@@ -70,8 +71,6 @@ def fh_counts(batch: Batch, t, dims: Sequence[str] = _DIMS) -> pd.DataFrame | No
     with all eight, the rows were ~12% of the records: 3.2 GB at the end of a 100M-record report)."""
     if not t.n:
         return None
-    import polars as pl  # here, not with the module: the registry imports every table (start-up)
-
     dims = tuple(d for d in _DIMS if d in dims)
     tc = try_columns(batch, t, dims)
     # Strings stay codes while aggregating (the aggregated rows get their labels).
@@ -85,13 +84,12 @@ def fh_counts(batch: Batch, t, dims: Sequence[str] = _DIMS) -> pd.DataFrame | No
     packed = _pack(cols, keys)
     if packed is not None:  # one int64 key: one hash column to group on instead of nine
         key, decode = packed
-        agg = (pl.DataFrame({"_key": key, "fh": cols["fh"]}).group_by("_key")
-               .agg(pl.len().alias("tries"), pl.col("fh").sum().alias("fail_highs")))
-        got = decode(agg.get_column("_key").to_numpy())
+        groups = group_rows(key)
+        got = decode(groups.take(key))
     else:
-        agg = (pl.DataFrame(cols).group_by(keys, maintain_order=True)
-               .agg(pl.len().alias("tries"), pl.col("fh").sum().alias("fail_highs")))
-        got = {name: agg.get_column(name).to_numpy() for name in keys}
+        groups = group_rows(*(cols[name] for name in keys))
+        got = {name: groups.take(cols[name]) for name in keys}
+    tries, fail_highs = groups.sizes(), groups.int_sums(cols["fh"])
     rows = got["cell"].astype(np.int64)
     columns: dict[str, pa.Array] = {"srow": pa.array(batch.cell_srow[rows]), "iter": pa.array(batch.cell_iter[rows]),
                                     "key": pa.array(batch.cell_key[rows])}
@@ -104,8 +102,8 @@ def fh_counts(batch: Batch, t, dims: Sequence[str] = _DIMS) -> pd.DataFrame | No
                                                                     type=pa.string()))
         else:
             columns[name] = pa.array(col.astype(np.float64))  # (NaN stays a NaN value, as in a frame)
-    columns["tries"] = pa.array(agg.get_column("tries").to_numpy().astype(np.int64))
-    columns["fail_highs"] = pa.array(agg.get_column("fail_highs").to_numpy().astype(np.int64))
+    columns["tries"] = pa.array(tries)
+    columns["fail_highs"] = pa.array(fail_highs)
     return pa.table(columns)
 
 
@@ -278,24 +276,26 @@ def finish_fh(frame: pd.DataFrame, groups: pd.DataFrame, buckets: Sequence[str])
 def merge_fh(partials: Sequence[pa.Table | None], grouping: Grouping, buckets: Sequence[str]) -> pd.DataFrame:
     """Every batch's fh rows summed per report group (``_group``) and values of the ``buckets``: what
     :func:`finish_fh` reads (its sums and the tries-weighted hist deciles are the same over these rows as over
-    the batches' own, which differ only by cell).  Summed in polars before any pandas frame: on a 20M-record
-    file the batches' rows are ~2.5M and the per-row label columns of the finish held ~0.5 GB."""
-    import polars as pl
-
+    the batches' own, which differ only by cell).  Summed on the Arrow columns before any pandas frame: on a
+    20M-record file the batches' rows are ~2.5M and the per-row label columns of the finish held ~0.5 GB.
+    The rows come in the order their key first appears (as ``groupby(sort=False)``)."""
     tables = [p for p in partials if p is not None and p.num_rows]
     if not tables:
         return concat([], _COUNT_COLUMNS)
     merged = pa.concat_tables(tables)
     group = grouping.group_of(merged.select(["srow", "iter", "key"]).to_pandas())
-    columns: dict[str, pa.ChunkedArray] = {"_group": pa.chunked_array([group])}
+    keys: dict[str, np.ndarray] = {"_group": group}
     for name in buckets:
         column = merged.column(name)
-        columns[name] = pc.cast(column, pa.string()) if name in _STR_DIMS else column
-    columns.update(tries=merged.column("tries"), fail_highs=merged.column("fail_highs"))
-    rows = pl.DataFrame(pa.table(columns))
-    summed = (rows.group_by(["_group", *buckets], maintain_order=True)
-              .agg(pl.col("tries").sum(), pl.col("fail_highs").sum()))
-    return summed.to_pandas()
+        if name in _STR_DIMS:  # the labels (None: missing), whatever each batch's dictionary
+            keys[name] = pc.cast(column, pa.string()).to_numpy(zero_copy_only=False)
+        else:
+            keys[name] = column.to_numpy()
+    groups = group_rows(*keys.values())
+    out = {name: groups.take(values) for name, values in keys.items()}
+    out["tries"] = groups.int_sums(merged.column("tries").to_numpy())
+    out["fail_highs"] = groups.int_sums(merged.column("fail_highs").to_numpy())
+    return pd.DataFrame(out)
 
 
 #: The columns of an fh partial's rows (:func:`fh_counts`).

@@ -48,8 +48,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treediff.parse.paths import (checker_at, compiled_checker_available, fen_checker_args, legal_counts_compiled,
-                                  several_kings)
+from treediff.parse.checker import (checker_at, compiled_checker_available, fen_checker_args, legal_counts_compiled,
+                                    several_kings)
 from treediff.report.grouped import group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
