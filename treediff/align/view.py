@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from treediff.model.errors import InputError
-from treediff.parse.moves import UnreadableMove, normalize_typed_path
 
 
 def normalize_path(text: str, fen: str | None = None) -> str:
@@ -23,6 +22,9 @@ def normalize_path(text: str, fen: str | None = None) -> str:
     spellings become ``0000``, and other tokens are read as SAN in ``fen``'s
     position when it is known.  ``-``, ``/`` or an empty string is the root.
     """
+    # (python-chess, ~30 ms of start-up, with the move reader: a diff without --under/--drill never loads it)
+    from treediff.parse.moves import UnreadableMove, normalize_typed_path
+
     try:
         return normalize_typed_path(text, fen)
     except UnreadableMove as exc:
