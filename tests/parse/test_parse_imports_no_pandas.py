@@ -1,5 +1,5 @@
 """A log's parse into a spill (what ``report`` and ``compare`` run in a forked child: cli/report.py,
-``_Opening``) imports no pandas: the child then imports the parser and polars while the command's own process
+``Opening``) imports no pandas: the child then imports the parser and polars while the command's own process
 imports pandas and the tables, at the same time (docs/PERFORMANCE.md, fourteenth session).  pyarrow imports
 pandas the first time a value crosses one of its converters (``pa.array`` of numpy, ``Array.to_numpy``, a
 Python scalar given to a compute function), so a converter used anywhere in the parse would bring it back:

@@ -1,5 +1,5 @@
 """``treediff compare A.log B ...`` parses its first log in a forked child while it parses the other inputs
-itself (cli/report.py: ``_open_each``, ``_ForkedParse``): two parses on threads of one process share its GIL,
+itself (cli/report.py: ``_open_each``, ``ForkedParse``): two parses on threads of one process share its GIL,
 in two processes they do not.
 
 Each test runs the real command in a fresh interpreter that counts its forks; the answer must be the one the
@@ -60,7 +60,7 @@ def test_a_parquet_first_input_is_read_here(tmp_path, parquet_file):
 
 def test_small_logs_are_all_parsed_in_one_child(tmp_path):
     """Below FORK_MIN_LOG_BYTES, when every input is a log, one child forked at once parses them all while
-    compare imports its tables (cli/report.py: ``_Opening``): polars never starts here, so the divergences'
+    compare imports its tables (cli/opening.py: ``Opening``): polars never starts here, so the divergences'
     child forks too (FORK_MIN_RECORDS is 0 here).  The answer is the one process's, byte for byte."""
     from treediff.store.budget import FORK_MIN_LOG_BYTES
 

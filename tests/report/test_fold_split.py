@@ -138,7 +138,7 @@ def test_report_of_a_parquet_file_forks_and_gives_the_same_json(parquet_pair, tm
 
 
 def test_report_of_a_small_log_forks_only_its_parse(tmp_path):
-    """A small log is parsed in a child forked at the command's start (cli/report.py: ``_Opening``); its
+    """A small log is parsed in a child forked at the command's start (cli/opening.py: ``Opening``); its
     records, below FORK_MIN_RECORDS, are folded in one process: one fork, and the answer of no fork at all.
     (Larger logs: tests/report/test_report_parse_forked.py.)  500,000: the default bound (this module's
     fixture sets it to 0 here)."""

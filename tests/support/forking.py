@@ -65,7 +65,7 @@ _STUCK = textwrap.dedent("""
     setattr(module, name, stuck)
     import treediff.store.budget as budget
     budget.FORK_MIN_RECORDS = 0
-    budget.FORK_MIN_LOG_BYTES = 0
+    budget.FORK_MIN_LOG_BYTES = int(os.environ.get("TEST_FORK_MIN_LOG_BYTES", "0"))
     import treediff.cli
     if os.environ.get("TEST_CLI_ENTRY") == "run":  # the console script's entry (its exit skips the teardown)
         sys.argv = ["treediff", *sys.argv[4:]]
@@ -81,12 +81,12 @@ def _sigint_default() -> None:
 
 def stop_while_stuck(tmp_path: Path, stuck: str, args: list[str], signum: int,
                      scratch_made: int | None = None, child_only: bool = False,
-                     entry: str = "main") -> tuple[int, str, int, Path]:
+                     entry: str = "main", min_log_bytes: int = 0) -> tuple[int, str, int, Path]:
     """Run ``treediff ARGS`` with ``stuck`` ("module.name": what its forked child runs) hanging, send ``signum``
     once the child is in it, and return (exit status, stderr, the child's pid, the command's TMPDIR).
     ``scratch_made``: the scratch directories the command must hold when the signal is sent.  ``child_only``:
     the command's own process runs ``stuck`` too, as it is (only the child hangs).  ``entry``: ``treediff.cli``'s
-    ``main`` or ``run`` (the console script's)."""
+    ``main`` or ``run`` (the console script's).  ``min_log_bytes``: ``FORK_MIN_LOG_BYTES`` (0 unless given)."""
     module, name = stuck.rsplit(".", 1)
     marker = tmp_path / "child.pid"
     scratch = tmp_path / "tmp"
@@ -95,6 +95,7 @@ def stop_while_stuck(tmp_path: Path, stuck: str, args: list[str], signum: int,
     if child_only:
         env["TEST_STUCK_IN_CHILD_ONLY"] = "1"
     env["TEST_CLI_ENTRY"] = entry
+    env["TEST_FORK_MIN_LOG_BYTES"] = str(min_log_bytes)
     env.pop("TREEDIFF_FORK", None)
     # SIGINT at its default in the command (Python then raises KeyboardInterrupt for it): a test run started
     # in the background has SIGINT ignored, which the command would inherit and, by design, keep ignoring.

@@ -119,26 +119,27 @@ def diff(a, b, position, iteration, under, drill, max_ply, only_diff, min_cost, 
     divergences: every node counted once, at its topmost differing row
     (`treediff docs align`), the largest, the total and its breakdowns.
     """
-    with importing():
-        from treediff.align import align, kind_confusion
-        from treediff.align.attribution import difference
-        from treediff.align.summaries import divergence_summary
-        from treediff.align.view import fold, normalize_path, select_rows
-        from treediff.render import diffview as render
-
     if under is not None and drill is not None:
         raise InputError("use one of --under and --drill (--drill PATH shows PATH's subtree, as --under does)")
-    import numpy as np
-
     from treediff.cli.common import format_from_output
-    from treediff.cli.sides import check_budget, choose_pair, fen_of, open_sides, read_side
+    from treediff.cli.sides import OpeningSides, check_budget, choose_pair, fen_of, read_side
 
     fmt = format_from_output(fmt, output, default="", choices=FORMATS)
     if output is not None:
         from treediff.store.files import check_output
 
         check_output(output, [a, b, *([positions] if positions else [])])
-    source_a, source_b = open_sides(a, b, engine_a, engine_b, keep_complete, dialect, positions)
+    # Small logs are parsed in a child forked now, while this process imports the aligner (cli/sides.py).
+    with OpeningSides(a, b, engine_a, engine_b, keep_complete, dialect, positions) as opening:
+        with importing():
+            from treediff.align import align, kind_confusion
+            from treediff.align.attribution import difference
+            from treediff.align.summaries import divergence_summary
+            from treediff.align.view import fold, normalize_path, select_rows
+            from treediff.render import diffview as render
+        source_a, source_b = opening.sides()
+    import numpy as np
+
     source_a, source_b, _ = choose_pair(source_a, source_b, position, (a, b))
     check_budget(source_a, source_b, memory_limit, (a, b))  # only the pair is read (row groups of its searches)
     records_a = read_side(source_a, a, "A")

@@ -10,6 +10,8 @@ shown once it is read).  ``TREEDIFF_DIFF_FULL_PARSE=1`` parses every log whole.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from treediff.model.errors import InputError
 
 
@@ -20,22 +22,68 @@ def open_sides(a: str, b: str, engine_a: str | None, engine_b: str | None, keep_
     Both inputs are opened at the same time (:func:`treediff.parse.source.open_each`: a log's byte scan,
     or its parse, on its own thread), the warnings shown in input order, A's errors first.
     """
-    import contextlib
+    with OpeningSides(a, b, engine_a, engine_b, keep_complete, dialect, positions) as opening:
+        return opening.sides()
 
-    from treediff.cli.common import echo_warnings
-    from treediff.parse.source import IndexedLogSource, open_each, open_one_search
-    from treediff.render.progress import parsing
 
-    options = {"engine": dialect, "positions": positions or None, "keep_complete": keep_complete}
-    sides = []
-    with contextlib.ExitStack() as steps:  # a byte count per input on a terminal only (ticks None otherwise)
-        ticks = [steps.enter_context(parsing([path])) for path in (a, b)]
-        opened = open_each([a, b], progresses=ticks, opener=open_one_search, **options)
-        for source, label, engine in zip(opened, ("A", "B"), (engine_a, engine_b)):
-            if not isinstance(source, IndexedLogSource):  # (a log read search by search warns once it is read)
-                echo_warnings(source.warnings)
-            sides.append(_engine_only(source, label, engine))
-    return sides[0], sides[1]
+class OpeningSides:
+    """:func:`open_sides` begun when entered (``diff``: before it imports the aligner) and ended by
+    :meth:`sides`.  Small logs (below ``store.budget.FORK_MIN_LOG_BYTES`` together) that are parsed whole (a
+    search each, as a diff's usually are) are parsed in a child forked at once (:class:`~treediff.cli.opening
+    .ForkedParse`), while this process imports; the others are opened by :meth:`sides`, as before.  Leaving the
+    block stops a child still parsing."""
+
+    def __init__(self, a: str, b: str, engine_a: str | None, engine_b: str | None, keep_complete: bool = False,
+                 dialect: str = "auto", positions: str | None = None):
+        import contextlib
+
+        self.paths = (a, b)
+        self.engines = (engine_a, engine_b)
+        self.options: dict[str, Any] = {"engine": dialect, "positions": positions or None,
+                                        "keep_complete": keep_complete}
+        self._steps = contextlib.ExitStack()
+        self._ticks: list = []
+        self._forked: Any = None  # a ForkedParse while the child parses
+
+    def __enter__(self) -> OpeningSides:
+        import os
+
+        from treediff.cli.opening import ForkedParse
+        from treediff.parse.source import is_plain_log
+        from treediff.render.progress import parsing
+        from treediff.store import budget
+
+        a, b = self.paths
+        with self._steps as steps:  # a byte count per input on a terminal only (ticks None otherwise)
+            self._ticks = [steps.enter_context(parsing([path])) for path in self.paths]
+            if is_plain_log(a) and is_plain_log(b) and \
+                    os.path.getsize(a) + os.path.getsize(b) < budget.FORK_MIN_LOG_BYTES:
+                options = {k: v for k, v in self.options.items() if v is not None}
+                forked = ForkedParse.start([a, b], self._ticks, options, whole_only=True)
+                self._forked = steps.enter_context(forked) if forked is not None else None
+            self._steps = steps.pop_all()
+        return self
+
+    def sides(self):
+        """A and B as Sources, each cut to its engine (warnings shown in input order, A's errors first)."""
+        from treediff.cli.common import echo_warnings
+        from treediff.parse.source import IndexedLogSource, open_each, open_one_search
+
+        sides = []
+        with self._steps:
+            if self._forked is not None:
+                opened = iter([source if source is not None else open_one_search(path, **self.options)
+                               for source, path in zip(self._forked.sources(), self.paths)])
+            else:
+                opened = open_each(list(self.paths), progresses=self._ticks, opener=open_one_search, **self.options)
+            for source, label, engine in zip(opened, ("A", "B"), self.engines):
+                if not isinstance(source, IndexedLogSource):  # (a log read search by search warns once it is read)
+                    echo_warnings(source.warnings)
+                sides.append(_engine_only(source, label, engine))
+        return sides[0], sides[1]
+
+    def __exit__(self, *exc_info) -> None:
+        self._steps.__exit__(*exc_info)
 
 
 def open_side(path: str, label: str, engine: str | None, keep_complete: bool = False, dialect: str = "auto",

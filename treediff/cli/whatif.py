@@ -28,14 +28,20 @@ from treediff.render import FORMATS, emit
 @click.option("--width", type=click.IntRange(min=20), metavar="N", help="Fit the table format in N columns.")
 def whatif(inputs, rule, as_, by, top, fmt, output, engine, positions, width):
     """Of the tries RULE newly admits for pruning or reduction, how many failed high (`treediff docs reports`, whatif)."""
-    from treediff.cli.common import format_from_output
-    from treediff.cli.report import _check_output, _open
-    from treediff.report.whatif import parse_rule, whatif as run_whatif
+    from treediff.cli.common import format_from_output, importing
+    from treediff.cli.opening import Opening
+    from treediff.cli.report import _check_output
 
-    parse_rule(rule)  # refuse a bad rule before reading anything
-    fmt = format_from_output(fmt, output, choices=FORMATS)
-    _check_output(output, [*inputs, *([positions] if positions else [])], fmt)  # never over an input
-    source = _open(inputs, engine, positions)
+    # The logs' parse starts in a forked child at once (cli/opening.py: Opening): it imports the parser while
+    # this process imports pandas, polars and the tables.
+    with Opening(inputs, engine, positions) as opening:
+        with importing():
+            from treediff.report.whatif import parse_rule, whatif as run_whatif
+
+        parse_rule(rule)  # refuse a bad rule before reading anything
+        fmt = format_from_output(fmt, output, choices=FORMATS)
+        _check_output(output, [*inputs, *([positions] if positions else [])], fmt)  # never over an input
+        source = opening.source()
     emit(run_whatif(source, rule, as_, by, top), fmt, output, width=width)
 
 

@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import collections
 import functools
-import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from treediff.model.notation import UCI_OR_ROOT_PATTERN, UCI_PATH_PATTERN, normalize_coord_paths
-from treediff.model.positions import read_plain_fen
 from treediff.parse.assemble import UciPaths
 from treediff.parse.checker import (ILLEGAL_REASONS, MOVE_CHECK_ENV, SAN_ENV, CheckerArgs,  # noqa: F401 (re-exported)
                                     _cmoves, _string_views, board_checker_args, checker_at, compiled_checker,
@@ -46,9 +44,6 @@ from treediff.parse.problems import FIRST_LINES_SHOWN, Problems
 from treediff.parse.san_worker import SanWorker, SanWorkerError
 from treediff.parse.state import SearchState
 from treediff.parse.tokenizer import PATH_ROOT, PATH_SHAPE, PATH_UCI
-
-if TYPE_CHECKING:
-    import chess
 
 # python-chess (~30 ms of start-up) and treediff.parse.moves, which needs it, are imported where a board is
 # replayed: a parse of UCI logs with the compiled checker never does (issue 17 item 4).

@@ -129,6 +129,28 @@ def parse_logs_into(paths: Sequence[str | os.PathLike], directories: Sequence[Pa
     return warnings
 
 
+def parse_whole_logs_into(paths: Sequence[str | os.PathLike], directories: Sequence[Path],
+                          progress: Callable[[int], None] | None = None, **parse_options) -> list[list[str] | None]:
+    """:func:`parse_logs_into` of the logs :func:`open_one_search` parses whole (a log of one search, one its
+    byte scan cannot index); None for a log it reads search by search (an :class:`IndexedLogSource`: its
+    index is made again by the caller, ~1 ms a MB).  ``progress`` counts every byte of such a log too, as
+    its scan reads them.  (``diff`` of small logs runs this in a forked child.)"""
+    from treediff.parse.index import full_parse_forced, index_log
+    from treediff.parse.pipeline import _options
+
+    options = _options(parse_options.get("engine", "auto"), parse_options.get("positions"), False, False,
+                       parse_options.get("keep_complete", False))
+    found: list[list[str] | None] = []
+    for path, directory in zip(paths, directories):
+        if not full_parse_forced() and index_log(path, options) is not None:
+            if progress is not None:
+                progress(os.path.getsize(path))
+            found.append(None)
+            continue
+        found.extend(parse_logs_into([path], [directory], progress=progress, **parse_options))
+    return found
+
+
 def open_one_search(path: str | os.PathLike, engine: str = "auto", positions=None, keep_complete: bool = False,
                     progress: Callable[[int], None] | None = None) -> Source:
     """An input of which one search will be read (``treediff diff``, ``browse``), as a Source.

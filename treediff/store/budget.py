@@ -41,7 +41,7 @@ FORK_MIN_RECORDS = 500_000
 #: Bytes of logs from which ``compare`` parses its first log in a forked child while it parses the others
 #: itself (``cli/report.py: _open_each``): about :data:`FORK_MIN_RECORDS` lines, at 64 bytes a line (the
 #: benchmark logs' lines are 77 bytes).  Below it one child parses every log while compare imports its tables
-#: (``_Opening``).  ``report`` forks its parse at any size since the fourteenth session: forked before either
+#: (``Opening``).  ``report`` forks its parse at any size since the fourteenth session: forked before either
 #: process imports, the child's imports overlap the command's (a small log's report 0.44 -> 0.36 s; before,
 #: with the parser imported first, the fork cost ~60 ms, ninth session).
 FORK_MIN_LOG_BYTES = FORK_MIN_RECORDS * 64
