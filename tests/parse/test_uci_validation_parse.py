@@ -189,3 +189,56 @@ def test_version_says_who_checks_uci_moves():
     out = version()
     assert ("UCI moves checked by: compiled _cmoves, every parse" in out) == compiled_checker_available(), out
     assert "UCI moves checked by: python-chess under --strict only" in version(**{MOVE_CHECK_ENV: "python"})
+
+
+@needs_compiled
+@pytest.mark.parametrize("slow_check", [False, True], ids=["as-is", "check-thread-late"])
+def test_checks_off_the_main_thread_are_counted_as_if_at_once(tmp_path, monkeypatch, slow_check):
+    """The compiled checker runs on a thread of its own (parse/paths.py: ``_check_segments``) while the parser
+    goes on with later chunks; its answers must still be counted in chunk order and before any reason the
+    log shows later for the first time: the warnings' order is the order reasons first appear, and a
+    search's first lines kept are its first ones.  A non-numeric ``mn=`` is put at lines around the first
+    illegal move's (in its chunk, the next one, later ones); each log's warnings must be those of counting
+    each chunk's answers at once (``_flag_illegal`` then ``_count_checks`` at once, as before the thread),
+    also with the check thread made late (20 ms a chunk), and the flagged lines those python-chess finds."""
+    from treediff.parse import paths
+
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 2000)  # searches across many chunks (~25 lines a chunk)
+    text = _corrupted((TRACES / "stockfish_batch3.log").read_text(), seed=5)
+    lines = text.splitlines(keepends=True)
+    expected = _expected_illegal(text)
+    assert expected[0] < 100 and len(expected) > 10
+
+    real_flag = paths.PathNormalizer._flag_illegal
+
+    def at_once(self, *args, **kwargs):
+        future = real_flag(self, *args, **kwargs)
+        self._count_checks()
+        return future
+
+    real_segments = paths._check_segments
+
+    def late(*args, **kwargs):
+        import time
+
+        time.sleep(0.02)
+        return real_segments(*args, **kwargs)
+
+    checked = 0
+    for at in range(max(expected[0] - 8, 2), expected[0] + 90, 9):  # (0-based: the line numbered at + 1)
+        if not lines[at].startswith("MOVE ") or at + 1 in expected:
+            continue
+        log = _write(tmp_path, "".join(lines[:at] + [re.sub(r" mn=\d+", " mn=x", lines[at], count=1)]
+                                        + lines[at + 1:]))
+        with monkeypatch.context() as m:
+            m.setattr(paths.PathNormalizer, "_flag_illegal", at_once)
+            once = parse_logs([log])
+        with monkeypatch.context() as m:
+            if slow_check:
+                m.setattr(paths, "_check_segments", late)
+            threaded = parse_logs([log])
+        assert _flagged_lines(threaded) == _flagged_lines(once) == expected
+        assert threaded.warnings == once.warnings
+        assert any(f"1 line with a non-numeric mn= (line {at + 1})" in w for w in once.warnings)
+        checked += 1
+    assert checked >= 6

@@ -125,6 +125,13 @@ class PathNormalizer:
         # order, until counted.
         self._pending: collections.deque = collections.deque()
         self._paths = 0  # paths resolved against a board so far
+        #: The compiled checker's work, off the parser's main thread: one thread, so that a search's checker
+        #: (it keeps the last path's board) checks its chunks in order (docs/PERFORMANCE.md, fourteenth
+        #: session: ~100 ns a path, a third of the main thread's time).  Each chunk's answer is counted in
+        #: chunk order (:meth:`_count_checks`), before anything else is counted: as if it were counted here.
+        self._check_pool: ThreadPoolExecutor | None = None
+        self._checks: collections.deque = collections.deque()  # (problems, future, segments, lines) per chunk
+        self._counting_checks = False
 
     def normalize(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> UciPaths:
         """Paths to UCI.  Only the paths that are not UCI already get work here.
@@ -152,8 +159,7 @@ class PathNormalizer:
             illegal = self._flag_illegal(rows, raw, None, by_id, problems)
             if illegal is None:
                 return _uci_already
-            flagged = pl.Series("bad", illegal)
-            return lambda chunk_rows: (_root_as_empty(chunk_rows.get_column("path"), _shapes(chunk_rows)), flagged)
+            return functools.partial(_with_illegal, build=_uci_already, illegal=illegal)
         todo = rows.select("search", "path", "_dialect").with_row_index("_i").filter(~ok)
         coord = _coordinate_paths(todo.get_column("path"), todo.get_column("_dialect"))
         good = coord.str.contains(UCI_PATH_PATTERN).fill_null(False)
@@ -176,16 +182,19 @@ class PathNormalizer:
                 skip[hard.get_column("_i").to_numpy()] = True
             illegal = self._flag_illegal(rows, uci, skip, by_id, problems)
             if illegal is not None:
-                return functools.partial(_with_illegal, build=build, illegal=pl.Series("bad", illegal))
+                return functools.partial(_with_illegal, build=build, illegal=illegal)
         return build
 
     def _flag_illegal(self, rows: pl.DataFrame, uci: pl.Series, skip: np.ndarray | None,
-                      by_id: dict[int, SearchState], problems: Problems) -> np.ndarray | None:
-        """Rows (bool array) whose UCI path ``uci`` (the root ``-`` or ``""``) has an illegal move, or None.
+                      by_id: dict[int, SearchState], problems: Problems) -> Future[np.ndarray | None] | None:
+        """Rows (bool array, None when none) whose UCI path ``uci`` (the root ``-`` or ``""``) has an illegal
+        move, as a future (None: nothing is checked).
 
         Rows where ``skip`` is true are not looked at; neither are the searches with no position
-        (no or a bad ``fen=``: nothing to check against; the header is warned about).  The flagged
-        rows are counted with their lines, as moves that do not resolve.
+        (no or a bad ``fen=``: nothing to check against; the header is warned about).  The compiled checker
+        runs on the check thread; python-chess (a position of several kings, or no compiled checker) here.
+        The flagged rows are counted with their lines, as moves that do not resolve, in chunk order
+        (:meth:`_count_checks`).
         """
         searches = rows.get_column("search").to_numpy()
         bounds = np.flatnonzero(searches[1:] != searches[:-1]) + 1
@@ -193,10 +202,11 @@ class PathNormalizer:
         stops = np.concatenate((bounds, [len(searches)])).tolist()
         bad = np.zeros(rows.height, dtype=bool)
         checkers: dict[int, Any] = {}
+        compiled: list[tuple[Any, int, int]] = []  # (checker, lo, hi): the check thread's work
+        segments: list[tuple[SearchState, int, int]] = []
         for lo, hi in zip(starts, stops):
             search = int(searches[lo])
             state = by_id[search]
-            part_skip = None if skip is None else skip[lo:hi]
             if self._compiled:
                 checker = checkers.get(search, self._checkers.get(search))
                 if checker is None:
@@ -206,19 +216,48 @@ class PathNormalizer:
                     checker = _BY_PYTHON_CHESS if several_kings(args[0]) else checker_at(args)
                 checkers[search] = checker
                 if checker is not _BY_PYTHON_CHESS:
-                    bad[lo:hi] = check_paths_compiled(checker, uci.slice(lo, hi - lo), part_skip) != 0
+                    compiled.append((checker, lo, hi))
+                    segments.append((state, lo, hi))
                     continue
             if state.resolver.board is not None:
-                bad[lo:hi] = _illegal_by_python_chess(state, uci.slice(lo, hi - lo), part_skip)
+                bad[lo:hi] = _illegal_by_python_chess(state, uci.slice(lo, hi - lo),
+                                                      None if skip is None else skip[lo:hi])
+                segments.append((state, lo, hi))
         self._checkers = checkers  # a search's lines are consecutive: the others are over
-        if not bad.any():
+        if not segments:
             return None
-        lines = rows.get_column("line").to_numpy()
-        for lo, hi in zip(starts, stops):
-            rows_bad = np.flatnonzero(bad[lo:hi])
-            if len(rows_bad):
-                _count_unresolved(problems, by_id[int(searches[lo])], lines[lo:hi][rows_bad])
-        return bad
+        future: Future[np.ndarray | None]
+        if compiled:
+            if self._check_pool is None:
+                self._check_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="treediff-check")
+            future = self._check_pool.submit(_check_segments, compiled, uci, skip, bad)
+        else:
+            future = Future()
+            future.set_result(bad if bad.any() else None)
+        self._checks.append((problems, future, segments, rows.get_column("line").to_numpy()))
+        if problems.before_new_reason is None:
+            problems.before_new_reason = self._count_checks
+        return future
+
+    def _count_checks(self) -> None:
+        """Count the checked chunks' illegal moves, in chunk order, waiting for the check thread: before
+        anything else is counted (another chunk's SAN moves, a reason seen for the first time), so that the
+        counts, the first lines kept and the order of the warnings are those of counting each chunk at once."""
+        if self._counting_checks:
+            return  # (counting adds a reason, which calls here again)
+        self._counting_checks = True
+        try:
+            while self._checks:
+                problems, future, segments, lines = self._checks.popleft()
+                bad = future.result()
+                if bad is None:
+                    continue
+                for state, lo, hi in segments:
+                    rows_bad = np.flatnonzero(bad[lo:hi])
+                    if len(rows_bad):
+                        _count_unresolved(problems, state, lines[lo:hi][rows_bad])
+        finally:
+            self._counting_checks = False
 
     def _resolve_on_boards(
         self, hard: pl.DataFrame, line_col: pl.Series, by_id: dict[int, SearchState], problems: Problems
@@ -324,8 +363,10 @@ class PathNormalizer:
     def account_unresolved(self, wait: bool) -> None:
         """Count unresolved moves of the chunks whose paths are all resolved, in chunk order.
 
-        ``wait``: block until every pending part is back (at the end of a log).
+        ``wait``: block until every pending part is back (at the end of a log).  The checked chunks are
+        counted first (:meth:`_count_checks`): their checks were counted before these parts' in chunk order.
         """
+        self._count_checks()
         pending = self._pending
         while pending:
             problems, state, lines, parts, unresolved = pending[0]
@@ -347,6 +388,10 @@ class PathNormalizer:
         """
         worker, pool = self._worker, self._pool
         self._worker, self._pool = None, None
+        check_pool, self._check_pool = self._check_pool, None
+        if check_pool is not None:  # (a running check ends: it is compiled code working on its chunk)
+            check_pool.shutdown(wait=True, cancel_futures=True)
+        self._checks.clear()
         if abort:
             self._aborting = True
             if worker is not None:
@@ -396,10 +441,24 @@ def _illegal_by_python_chess(state: SearchState, uci: pl.Series, skip: np.ndarra
     return paths.is_in(illegal.to_list()).fill_null(False).to_numpy()
 
 
-def _with_illegal(rows: pl.DataFrame, build: UciPaths, illegal: pl.Series) -> tuple[pl.Series, pl.Series | None]:
-    """``build``'s UCI paths and flags, with the rows of ``illegal`` flagged too."""
+def _with_illegal(rows: pl.DataFrame, build: UciPaths,
+                  illegal: Future[np.ndarray | None]) -> tuple[pl.Series, pl.Series | None]:
+    """``build``'s UCI paths and flags, with the rows the check (``illegal``, awaited) found flagged too."""
     uci, unresolved = build(rows)
-    return uci, illegal if unresolved is None else (unresolved | illegal)
+    bad = illegal.result()
+    if bad is None:
+        return uci, unresolved
+    flagged = pl.Series("bad", bad)
+    return uci, flagged if unresolved is None else (unresolved | flagged)
+
+
+def _check_segments(compiled: list[tuple[Any, int, int]], uci: pl.Series, skip: np.ndarray | None,
+                    bad: np.ndarray) -> np.ndarray | None:
+    """The check thread's work for one chunk: each search segment's paths through its compiled checker,
+    marked in ``bad`` (which holds python-chess's answers already); ``bad``, or None when no row is bad."""
+    for checker, lo, hi in compiled:
+        bad[lo:hi] = check_paths_compiled(checker, uci.slice(lo, hi - lo), None if skip is None else skip[lo:hi]) != 0
+    return bad if bad.any() else None
 
 
 def _coordinate_paths(paths: pl.Series, dialect_names: pl.Series) -> pl.Series:
