@@ -49,12 +49,15 @@ def test_small_logs_parsed_in_a_child_give_the_diff_of_one_process(case, tmp_pat
 
 @pytest.mark.parametrize("bad", [0, 1], ids=["first-bad", "second-bad"])
 def test_a_bad_small_log_fails_as_it_does_in_one_process(tmp_path, bad):
+    """The error of the log that cannot be parsed, after the warnings of A when A comes first and is garbled."""
     broken = tmp_path / "empty.log"
     broken.write_text("not a trace at all\n")
-    args = [broken, TRACES / "typhoon_start.log"] if bad == 0 else [TRACES / "typhoon_start.log", broken]
+    good = garbled_log(tmp_path, "warned.log", TRACES / "typhoon_start.log")
+    args = [broken, good] if bad == 0 else [good, broken]
     status, _, err, forks = _diff(args, True, tmp_path)
     assert forks == 1
     assert status == 2 and "empty.log" in err, err
+    assert ("warned.log" in err) == (bad == 1), err
     alone = _diff(args, False, tmp_path)
     assert (status, err) == (alone[0], alone[2])
 

@@ -76,14 +76,18 @@ def test_small_logs_are_all_parsed_in_one_child(tmp_path):
 
 @pytest.mark.parametrize("bad", [0, 1], ids=["first-bad", "second-bad"])
 def test_a_bad_small_log_fails_as_it_does_in_one_process(tmp_path, bad):
+    """The error of the log that cannot be parsed, after the warnings of the logs before it (here a garbled
+    first log's), as opening them one by one gives them."""
     from treediff.store.budget import FORK_MIN_LOG_BYTES
 
     broken = tmp_path / "empty.log"
     broken.write_text("not a trace at all\n")
-    args = [broken, TRACES / "typhoon_batch3.log"] if bad == 0 else [TRACES / "typhoon_batch3.log", broken]
+    good = _garbled(tmp_path, "warned.log", "typhoon_batch3.log")
+    args = [broken, good] if bad == 0 else [good, broken]
     status, _, err, forks = _compare(args, True, tmp_path, min_log_bytes=FORK_MIN_LOG_BYTES)
     assert forks == 1  # (the logs' parse; nothing aligned)
     assert status == 2 and "empty.log" in err, err
+    assert ("warned.log" in err) == (bad == 1), err  # (the first log's warnings only when it comes first)
     alone = _compare(args, False, tmp_path)
     assert (status, err) == (alone[0], alone[2])
 

@@ -11,7 +11,8 @@ from treediff.cli.common import echo_warnings, importing
 
 
 class Opening:
-    """A command's inputs being opened as one Source (``report``).  Entered at the command's start: the logs
+    """A command's inputs being opened as one Source (``report``, ``whatif``; or each as its own, :meth:`each`:
+    ``compare``'s small logs).  Entered at the command's start: the logs
     among the inputs are parsed in a forked child from then on (:class:`ForkedParse`), while this process
     imports the tables and checks the other options; :meth:`source` takes the spills (and echoes the warnings).
 
@@ -68,21 +69,30 @@ class Opening:
         return source
 
     def each(self) -> list:
-        """Each input as its own Source, in order, warnings echoed in input order (``compare``)."""
+        """Each input as its own Source, in order, warnings echoed in input order (``compare``): an input that
+        cannot be opened raises its error after the warnings of those before it, as opening them one by one."""
         from treediff.parse.source import open_source
 
+        sources = []
         with self._steps:
-            spilled = self._spilled() or {}
+            spilled = self._spilled(raising=False) or {}
             ticks = self._ticks if self._per_input else self._ticks * len(self.inputs)
-            sources = [spilled[i] if i in spilled else open_source(path, progress=ticks[i], **self.options)
-                       for i, path in enumerate(self.inputs)]
-        for source in sources:
-            echo_warnings(source.warnings)
+            for i, path in enumerate(self.inputs):
+                source = raised(spilled[i]) if i in spilled else open_source(path, progress=ticks[i], **self.options)
+                echo_warnings(source.warnings)
+                sources.append(source)
         return sources
 
-    def _spilled(self) -> dict | None:
-        """The logs the child parsed, as sources by their place among the inputs (None: no child)."""
-        return dict(zip(self._logs, self._parse.sources())) if self._parse is not None else None
+    def _spilled(self, raising: bool = True) -> dict | None:
+        """The logs the child parsed, as sources by their place among the inputs (None: no child); the first
+        log's error raised (``raising``), else in its place (those after it left out)."""
+        if self._parse is None:
+            return None
+        found = self._parse.sources()
+        if raising:
+            for entry in found:
+                raised(entry)
+        return dict(zip(self._logs, found))
 
     def __exit__(self, *exc_info) -> None:
         self._steps.__exit__(*exc_info)
@@ -125,7 +135,7 @@ class ForkedParse:
                 import treediff.store.spill  # noqa: F401
         from treediff.parse.source import parse_logs_into, parse_whole_logs_into, scratch_dir
         from treediff.render.progress import paused
-        from treediff.run.forked import fork_allowed, in_background
+        from treediff.run.forked import fork_allowed, in_background, portable
 
         with paused():  # (a process running another thread never forks: the display's are stopped meanwhile)
             if not fork_allowed(uses_polars=True):
@@ -143,7 +153,15 @@ class ForkedParse:
                     progress(read[0], 2**62)
 
                 parser = parse_whole_logs_into if whole_only else parse_logs_into
-                return parser(logs, directories, progress=bytes_read if progress is not None else None, **options)
+                found: list = []
+                for log, directory in zip(logs, directories):  # (one at a time: a log's error ends the rest)
+                    try:
+                        found.extend(parser([log], [directory], progress=bytes_read if progress is not None else None,
+                                            **options))
+                    except Exception as exc:  # noqa: BLE001 - raised here in input order, after the logs before it
+                        found.append(_Failed(portable(exc, "process parsing the logs")))
+                        break
+                return found
 
             sizes = [os.path.getsize(log) for log in logs]
             return cls(in_background(parse, uses_polars=True, name="process parsing the logs"), directories, ticks,
@@ -173,19 +191,28 @@ class ForkedParse:
             self._job.pass_progress(self._advance)
 
     def sources(self) -> list:
-        """The parsed logs as sources, in order (the child's error raised, e.g. a log that cannot be parsed);
-        None for a log the child left to this process (``whole_only``)."""
+        """The parsed logs as sources, in order: None for a log the child left to this process
+        (``whole_only``); the error of the first log that could not be parsed, as an exception object, in its
+        place (and nothing after it), for the caller to raise in input order (:func:`raised`)."""
         from treediff.parse.source import remove_scratch, spilled_source
 
-        warnings = self._job.result(self._advance if self._shows_progress() else None)
+        found = self._job.result(self._advance if self._shows_progress() else None)
         self._opened = True
         sources: list = []
-        for directory, found in zip(self._directories, warnings):
-            if found is None:
+        failed = False
+        for i, directory in enumerate(self._directories):
+            entry = None if failed or i >= len(found) else found[i]
+            if isinstance(entry, _Failed):
+                failed = True
+                remove_scratch(directory)
+                sources.append(entry.error)
+            elif failed:  # a log after the failed one: not parsed
+                remove_scratch(directory)
+            elif entry is None:  # left to this process (``whole_only``)
                 remove_scratch(directory)
                 sources.append(None)
             else:
-                sources.append(spilled_source(directory, found))
+                sources.append(spilled_source(directory, entry))
         return sources
 
     def __enter__(self) -> ForkedParse:
@@ -200,3 +227,17 @@ class ForkedParse:
             if not self._opened:
                 for directory in self._directories:
                     remove_scratch(directory)
+
+
+class _Failed:
+    """A log's error in the child's answer (:meth:`ForkedParse.sources` gives the exception in its place)."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def raised(entry):
+    """``entry`` of :meth:`ForkedParse.sources`, raised when it is a log's error."""
+    if isinstance(entry, BaseException):
+        raise entry
+    return entry

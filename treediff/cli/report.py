@@ -9,7 +9,7 @@ from typing import Callable
 import click
 
 from treediff.cli.common import echo_warnings, format_from_output, importing, keep_complete_option
-from treediff.cli.opening import ForkedParse, Opening
+from treediff.cli.opening import ForkedParse, Opening, raised
 from treediff.cli.sides import _memory_limit, memory_limit_option
 from treediff.render import FORMATS, emit
 
@@ -26,7 +26,7 @@ _in_memory_option = click.option(
 def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool = False,
                fork: bool = False, meanwhile: Callable[[bool], object] | None = None) -> list:
     """Each input as its own Source, the logs parsed at the same time (:func:`treediff.parse.source.open_each`);
-    warnings echoed in input order, as opening them one by one with :func:`_open` would.
+    warnings echoed in input order, as opening them one by one would.
 
     ``fork`` (``compare``): when the first input is a log, it is parsed in a forked child while this process
     parses the others (:class:`ForkedParse`): two parses on threads of one process share its GIL, in two
@@ -82,7 +82,7 @@ def _open_each(inputs, engine: str, positions: str | None, keep_complete: bool =
                 rest.append(source)
         except Exception as error:  # (raised after the first input's answer: errors and warnings in input order)
             failed = error
-        sources.extend(first.sources())
+        sources.extend(raised(entry) for entry in first.sources())  # (the first log's error first)
         sources.extend(rest)
         for source in sources:
             echo_warnings(source.warnings)

@@ -10,7 +10,7 @@ shown once it is read).  ``TREEDIFF_DIFF_FULL_PARSE=1`` parses every log whole.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from treediff.model.errors import InputError
 
@@ -67,13 +67,16 @@ class OpeningSides:
     def sides(self):
         """A and B as Sources, each cut to its engine (warnings shown in input order, A's errors first)."""
         from treediff.cli.common import echo_warnings
+        from treediff.cli.opening import raised
         from treediff.parse.source import IndexedLogSource, open_each, open_one_search
 
         sides = []
+        opened: Iterator[Any]
         with self._steps:
             if self._forked is not None:
-                opened = iter([source if source is not None else open_one_search(path, **self.options)
-                               for source, path in zip(self._forked.sources(), self.paths)])
+                found = self._forked.sources()  # (an error raised in its place: after the inputs before it)
+                opened = (raised(entry) if entry is not None else open_one_search(path, **self.options)
+                          for entry, path in zip(found + [None] * (2 - len(found)), self.paths))
             else:
                 opened = open_each(list(self.paths), progresses=self._ticks, opener=open_one_search, **self.options)
             for source, label, engine in zip(opened, ("A", "B"), self.engines):

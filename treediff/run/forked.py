@@ -538,7 +538,7 @@ def _child(work: Callable[..., Any], fd: int, parent: int, name: str = "backgrou
                 try:
                     answer: tuple[str, Any] = ("ok", work(progress, helper) if helping else work(progress))
                 except BaseException as exc:  # noqa: BLE001 - carried to the parent, which raises it
-                    answer = ("error", _portable(exc, name))
+                    answer = ("error", portable(exc, name))
                 _send(pipe, answer)
                 status = 0
         finally:
@@ -558,8 +558,9 @@ def _send(pipe: Any, message: tuple[str, Any]) -> None:  # pragma: no cover - ru
     pipe.flush()
 
 
-def _portable(exc: BaseException, name: str = "background process") -> BaseException:
-    """``exc`` if it survives pickling as it is, else a :class:`BackgroundFailed` with its type and message."""
+def portable(exc: BaseException, name: str = "background process") -> BaseException:
+    """``exc`` if it survives pickling as it is, else a :class:`BackgroundFailed` with its type and message
+    (what a child sends back of an error; also inside an answer, e.g. one input's error among others')."""
     try:
         back = pickle.loads(pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL))
         if type(back) is type(exc) and str(back) == str(exc):
