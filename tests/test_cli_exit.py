@@ -176,3 +176,39 @@ def test_a_command_stopped_by_a_signal_still_reaps_its_child_and_leaves_no_scrat
     assert status == 128 + signum, err
     assert not pid_alive(child), "the aligning child outlived compare"
     assert list(scratch.iterdir()) == [], "scratch left behind"
+
+
+#: ``python -c SWALLOWED ENTRY ARGS...``: ``treediff ARGS`` with the report's fold preceded by a SIGTERM to the
+#: process whose exception is dropped, as Python drops one raised in a finalizer, a generator the collector
+#: closes or an at-exit function ("Exception ignored in ...").
+_SWALLOWED = """
+import os, signal, sys, time
+import treediff.report.core as core
+real = core.build_report
+def build_report(*args, **kwargs):
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # (the handler raises here)
+        sys.stderr.write("NOT-RAISED\\n")
+    except KeyboardInterrupt:
+        sys.stderr.write("DROPPED\\n")
+    return real(*args, **kwargs)
+core.build_report = build_report
+import treediff.cli
+entry = getattr(treediff.cli, sys.argv[1])
+sys.argv = ["treediff", *sys.argv[2:]]
+sys.exit(entry())
+"""
+
+
+@pytest.mark.parametrize("entry", ["run", "main"])
+def test_a_signal_whose_exception_was_dropped_still_ends_the_command(entry, tmp_path):
+    """The command runs on after such a signal (its exception is gone) but ends as the signal asked: status
+    143 and the one line, whatever it wrote meanwhile; the scratch files removed."""
+    env = dict(os.environ, TMPDIR=str(tmp_path), OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", _SWALLOWED, entry, "report", str(TRACES / "stockfish_start.log"),
+                          "--table", "acts"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert "DROPPED" in out.stderr, out.stderr
+    assert out.returncode == 128 + signal.SIGTERM, out.stderr
+    assert "treediff: terminated by SIGTERM" in out.stderr
+    assert list(tmp_path.iterdir()) == []

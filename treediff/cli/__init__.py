@@ -9,6 +9,7 @@ import atexit
 import importlib
 import os
 import pkgutil
+import signal
 import sys
 import threading
 
@@ -25,7 +26,7 @@ from treediff.cli.common import (
 )
 from treediff.model.errors import TreediffError
 from treediff.run.environment import quiet_blas
-from treediff.run.signals import interrupt_status, interrupting
+from treediff.run.signals import Terminated, interrupt_status, interrupting, received
 
 import treediff.cli as _commands_pkg
 
@@ -117,7 +118,14 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         # SIGTERM and SIGHUP (closing the terminal) are handled like Ctrl-C, exit 128 + signum.
         with interrupting():
-            return self._invoke(ctx)
+            result = self._invoke(ctx)
+            signum = received()
+            if signum is not None:
+                # The signal's exception was raised where Python drops exceptions (a finalizer, a generator
+                # closed by the collector, an at-exit function: "Exception ignored in ..."), so the command
+                # ran on: it still ends as the signal asked, with its status.
+                _interrupted(ctx, KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum))
+            return result
 
     def _invoke(self, ctx: click.Context):
         try:
