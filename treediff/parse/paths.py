@@ -130,7 +130,7 @@ class PathNormalizer:
         #: session: ~100 ns a path, a third of the main thread's time).  Each chunk's answer is counted in
         #: chunk order (:meth:`_count_checks`), before anything else is counted: as if it were counted here.
         self._check_pool: ThreadPoolExecutor | None = None
-        self._checks: collections.deque = collections.deque()  # (problems, future, segments, lines) per chunk
+        self._checks: collections.deque = collections.deque()  # (problems, future, segments, line) per chunk
         self._counting_checks = False
 
     def normalize(self, rows: pl.DataFrame, by_id: dict[int, SearchState], problems: Problems) -> UciPaths:
@@ -234,7 +234,7 @@ class PathNormalizer:
         else:
             future = Future()
             future.set_result(bad if bad.any() else None)
-        self._checks.append((problems, future, segments, rows.get_column("line").to_numpy()))
+        self._checks.append((problems, future, segments, rows.get_column("line")))  # (to numpy where one is bad)
         if problems.before_new_reason is None:
             problems.before_new_reason = self._count_checks
         return future
@@ -248,10 +248,11 @@ class PathNormalizer:
         self._counting_checks = True
         try:
             while self._checks:
-                problems, future, segments, lines = self._checks.popleft()
+                problems, future, segments, line_col = self._checks.popleft()
                 bad = future.result()
                 if bad is None:
                     continue
+                lines = line_col.to_numpy()
                 for state, lo, hi in segments:
                     rows_bad = np.flatnonzero(bad[lo:hi])
                     if len(rows_bad):
