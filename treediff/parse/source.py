@@ -135,20 +135,33 @@ def parse_whole_logs_into(paths: Sequence[str | os.PathLike], directories: Seque
     byte scan cannot index); None for a log it reads search by search (an :class:`IndexedLogSource`: its
     index is made again by the caller, ~1 ms a MB).  ``progress`` counts every byte of such a log too, as
     its scan reads them.  (``diff`` of small logs runs this in a forked child.)"""
+    found: list[list[str] | None] = []
+    for path, directory in zip(paths, directories):
+        options, index = _one_search_index(path, **parse_options)
+        if index is not None:
+            if progress is not None:
+                progress(index.size)
+            found.append(None)
+            continue
+        found.extend(parse_logs_into([path], [directory], progress=progress, **options))
+    return found
+
+
+def _one_search_index(path: str | os.PathLike, engine: str = "auto", positions=None, keep_complete: bool = False,
+                      progress: Callable[[int], None] | None = None):
+    """The parse options (an EPD file read once, as a PositionBook) and, where :func:`open_one_search` reads
+    ``path`` search by search, its byte index; None where it parses the input whole (a Parquet pair, a
+    dataset, stdin, a compressed log, a log of one search, ``TREEDIFF_DIFF_FULL_PARSE=1``, ...)."""
     from treediff.parse.index import full_parse_forced, index_log
     from treediff.parse.pipeline import _options
 
-    options = _options(parse_options.get("engine", "auto"), parse_options.get("positions"), False, False,
-                       parse_options.get("keep_complete", False))
-    found: list[list[str] | None] = []
-    for path, directory in zip(paths, directories):
-        if not full_parse_forced() and index_log(path, options) is not None:
-            if progress is not None:
-                progress(os.path.getsize(path))
-            found.append(None)
-            continue
-        found.extend(parse_logs_into([path], [directory], progress=progress, **parse_options))
-    return found
+    options = {"engine": engine, "keep_complete": keep_complete, "positions": positions}
+    p = Path(path)
+    if full_parse_forced() or str(path) == "-" or not p.is_file() or is_parquet_file(p):
+        return options, None
+    parse_options = _options(engine, positions, False, False, keep_complete)  # (reads the EPD file once)
+    options["positions"] = parse_options.positions
+    return options, index_log(path, parse_options, progress)
 
 
 def open_one_search(path: str | os.PathLike, engine: str = "auto", positions=None, keep_complete: bool = False,
@@ -161,16 +174,7 @@ def open_one_search(path: str | os.PathLike, engine: str = "auto", positions=Non
     of one search, ``TREEDIFF_DIFF_FULL_PARSE=1``, ...) is :func:`open_source`'s, parsed whole.
     ``engine``, ``positions`` (an EPD file) and ``keep_complete`` are the parse's options.
     """
-    from treediff.parse.index import full_parse_forced, index_log
-    from treediff.parse.pipeline import _options
-
-    options = {"engine": engine, "keep_complete": keep_complete, "positions": positions}
-    p = Path(path)
-    if full_parse_forced() or str(path) == "-" or not p.is_file() or is_parquet_file(p):
-        return open_source(path, progress=progress, **options)
-    parse_options = _options(engine, positions, False, False, keep_complete)  # (reads the EPD file once)
-    options["positions"] = parse_options.positions
-    index = index_log(path, parse_options, progress)
+    options, index = _one_search_index(path, engine, positions, keep_complete, progress)
     if index is None:
         return open_source(path, progress=progress, **options)
     if progress is not None:
