@@ -363,27 +363,42 @@ def _kind_aligned(frames: Sequence[pd.DataFrame], labels: Sequence[str], label_c
     padded with empty cells.  Columns: ``kind``, then per side
     ``<label> act``, ``<label> count``, ``<label> pct_of_moves``.
     """
+    sides = [(frame["kind"].astype(str).to_numpy(dtype=object), frame[label_col].astype(str).to_numpy(dtype=object),
+              frame["count"].to_numpy(dtype=np.int64), frame["pct_of_moves"].to_numpy(dtype=np.float64))
+             for frame in frames]  # (one pandas call a column: a few hundred rows cost pandas' per-call overhead)
     totals: dict[str, int] = {}
-    for frame in frames:
-        for kind, count in zip(frame["kind"].astype(str), frame["count"]):
-            totals[kind] = totals.get(kind, 0) + int(count)
+    for kind_of, _, count, _ in sides:
+        for kind, n in zip(kind_of.tolist(), count.tolist()):
+            totals[kind] = totals.get(kind, 0) + n
     kinds = sorted(totals, key=lambda k: (-totals[k], k))
-    pieces = []
+    kind_column: list[str] = []
+    per_side: list[tuple[list, list, list]] = [([], [], []) for _ in labels]  # names, counts, pcts
+    #: Per side: whether a kind's block held none of its acts (only padding).
+    padding_only = [False] * len(labels)
     for kind in kinds:
-        parts = [frame[frame["kind"].astype(str) == kind].sort_values("count", ascending=False, kind="stable")
-                 for frame in frames]
-        height = max(len(p) for p in parts)
-        block = {"kind": [kind] * height}
-        for part, label in zip(parts, labels):
-            pad = height - len(part)
-            block[f"{label} {label_col}"] = pd.array(part[label_col].astype(str).tolist() + [None] * pad, dtype=object)
-            block[f"{label} count"] = pd.array(part["count"].astype(np.int64).tolist() + [None] * pad, dtype="Int64")
-            block[f"{label} pct_of_moves"] = part["pct_of_moves"].astype(float).tolist() + [np.nan] * pad
-        pieces.append(pd.DataFrame(block))
-    if not pieces:
-        columns = ["kind"] + [f"{label} {c}" for label in labels for c in (label_col, "count", "pct_of_moves")]
+        parts = []
+        for kind_of, names, count, pct in sides:
+            rows = np.flatnonzero(kind_of == kind)
+            rows = rows[np.argsort(-count[rows], kind="stable")]
+            parts.append((names[rows].tolist(), count[rows].tolist(), pct[rows].tolist()))
+        height = max(len(names) for names, _, _ in parts)
+        kind_column += [kind] * height
+        for i, ((names, count, pct), (all_names, all_counts, all_pcts)) in enumerate(zip(parts, per_side)):
+            pad = height - len(names)
+            padding_only[i] = padding_only[i] or not names
+            all_names += names + [None] * pad
+            all_counts += count + [None] * pad
+            all_pcts += pct + [np.nan] * pad
+    columns: dict = {"kind": kind_column}
+    for label, (names, counts, pcts), padded in zip(labels, per_side, padding_only):
+        # The dtype the blocks' concatenation gave: pandas 3 reads a block of strings as its str dtype, a
+        # block of padding alone as object, and str with object concatenates to object.
+        columns[f"{label} {label_col}"] = pd.Series(names, dtype=object) if padded else pd.array(names, dtype=object)
+        columns[f"{label} count"] = pd.array(counts, dtype="Int64")
+        columns[f"{label} pct_of_moves"] = pcts
+    if not kinds:
         return pd.DataFrame({c: [] for c in columns})
-    return pd.concat(pieces, ignore_index=True)
+    return pd.DataFrame(columns)
 
 
 def _merged(frames: Sequence[pd.DataFrame], on: str) -> pd.DataFrame:

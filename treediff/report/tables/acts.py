@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from treediff.report.grouping import key_frame
-from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
+from treediff.report.table import Batch, Grouping, Section, concat
 
 ALL_ROW = "(all)"
 
@@ -72,63 +72,116 @@ def act_counts(batch: Batch) -> ActCounts:
     )
 
 
-def merge_act_counts(partials: Sequence[ActCounts], grouping: Grouping) -> tuple[np.ndarray, pd.DataFrame]:
-    """MOVE records per group, and the long (group, act, kind, count) frame summed per group."""
+@dataclass
+class ActLong:
+    """The MOVE records of a report per (group, act, kind), summed over batches: one entry per combination
+    holding records, sorted by group, then act, then kind (a missing act or kind, None, after the others)."""
+
+    group: np.ndarray  #: int64 group numbers
+    act: np.ndarray    #: object: the raw act, or None
+    kind: np.ndarray   #: object: the shared kind, or None
+    count: np.ndarray  #: int64 MOVE records
+    act_rank: np.ndarray   #: int64: the act's place among the report's acts (None last)
+    kind_rank: np.ndarray  #: int64: the kind's place among the report's kinds (None last)
+
+    def where(self, keep: np.ndarray) -> ActLong:
+        return ActLong(self.group[keep], self.act[keep], self.kind[keep], self.count[keep], self.act_rank[keep],
+                       self.kind_rank[keep])
+
+
+def _ranked(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's place among the sorted distinct values (missing ones, None or NaN, after them all), and
+    the distinct values followed by None (so that ``distinct[rank]`` gives the values back, None for NaN)."""
+    values = np.asarray(values, dtype=object)
+    missing = np.asarray(pd.isna(values), dtype=bool)
+    present = values[~missing]
+    distinct = np.unique(present) if len(present) else np.zeros(0, dtype=object)
+    rank = np.full(len(values), len(distinct), dtype=np.int64)
+    rank[~missing] = np.searchsorted(distinct, present)
+    with_none = np.empty(len(distinct) + 1, dtype=object)
+    with_none[:-1] = distinct
+    return rank, with_none
+
+
+def _sums(key: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``key`` (sorted) and ``count`` summed per value, exactly (int64)."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]])) if len(ordered) \
+        else np.zeros(0, dtype=np.int64)
+    sums = np.add.reduceat(count[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
+    return ordered[starts], np.asarray(sums, dtype=np.int64)
+
+
+def merge_act_counts(partials: Sequence[ActCounts], grouping: Grouping) -> tuple[np.ndarray, ActLong]:
+    """MOVE records per group, and the (group, act, kind) counts summed per group (:class:`ActLong`).
+
+    numpy over the partials' rows, not pandas' groupby: compare finishes this table four times for a
+    few hundred rows, where pandas' cost per call was most of the time (docs/PERFORMANCE.md, fifteenth)."""
     moves = grouping.total(concat([p.moves for p in partials], ["srow", "iter", "moves"]), "moves")
     ak = concat([p.long for p in partials], ["srow", "iter", "act", "kind", "count"])
-    long = pd.DataFrame({"group": grouping.group_of(ak), "act": ak["act"].to_numpy(dtype=object),
-                         "kind": ak["kind"].to_numpy(dtype=object), "count": ak["count"].to_numpy(dtype=np.int64)})
-    long = long.groupby(["group", "act", "kind"], sort=True, dropna=False, as_index=False)["count"].sum()
-    long["act"] = none_for_nan(long["act"].to_numpy())
-    long["kind"] = none_for_nan(long["kind"].to_numpy())
-    long["group"] = long["group"].astype(np.int64)
-    long["count"] = long["count"].astype(np.int64)
-    return moves, long
+    group = grouping.group_of(ak)
+    act_rank, acts = _ranked(ak["act"].to_numpy(dtype=object))
+    kind_rank, kinds = _ranked(ak["kind"].to_numpy(dtype=object))
+    na, nk = len(acts), len(kinds)
+    keys, counts = _sums((group * na + act_rank) * nk + kind_rank, ak["count"].to_numpy(dtype=np.int64))
+    a, k = (keys // nk) % na, keys % nk
+    return moves, ActLong(np.asarray(keys // (na * nk), dtype=np.int64), acts[a], kinds[k], counts, a, k)
 
 
-def _finish(groups: pd.DataFrame, totals: np.ndarray, long: pd.DataFrame, label_cols: list[str]) -> pd.DataFrame:
-    long = long.copy()
-    long["moves"] = totals[long["group"].to_numpy()]
-    long["pct_of_moves"] = 100.0 * long["count"] / long["moves"]
-    long = long.sort_values(["group", "count", *label_cols], ascending=[True, False, *([True] * len(label_cols))],
-                            kind="stable")
-    keys = key_frame(groups, long["group"].to_numpy())
-    body = long[[*label_cols, "count", "pct_of_moves", "moves"]].reset_index(drop=True)
-    return pd.concat([keys, body], axis=1)
+def _frame(groups: pd.DataFrame, group: np.ndarray, body: dict) -> pd.DataFrame:
+    """The key columns of each row's group, then ``body``'s columns."""
+    return pd.concat([key_frame(groups, group), pd.DataFrame(body)], axis=1)
 
 
-def acts_frame(groups: pd.DataFrame, totals: np.ndarray, long: pd.DataFrame) -> pd.DataFrame:
+def acts_frame(groups: pd.DataFrame, totals: np.ndarray, long: ActLong) -> pd.DataFrame:
     """MOVE decisions per raw act (with its kind), sorted by count, with % of MOVE decisions."""
-    return _finish(groups, totals, long, ["act", "kind"])
+    order = np.lexsort((long.kind_rank, long.act_rank, -long.count, long.group))
+    group, count = long.group[order], long.count[order]
+    moves = totals[group]
+    return _frame(groups, group, {"act": long.act[order], "kind": long.kind[order], "count": count,
+                                  "pct_of_moves": 100.0 * count / moves, "moves": moves})
 
 
-def kinds_frame(groups: pd.DataFrame, totals: np.ndarray, long: pd.DataFrame) -> pd.DataFrame:
+def kinds_frame(groups: pd.DataFrame, totals: np.ndarray, long: ActLong) -> pd.DataFrame:
     """MOVE decisions per shared kind, sorted by count, with % of MOVE decisions."""
-    per_kind = long.groupby(["group", "kind"], as_index=False, sort=False, dropna=False)["count"].sum()
-    return _finish(groups, totals, per_kind, ["kind"])
+    nk = int(long.kind_rank.max()) + 1 if len(long.kind_rank) else 1
+    keys, count = _sums(long.group * nk + long.kind_rank, long.count)
+    group, rank = keys // nk, keys % nk
+    kinds = np.empty(nk, dtype=object)
+    kinds[long.kind_rank] = long.kind
+    order = np.lexsort((rank, -count, group))
+    group, count = group[order], count[order]
+    moves = totals[group]
+    return _frame(groups, group, {"kind": kinds[rank[order]], "count": count,
+                                  "pct_of_moves": 100.0 * count / moves, "moves": moves})
 
 
-def skips_frame(groups: pd.DataFrame, totals: np.ndarray, long: pd.DataFrame) -> pd.DataFrame:
+def skips_frame(groups: pd.DataFrame, totals: np.ndarray, long: ActLong) -> pd.DataFrame:
     """PRUNE decisions per act as % of MOVE decisions, plus an ``(all)`` row per group.
 
     Groups without any PRUNE decision get an ``(all)`` row with count 0.
     """
-    prune = long[long["kind"] == "PRUNE"][["group", "act", "count"]]
-    total = prune.groupby("group")["count"].sum()
-    all_rows = pd.DataFrame({"group": np.arange(len(groups))})
-    all_rows["act"] = ALL_ROW
-    all_rows["count"] = total.reindex(all_rows["group"]).fillna(0).astype(np.int64).to_numpy()
-    # The (all) row sorts first: it is the group's skip volume.
-    all_rows["_order"] = 0
-    prune = prune.assign(_order=1)
-    both = pd.concat([all_rows, prune], ignore_index=True)
-    both["moves"] = totals[both["group"].to_numpy()]
+    prune = long.where(long.kind == "PRUNE")
+    n = len(groups)
+    # The (all) row comes first in its group: it is the group's skip volume.
+    group = np.concatenate([np.arange(n, dtype=np.int64), prune.group])
+    count = np.concatenate([_group_sums(prune.group, prune.count, n), prune.count])
+    act = np.concatenate([np.full(n, ALL_ROW, dtype=object), prune.act])
+    rank = np.concatenate([np.full(n, -1, dtype=np.int64), prune.act_rank])
+    order = np.lexsort((rank, -count, rank >= 0, group))
+    group, count = group[order], count[order]
+    moves = totals[group]
     with np.errstate(invalid="ignore", divide="ignore"):
-        both["pct_of_moves"] = 100.0 * both["count"] / both["moves"].where(both["moves"] > 0)
-    both = both.sort_values(["group", "_order", "count", "act"], ascending=[True, True, False, True], kind="stable")
-    keys = key_frame(groups, both["group"].to_numpy())
-    body = both[["act", "count", "pct_of_moves", "moves"]].reset_index(drop=True)
-    return pd.concat([keys, body], axis=1)
+        pct = 100.0 * count / np.where(moves > 0, moves, np.nan)
+    return _frame(groups, group, {"act": act[order], "count": count, "pct_of_moves": pct, "moves": moves})
+
+
+def _group_sums(group: np.ndarray, count: np.ndarray, n: int) -> np.ndarray:
+    """Σ ``count`` per group 0 .. n - 1, exactly (int64)."""
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, group, count)
+    return out
 
 
 class ActsTable:

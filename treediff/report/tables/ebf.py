@@ -360,6 +360,19 @@ def ebf_iter_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
     return pd.concat([key_frame(sg.groups, keep // width), body], axis=1)
 
 
+def _depth_range(group: np.ndarray, depth: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's smallest and largest search depth (plies; 0 for a group without searches)."""
+    depth = np.asarray(depth, dtype=np.int64)
+    low = np.full(n_groups, np.iinfo(np.int64).max, dtype=np.int64)
+    high = np.full(n_groups, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(low, group, depth)
+    np.maximum.at(high, group, depth)
+    empty = np.bincount(group, minlength=n_groups) == 0
+    low[empty] = 0
+    high[empty] = 0
+    return low, high
+
+
 def ebf_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
     """One row per group: mean nodes, depth, and the four EBF estimators (see the module docstring)."""
     sn = merged.nodes
@@ -370,9 +383,7 @@ def ebf_table(grouping: Grouping, merged: MergedResults) -> pd.DataFrame:
     known = ~np.isnan(nodes)
     count = np.bincount(g, minlength=n_g)
     n_known = np.bincount(g[known], minlength=n_g)
-    frame = pd.DataFrame({"g": g, "depth": depth})
-    dmin = frame.groupby("g")["depth"].min().reindex(range(n_g)).fillna(0).astype(np.int64).to_numpy()
-    dmax = frame.groupby("g")["depth"].max().reindex(range(n_g)).fillna(0).astype(np.int64).to_numpy()
+    dmin, dmax = _depth_range(g, depth, n_g)
     labels = np.full(n_g, "", dtype=object)
     for name in sorted(set(sn.source)):
         hit = np.bincount(g[sn.source == name], minlength=n_g) > 0
