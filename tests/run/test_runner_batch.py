@@ -205,6 +205,47 @@ def _die_on_tactic(task):
     return run_task(task)
 
 
+class _PoolBrokenAtSubmit:
+    """A process pool whose worker died after the first tasks' results were in: it refuses the next task at
+    ``submit`` (as ProcessPoolExecutor does once it knows it is broken), not in a future's result."""
+
+    def __init__(self, accepted: int):
+        self.accepted = accepted
+        self._processes: dict = {}
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
+
+        if self.accepted == 0:
+            raise BrokenProcessPool("A child process terminated abruptly, the process pool is not usable anymore")
+        self.accepted -= 1
+        future: Future = Future()
+        future.set_result(("done", args[-1].key))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+@pytest.mark.parametrize("accepted", [0, 2])
+def test_a_pool_broken_when_a_task_is_submitted_is_the_same_clear_error(tmp_path, accepted):
+    """The race CI once hit: the worker died between a result and the next submit (BrokenProcessPool raised by
+    ``submit`` reached the user as a traceback); also a pool broken before its first task."""
+    from treediff.run.batch import WorkerLost
+
+    plan = plan_batch(POSITIONS, [fake_spec(name="sf")], 1, tmp_path / "ds", LIMITS)
+    executor = LocalExecutor.__new__(LocalExecutor)  # (no real pool: the stub above stands in for it)
+    executor.jobs, executor._pool = 1, _PoolBrokenAtSubmit(accepted)
+    got = []
+    with pytest.raises(WorkerLost, match="--resume"):
+        for result in executor.map_unordered(run_task, plan.tasks):
+            got.append(result)
+    # The tasks done before the pool refused the third are still given (and counted by run_batch).
+    assert sorted(got) == [("done", task.key) for task in plan.tasks[:accepted]]
+    assert executor._pool is None  # aborted: nothing left running
+
+
 def test_dead_worker_is_a_clear_error_and_resume_recovers(tmp_path, no_leftovers):
     from treediff.model.errors import TreediffError
 

@@ -195,6 +195,15 @@ def abort_on_exit(executor: "_Stoppable") -> Iterator[None]:
             executor.close()
 
 
+def _worker_lost() -> WorkerLost:
+    """The error of a batch whose worker process died (the pool is broken: no task runs any more)."""
+    # A SIGTERM/SIGHUP sent to the whole group also stops the workers: give this process's own handler the
+    # chance to raise first, so the batch reports an interrupt.
+    time.sleep(0.2)
+    return WorkerLost("a batch worker process died (killed, or out of memory); every completed search is "
+                      "saved: rerun with --resume to continue")
+
+
 class LocalExecutor:
     """A pool of ``jobs`` worker processes on this machine.
 
@@ -222,27 +231,34 @@ class LocalExecutor:
             raise RuntimeError("LocalExecutor is single-use")
         pending = iter(tasks)
         running: set[Future] = set()
+        broken = False  # a worker died: the pool refused a task (no more are submitted)
+
+        def submit(task: Task) -> None:
+            nonlocal broken
+            try:
+                running.add(pool.submit(_run_in_worker, fn, task))
+            except BrokenProcessPool:  # (a worker died since the last result was read: the pool refuses tasks)
+                broken = True
+
         with abort_on_exit(self):
             for task in itertools.islice(pending, 2 * self.jobs):
-                running.add(pool.submit(_run_in_worker, fn, task))
+                if not broken:
+                    submit(task)
             while running:
                 # Never block without a timeout: Ctrl-C may land on another thread, and the handler only
                 # runs when this (main) thread executes Python code again.
                 finished, running = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    nxt = next(pending, None)
+                    nxt = None if broken else next(pending, None)
                     if nxt is not None:
-                        running.add(pool.submit(_run_in_worker, fn, nxt))
+                        submit(nxt)
                     try:
                         result = future.result()
                     except BrokenProcessPool:
-                        # A SIGTERM/SIGHUP sent to the whole group also stops the workers: give this process's
-                        # own handler the chance to raise first, so the batch reports an interrupt.
-                        time.sleep(0.2)
-                        raise WorkerLost(
-                            "a batch worker process died (killed, or out of memory); every completed search is "
-                            "saved: rerun with --resume to continue") from None
-                    yield result
+                        raise _worker_lost() from None
+                    yield result  # (a task done before the worker died: its search is counted)
+            if broken:
+                raise _worker_lost()
 
     def abort(self, grace: float = 5.0) -> None:
         """Stop now: queued tasks are dropped; running ones are unwound by SIGTERM (engines killed).
