@@ -37,6 +37,9 @@ def whatif(inputs, rule, as_, by, top, fmt, output, engine, positions, width):
     with Opening(inputs, engine, positions) as opening:
         with importing():
             from treediff.report.whatif import parse_rule, whatif as run_whatif
+            from treediff.store.heap import keep_freed_heap
+
+        keep_freed_heap()  # (the fold's numpy temporaries reuse freed memory: store/heap.py)
 
         parse_rule(rule)  # refuse a bad rule before reading anything
         fmt = format_from_output(fmt, output, choices=FORMATS)
