@@ -154,15 +154,16 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     are read partition by partition, so memory does not grow with the dataset
     (`treediff docs scaling`).
     """
+    from treediff.store.heap import keep_freed_heap
+
+    keep_freed_heap()  # (numpy temporaries reuse freed memory: store/heap.py; the forks below inherit it)
     with Opening(inputs, engine, positions, keep_complete) as opening:  # (the logs' parse starts now)
         with importing():
             from treediff.report.core import ReportOptions, build_report, parse_tables
             from treediff.report.filters import under_view
             from treediff.report.grouping import parse_by
             from treediff.run.forked import in_background
-            from treediff.store.heap import keep_freed_heap
 
-        keep_freed_heap()  # (the fold's numpy temporaries reuse freed memory: store/heap.py; its forks inherit it)
         names = parse_tables(tables)
         keys = parse_by(by)
         fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)

@@ -32,14 +32,14 @@ def whatif(inputs, rule, as_, by, top, fmt, output, engine, positions, width):
     from treediff.cli.opening import Opening
     from treediff.cli.report import _check_output
 
+    from treediff.store.heap import keep_freed_heap
+
+    keep_freed_heap()  # (numpy temporaries reuse freed memory: store/heap.py; the fork below inherits it)
     # The logs' parse starts in a forked child at once (cli/opening.py: Opening): it imports the parser while
     # this process imports pandas, polars and the tables.
     with Opening(inputs, engine, positions) as opening:
         with importing():
             from treediff.report.whatif import parse_rule, whatif as run_whatif
-            from treediff.store.heap import keep_freed_heap
-
-        keep_freed_heap()  # (the fold's numpy temporaries reuse freed memory: store/heap.py)
 
         parse_rule(rule)  # refuse a bad rule before reading anything
         fmt = format_from_output(fmt, output, choices=FORMATS)

@@ -4,10 +4,11 @@ A report folds batches of ~1M records, each table making numpy temporaries of a 
 freeing them.  glibc serves a block above its mmap threshold (128 KiB, raised as such blocks are freed, up to
 32 MiB) with a fresh ``mmap`` and returns it at ``free``, and gives the heap's free top back once it
 exceeds its trim threshold: so the next batch's arrays are new pages again, each one zeroed by the kernel on
-its first touch.  Measured (docs/PERFORMANCE.md, fifteenth session), with both thresholds at 256 MiB:
-``report --table all`` of the 20M-record Parquet file 9.58 -> 8.95 s (18.0 -> 16.8 CPU-s, peak RSS 621 ->
-633 MB); of the 5M-line log 3.70 -> 3.51 s (same peak); ``whatif`` of it 2.92 -> 2.77 s.  ``compare`` gained
-nothing and held 143 MB more at 5M + 5M, and ``parse`` nothing: they do not call this.
+its first touch.  Measured (docs/PERFORMANCE.md, fifteenth session), with both thresholds at 256 MiB,
+against the code before: ``report --table all`` of the 20M-record Parquet file 9.40 -> 8.93 s (17.9 -> 16.7
+CPU-s, peak RSS 632 -> 658 MB), of the 5M-record one 2.62 -> 2.41 s; ``report`` of the 5M-line log 3.71 ->
+3.52 s (6.66 -> 6.30 CPU-s); ``whatif`` of it 2.90 -> 2.73 s.  ``compare`` gained nothing and held 143 MB
+more at 5M + 5M, ``parse`` nothing: they do not call this.
 """
 from __future__ import annotations
 
