@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -176,6 +177,50 @@ def test_a_command_stopped_by_a_signal_still_reaps_its_child_and_leaves_no_scrat
     assert status == 128 + signum, err
     assert not pid_alive(child), "the aligning child outlived compare"
     assert list(scratch.iterdir()) == [], "scratch left behind"
+
+
+#: ``python -c IN_CALLBACK ENTRY ARGS...``: ``treediff ARGS`` with a SIGTERM handled inside a weakref callback
+#: just before the report's fold (as the import system's module locks' callbacks run while pandas is imported,
+#: where it once came: an exception raised there is printed and dropped), then 5 s of work before the fold.
+_IN_CALLBACK = """
+import os, signal, sys, time, weakref
+import treediff.report.core as core
+real = core.build_report
+def build_report(*args, **kwargs):
+    class Thing:
+        pass
+    def callback(ref):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000000):  # (its handler runs in here)
+            pass
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    del thing
+    time.sleep(5)
+    sys.stderr.write("RAN-ON\\n")
+    return real(*args, **kwargs)
+core.build_report = build_report
+import treediff.cli
+entry = getattr(treediff.cli, sys.argv[1])
+sys.argv = ["treediff", *sys.argv[2:]]
+sys.exit(entry())
+"""
+
+
+@pytest.mark.parametrize("entry", ["run", "main"])
+def test_a_signal_handled_where_python_drops_its_exception_still_stops_the_command_at_once(entry, tmp_path):
+    """Its exception is dropped, so the signal is sent again (run/signals.py: _redelivering): the command stops
+    within the 5 s of work (without it, it ran them and the fold, or waited on a stuck child to its end), with
+    status 143 and the one line: no "Exception ignored in ..." traceback."""
+    env = dict(os.environ, TMPDIR=str(tmp_path), OPENBLAS_NUM_THREADS="1")
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", _IN_CALLBACK, entry, "report", str(TRACES / "stockfish_start.log"),
+                          "--table", "acts"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 128 + signal.SIGTERM, out.stderr
+    assert "RAN-ON" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
+    assert out.stderr.strip() == "treediff: terminated by SIGTERM"
+    assert time.monotonic() - started < 5
+    assert list(tmp_path.iterdir()) == []
 
 
 #: ``python -c SWALLOWED ENTRY ARGS...``: ``treediff ARGS`` with the report's fold preceded by a SIGTERM to the

@@ -175,6 +175,29 @@ def test_no_fork_while_another_thread_runs():
     assert fork_allowed()
 
 
+def test_a_thread_python_did_not_start_prevents_the_fork_without_an_error():
+    """A thread started outside ``threading`` that ran Python code is a "dummy" thread, which ``join`` refuses
+    (AssertionError): fork_allowed takes it as running, not as an internal error.  In a fresh interpreter: a
+    dummy thread stays listed for the rest of the process."""
+    script = textwrap.dedent("""
+        import _thread, threading, time
+        from treediff.run.forked import fork_allowed
+        seen, stop = threading.Event(), threading.Event()
+        def foreign():
+            threading.current_thread()  # (registers it as a dummy thread)
+            seen.set()
+            stop.wait()
+        _thread.start_new_thread(foreign, ())
+        seen.wait(10)
+        print(fork_allowed(settle=0.05))
+        stop.set()
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "TREEDIFF_FORK": "1"})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "False"
+
+
 def test_a_thread_that_is_ending_does_not_prevent_the_fork(no_leftovers):
     ending = threading.Thread(target=time.sleep, args=(0.05,))
     ending.start()

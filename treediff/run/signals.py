@@ -17,9 +17,11 @@ This module imports nothing heavy: the CLI imports it before it knows the comman
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 #: The signals handled like Ctrl-C (besides SIGINT itself).
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -29,6 +31,9 @@ _state = threading.local()
 _pending: list[tuple[int, Callable[[int], BaseException]]] = []
 _received: list[int] = []
 _depth = 0
+#: Signals being sent again (:func:`_redelivering`), and after how long (seconds).
+_again: list[threading.Timer] = []
+_AGAIN_AFTER = 0.001
 
 
 class Terminated(KeyboardInterrupt):
@@ -111,11 +116,51 @@ def interrupting(sigint: bool = True) -> Iterator[None]:
     _received.clear()
     for sig in signals:
         signal.signal(sig, _handle)
+    previous_hook = sys.unraisablehook
+    hook = _redelivering(previous_hook, signals)
+    sys.unraisablehook = hook
     try:
         yield
     finally:
+        if sys.unraisablehook is hook:
+            sys.unraisablehook = previous_hook
+        while _again:  # (no signal sent again once the handlers are restored)
+            again = _again.pop()
+            again.cancel()
+            again.join()
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _redelivering(previous: Callable[[Any], Any], signals: Sequence[int]) -> Callable[[Any], Any]:
+    """``sys.unraisablehook`` while :func:`interrupting`: a signal's exception that Python dropped is delivered
+    again, the rest goes to ``previous``.
+
+    Python runs a handler between two bytecodes wherever they are, and an exception raised where it cannot
+    propagate (a weakref callback, e.g. the import system's module locks' while a command imports pandas; a
+    finalizer; an at-fork function) is printed as "Exception ignored in ..." and dropped.  A SIGTERM there was
+    lost (its handler had also set the terminating signals to be ignored): the command ran on, or waited for
+    a forked child to the end (docs/RUNNER.md).  The signal is sent again instead, its handler put back, so
+    its exception is raised at the next place that can raise, and nothing is printed."""
+
+    def hook(unraisable: Any) -> Any:
+        exc = getattr(unraisable, "exc_value", None)
+        signum = int(getattr(exc, "signum", signal.SIGINT)) if isinstance(exc, KeyboardInterrupt) else None
+        if (signum is None or signum not in signals or not _received
+                or threading.current_thread() is not threading.main_thread()):
+            return previous(unraisable)
+        signal.signal(signum, _handle)  # (the first one set the terminating signals to be ignored)
+        # Sent from another thread a moment later: sent from here, the handler would run here at once, inside
+        # this hook, and its exception would be dropped again.  (Should it land where Python drops it again,
+        # this hook sends it once more.)
+        again = threading.Timer(_AGAIN_AFTER, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.name = "treediff-signal-again"
+        _again.append(again)
+        again.start()
+        return None
+
+    return hook
 
 
 def worker_handler(exc_factory: Callable[[int], BaseException]) -> Callable[[int, object], None]:
