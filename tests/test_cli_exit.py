@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -179,31 +180,41 @@ def test_a_command_stopped_by_a_signal_still_reaps_its_child_and_leaves_no_scrat
     assert list(scratch.iterdir()) == [], "scratch left behind"
 
 
-#: ``python -c IN_CALLBACK ENTRY ARGS...``: ``treediff ARGS`` with a SIGTERM handled inside a weakref callback
-#: just before the report's fold (as the import system's module locks' callbacks run while pandas is imported,
-#: where it once came: an exception raised there is printed and dropped), then 5 s of work before the fold.
+def _report_with_fold_preceded_by(before_fold: str, entry: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """``treediff report`` of a fixture (through ``treediff.cli``'s ``entry``: ``run`` or ``main``), in a fresh
+    interpreter, with ``before_fold`` (the body of a function) run just before the report's fold."""
+    script = "\n".join([
+        "import os, signal, sys, time, weakref",
+        "import treediff.report.core as core",
+        "real = core.build_report",
+        "def build_report(*args, **kwargs):",
+        textwrap.indent(textwrap.dedent(before_fold), "    "),
+        "    return real(*args, **kwargs)",
+        "core.build_report = build_report",
+        "import treediff.cli",
+        "entry = getattr(treediff.cli, sys.argv[1])",
+        'sys.argv = ["treediff", *sys.argv[2:]]',
+        "sys.exit(entry())",
+    ])
+    env = dict(os.environ, TMPDIR=str(tmp_path), OPENBLAS_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-c", script, entry, "report", str(TRACES / "stockfish_start.log"),
+                           "--table", "acts"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+#: A SIGTERM handled inside a weakref callback (as the import system's module locks' callbacks run while pandas is
+#: imported, where it once came: an exception raised there is printed and dropped), then 5 s of work.
 _IN_CALLBACK = """
-import os, signal, sys, time, weakref
-import treediff.report.core as core
-real = core.build_report
-def build_report(*args, **kwargs):
-    class Thing:
+class Thing:
+    pass
+def callback(ref):
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(1000000):  # (its handler runs in here)
         pass
-    def callback(ref):
-        os.kill(os.getpid(), signal.SIGTERM)
-        for _ in range(1000000):  # (its handler runs in here)
-            pass
-    thing = Thing()
-    ref = weakref.ref(thing, callback)
-    del thing
-    time.sleep(5)
-    sys.stderr.write("RAN-ON\\n")
-    return real(*args, **kwargs)
-core.build_report = build_report
-import treediff.cli
-entry = getattr(treediff.cli, sys.argv[1])
-sys.argv = ["treediff", *sys.argv[2:]]
-sys.exit(entry())
+thing = Thing()
+ref = weakref.ref(thing, callback)
+del thing
+time.sleep(5)
+sys.stderr.write("RAN-ON\\n")
 """
 
 
@@ -212,10 +223,8 @@ def test_a_signal_handled_where_python_drops_its_exception_still_stops_the_comma
     """Its exception is dropped, so the signal is sent again (run/signals.py: _redelivering): the command stops
     within the 5 s of work (without it, it ran them and the fold, or waited on a stuck child to its end), with
     status 143 and the one line: no "Exception ignored in ..." traceback."""
-    env = dict(os.environ, TMPDIR=str(tmp_path), OPENBLAS_NUM_THREADS="1")
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", _IN_CALLBACK, entry, "report", str(TRACES / "stockfish_start.log"),
-                          "--table", "acts"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = _report_with_fold_preceded_by(_IN_CALLBACK, entry, tmp_path)
     assert out.returncode == 128 + signal.SIGTERM, out.stderr
     assert "RAN-ON" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
     assert out.stderr.strip() == "treediff: terminated by SIGTERM"
@@ -223,26 +232,14 @@ def test_a_signal_handled_where_python_drops_its_exception_still_stops_the_comma
     assert list(tmp_path.iterdir()) == []
 
 
-#: ``python -c SWALLOWED ENTRY ARGS...``: ``treediff ARGS`` with the report's fold preceded by a SIGTERM to the
-#: process whose exception is dropped, as Python drops one raised in a finalizer, a generator the collector
-#: closes or an at-exit function ("Exception ignored in ...").
+#: A SIGTERM to the process whose exception code swallows (an ``except KeyboardInterrupt`` that goes on).
 _SWALLOWED = """
-import os, signal, sys, time
-import treediff.report.core as core
-real = core.build_report
-def build_report(*args, **kwargs):
-    try:
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(5)  # (the handler raises here)
-        sys.stderr.write("NOT-RAISED\\n")
-    except KeyboardInterrupt:
-        sys.stderr.write("DROPPED\\n")
-    return real(*args, **kwargs)
-core.build_report = build_report
-import treediff.cli
-entry = getattr(treediff.cli, sys.argv[1])
-sys.argv = ["treediff", *sys.argv[2:]]
-sys.exit(entry())
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)  # (the handler raises here)
+    sys.stderr.write("NOT-RAISED\\n")
+except KeyboardInterrupt:
+    sys.stderr.write("DROPPED\\n")
 """
 
 
@@ -250,9 +247,7 @@ sys.exit(entry())
 def test_a_signal_whose_exception_was_dropped_still_ends_the_command(entry, tmp_path):
     """The command runs on after such a signal (its exception is gone) but ends as the signal asked: status
     143 and the one line, whatever it wrote meanwhile; the scratch files removed."""
-    env = dict(os.environ, TMPDIR=str(tmp_path), OPENBLAS_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", _SWALLOWED, entry, "report", str(TRACES / "stockfish_start.log"),
-                          "--table", "acts"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = _report_with_fold_preceded_by(_SWALLOWED, entry, tmp_path)
     assert "DROPPED" in out.stderr, out.stderr
     assert out.returncode == 128 + signal.SIGTERM, out.stderr
     assert "treediff: terminated by SIGTERM" in out.stderr
