@@ -16,11 +16,13 @@ This module imports nothing heavy: the CLI imports it before it knows the comman
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterator, Sequence
 
 #: The signals handled like Ctrl-C (besides SIGINT itself).
@@ -31,9 +33,14 @@ _state = threading.local()
 _pending: list[tuple[int, Callable[[int], BaseException]]] = []
 _received: list[int] = []
 _depth = 0
-#: Signals being sent again (:func:`_redelivering`), and after how long (seconds).
-_again: list[threading.Timer] = []
+#: The signals sent again (:func:`_redelivering`) in the current :func:`interrupting` block; after how long
+#: (seconds), and how many times at most.
+_again: list[int] = []
+#: The interrupts raised in the current :func:`interrupting` block, and those Python dropped.
+_raised: list[BaseException] = []
+_dropped: list[BaseException] = []
 _AGAIN_AFTER = 0.001
+_AGAIN_AT_MOST = 5
 
 
 class Terminated(KeyboardInterrupt):
@@ -58,6 +65,12 @@ def _exception_for(signum: int) -> BaseException:
     return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
+def _raising(exc: BaseException) -> BaseException:
+    """``exc``, an interrupt about to be raised, noted (:func:`_redelivering` tells the dropped ones apart)."""
+    _raised.append(exc)
+    return exc
+
+
 def _handle(signum: int, frame: object) -> None:
     if not _received:
         _received.append(signum)
@@ -68,7 +81,7 @@ def _handle(signum: int, frame: object) -> None:
     if _depth > 0:
         _pending.append((signum, _exception_for))
         return
-    raise _exception_for(signum)
+    raise _raising(_exception_for(signum))
 
 
 @contextlib.contextmanager
@@ -89,7 +102,7 @@ def deferred() -> Iterator[None]:
             signum, factory = _pending[0]
             _pending.clear()
             if not propagating:
-                raise factory(signum)
+                raise _raising(factory(signum))
 
 
 def run_deferred(fn: Callable[[], None]) -> None:
@@ -114,6 +127,8 @@ def interrupting(sigint: bool = True) -> Iterator[None]:
         signals.append(signal.SIGINT)
     previous = {sig: signal.getsignal(sig) for sig in signals}
     _received.clear()
+    _raised.clear()
+    _dropped.clear()
     for sig in signals:
         signal.signal(sig, _handle)
     previous_hook = sys.unraisablehook
@@ -124,12 +139,17 @@ def interrupting(sigint: bool = True) -> Iterator[None]:
     finally:
         if sys.unraisablehook is hook:
             sys.unraisablehook = previous_hook
-        while _again:  # (no signal sent again once the handlers are restored)
-            again = _again.pop()
-            again.cancel()
-            again.join()
+        _again.clear()  # (a signal not sent yet is not sent once the handlers are restored)
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _send_again(signum: int, nth: int) -> None:
+    """On a bare thread: ``signum`` to this process in a moment, unless the :func:`interrupting` block that
+    asked for it ended meanwhile.  (Nothing here may use ``threading``: this thread is not one of its own.)"""
+    time.sleep(_AGAIN_AFTER)
+    if len(_again) >= nth:
+        os.kill(os.getpid(), signum)
 
 
 def _redelivering(previous: Callable[[Any], Any], signals: Sequence[int]) -> Callable[[Any], Any]:
@@ -145,19 +165,27 @@ def _redelivering(previous: Callable[[Any], Any], signals: Sequence[int]) -> Cal
 
     def hook(unraisable: Any) -> Any:
         exc = getattr(unraisable, "exc_value", None)
-        signum = int(getattr(exc, "signum", signal.SIGINT)) if isinstance(exc, KeyboardInterrupt) else None
-        if (signum is None or signum not in signals or not _received
-                or threading.current_thread() is not threading.main_thread()):
+        if not isinstance(exc, KeyboardInterrupt):
+            return previous(unraisable)
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        if signum not in signals or not _received or threading.current_thread() is not threading.main_thread():
+            return previous(unraisable)
+        if not any(exc is raised for raised in _raised):  # (not one the handler raised)
+            return previous(unraisable)
+        _dropped.append(exc)
+        if any(not any(raised is dropped for dropped in _dropped) for raised in _raised):
+            # An interrupt raised before it was not dropped: it stopped the command, whose cleanup may be what
+            # runs now (a finalizer raising it again as it unwinds): nothing to send.
+            return None
+        if len(_again) >= _AGAIN_AT_MOST:  # (a signal dropped again and again: leave it to the end check)
             return previous(unraisable)
         signal.signal(signum, _handle)  # (the first one set the terminating signals to be ignored)
         # Sent from another thread a moment later: sent from here, the handler would run here at once, inside
         # this hook, and its exception would be dropped again.  (Should it land where Python drops it again,
-        # this hook sends it once more.)
-        again = threading.Timer(_AGAIN_AFTER, os.kill, (os.getpid(), signum))
-        again.daemon = True
-        again.name = "treediff-signal-again"
-        _again.append(again)
-        again.start()
+        # this hook sends it once more.)  A bare thread, not threading's: this hook runs wherever the handler
+        # came, maybe where this thread holds one of threading's own locks (Thread.start takes them).
+        _again.append(signum)
+        _thread.start_new_thread(_send_again, (signum, len(_again)))
         return None
 
     return hook
