@@ -31,7 +31,6 @@ def whatif(inputs, rule, as_, by, top, fmt, output, engine, positions, width):
     from treediff.cli.common import format_from_output, importing
     from treediff.cli.opening import Opening
     from treediff.cli.report import _check_output
-
     from treediff.store.heap import keep_freed_heap
 
     keep_freed_heap()  # (numpy temporaries reuse freed memory: store/heap.py; the fork below inherits it)

@@ -36,11 +36,11 @@ _depth = 0
 #: The signals sent again (:func:`_redelivering`) in the current :func:`interrupting` block; after how long
 #: (seconds), and how many times at most.
 _again: list[int] = []
+_AGAIN_AFTER = 0.001
+_AGAIN_AT_MOST = 5
 #: The interrupts raised in the current :func:`interrupting` block, and those Python dropped.
 _raised: list[BaseException] = []
 _dropped: list[BaseException] = []
-_AGAIN_AFTER = 0.001
-_AGAIN_AT_MOST = 5
 
 
 class Terminated(KeyboardInterrupt):

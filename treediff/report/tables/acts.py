@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from treediff.report.grouped import group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 
@@ -75,7 +76,7 @@ def act_counts(batch: Batch) -> ActCounts:
 @dataclass
 class ActLong:
     """The MOVE records of a report per (group, act, kind), summed over batches: one entry per combination
-    holding records, sorted by group, then act, then kind (a missing act or kind, None, after the others)."""
+    holding records (in no particular order: the frames sort them, a missing act or kind after the others)."""
 
     group: np.ndarray  #: int64 group numbers
     act: np.ndarray    #: object: the raw act, or None
@@ -103,16 +104,6 @@ def _ranked(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank, with_none
 
 
-def _sums(key: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``key`` (sorted) and ``count`` summed per value, exactly (int64)."""
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]])) if len(ordered) \
-        else np.zeros(0, dtype=np.int64)
-    sums = np.add.reduceat(count[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
-    return ordered[starts], np.asarray(sums, dtype=np.int64)
-
-
 def merge_act_counts(partials: Sequence[ActCounts], grouping: Grouping) -> tuple[np.ndarray, ActLong]:
     """MOVE records per group, and the (group, act, kind) counts summed per group (:class:`ActLong`).
 
@@ -123,10 +114,9 @@ def merge_act_counts(partials: Sequence[ActCounts], grouping: Grouping) -> tuple
     group = grouping.group_of(ak)
     act_rank, acts = _ranked(ak["act"].to_numpy(dtype=object))
     kind_rank, kinds = _ranked(ak["kind"].to_numpy(dtype=object))
-    na, nk = len(acts), len(kinds)
-    keys, counts = _sums((group * na + act_rank) * nk + kind_rank, ak["count"].to_numpy(dtype=np.int64))
-    a, k = (keys // nk) % na, keys % nk
-    return moves, ActLong(np.asarray(keys // (na * nk), dtype=np.int64), acts[a], kinds[k], counts, a, k)
+    combos = group_rows(group, act_rank, kind_rank)
+    a, k = combos.take(act_rank), combos.take(kind_rank)
+    return moves, ActLong(combos.take(group), acts[a], kinds[k], combos.int_sums(ak["count"].to_numpy()), a, k)
 
 
 def _frame(groups: pd.DataFrame, group: np.ndarray, body: dict) -> pd.DataFrame:
@@ -145,15 +135,12 @@ def acts_frame(groups: pd.DataFrame, totals: np.ndarray, long: ActLong) -> pd.Da
 
 def kinds_frame(groups: pd.DataFrame, totals: np.ndarray, long: ActLong) -> pd.DataFrame:
     """MOVE decisions per shared kind, sorted by count, with % of MOVE decisions."""
-    nk = int(long.kind_rank.max()) + 1 if len(long.kind_rank) else 1
-    keys, count = _sums(long.group * nk + long.kind_rank, long.count)
-    group, rank = keys // nk, keys % nk
-    kinds = np.empty(nk, dtype=object)
-    kinds[long.kind_rank] = long.kind
+    per_kind = group_rows(long.group, long.kind_rank)
+    group, rank, count = per_kind.take(long.group), per_kind.take(long.kind_rank), per_kind.int_sums(long.count)
     order = np.lexsort((rank, -count, group))
     group, count = group[order], count[order]
     moves = totals[group]
-    return _frame(groups, group, {"kind": kinds[rank[order]], "count": count,
+    return _frame(groups, group, {"kind": per_kind.take(long.kind)[order], "count": count,
                                   "pct_of_moves": 100.0 * count / moves, "moves": moves})
 
 
