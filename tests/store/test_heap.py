@@ -57,7 +57,6 @@ def test_freed_memory_is_reused_once_kept():
 
 
 def test_the_users_own_malloc_settings_are_left_alone():
-    said, faults = None, None
     faults, said = _faults("from treediff.store.heap import keep_freed_heap\nprint(keep_freed_heap())\n",
                            env={"MALLOC_ARENA_MAX": "2", "MALLOC_TOP_PAD_": "0"})
     assert said == "False"
