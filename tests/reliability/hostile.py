@@ -103,6 +103,19 @@ def wait_gone(pids, timeout: float = 3.0) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
+def _as_in_a_terminal(preexec=None):
+    """The child's set-up: SIGINT at its default, as a command typed in a terminal has it (then ``preexec``).
+    A test run started in the background by a non-interactive shell (``cmd &``) has SIGINT ignored, which
+    treediff would inherit and, by design, keep ignoring: its Ctrl-C tests then timed out (fifteenth session)."""
+
+    def setup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if preexec is not None:
+            preexec()
+
+    return setup
+
+
 class Cli:
     """``treediff ARGS`` in its own session; its output collected on a thread; ``wait`` records its time and
     its peak RSS (``maxrss_mb``, the treediff process alone, None if it did not exit normally)."""
@@ -115,7 +128,7 @@ class Cli:
         self.proc = subprocess.Popen([*wrap, *TREEDIFF, *self.args], cwd=str(cwd), env=env,
                                      stdin=subprocess.DEVNULL if stdin is None else stdin,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=preexec)
+                                     preexec_fn=_as_in_a_terminal(preexec))
         self.t0 = time.monotonic()
         self.seconds: float | None = None
         self.maxrss_mb: float | None = None
