@@ -63,13 +63,26 @@ def test_the_users_own_malloc_settings_are_left_alone():
     assert faults >= 16
 
 
-@pytest.mark.parametrize(("command", "kept"), [("report", True), ("whatif", True), ("compare", False)])
+@pytest.mark.parametrize(("command", "kept"), [("report", True), ("whatif", True), ("compare", False),
+                                               ("report-small-limit", False)])
 def test_report_and_whatif_keep_freed_memory_and_compare_does_not(tmp_path, command, kept):
-    """compare gained nothing from it and held more memory (store/heap.py), so it leaves malloc as it is."""
+    """compare gained nothing from it and held more memory (store/heap.py), so it leaves malloc as it is.  With
+    ``--memory-limit 100MB`` report keeps an eighth of it (12.5 MB): the 64 MiB array is mapped afresh again."""
     args = {"report": ["report", str(FIXTURE)],
+            "report-small-limit": ["report", str(FIXTURE), "--memory-limit", "100MB"],
             "whatif": ["whatif", str(FIXTURE), "--rule", "mn >= 6"],
             "compare": ["compare", str(FIXTURE), str(FIXTURE)]}[command]
     prefix = ("import os, sys\nfrom treediff.cli import main\n"
               f"try:\n    main({args!r})\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n")
     faults, _ = _faults(prefix, env={"TREEDIFF_FORK": "0"})
     assert (faults < 8) == kept, faults
+
+
+def test_what_is_kept_is_an_eighth_of_the_memory_limit_at_most_256_mib():
+    from treediff.store.heap import KEPT_BYTES, kept_within
+
+    assert KEPT_BYTES == 256 << 20
+    assert kept_within(2 * 1024**3) == 256 << 20  # the default limit: 2 GiB / 8
+    assert kept_within(16 * 1024**3) == 256 << 20
+    assert kept_within(100_000_000) == 12_500_000
+    assert kept_within(0) == 0

@@ -154,9 +154,11 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     are read partition by partition, so memory does not grow with the dataset
     (`treediff docs scaling`).
     """
-    from treediff.store.heap import keep_freed_heap
+    from treediff.store.budget import MemoryBudget
+    from treediff.store.heap import keep_freed_heap, kept_within
 
-    keep_freed_heap()  # (numpy temporaries reuse freed memory: store/heap.py; the forks below inherit it)
+    # (numpy temporaries reuse freed memory: store/heap.py; the forks below inherit it)
+    keep_freed_heap(kept_within((memory_limit or MemoryBudget()).limit))
     with Opening(inputs, engine, positions, keep_complete) as opening:  # (the logs' parse starts now)
         with importing():
             from treediff.report.core import ReportOptions, build_report, parse_tables
@@ -172,8 +174,6 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     if in_memory:
         target = _batch_target(True)
     else:
-        from treediff.store.budget import MemoryBudget
-
         target = (memory_limit or MemoryBudget()).report_batch_records
     keep = None
     notes: list[str] = []
