@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from support.runner_helpers import FAKE, ROOT, START, wait_until  # noqa: F401 - (re-exported)
+from support.runner_helpers import FAKE, ROOT, START, sigint_at_default, wait_until  # noqa: F401 - (re-exported)
 
 #: ``treediff``, writing its own peak RSS (VmHWM: this process image, not the parent it was forked from, as
 #: ``wait4``'s ``ru_maxrss`` would count) into ``$TREEDIFF_TEST_PEAK`` when it exits.
@@ -104,12 +104,11 @@ def wait_gone(pids, timeout: float = 3.0) -> list[int]:
 
 
 def _as_in_a_terminal(preexec=None):
-    """The child's set-up: SIGINT at its default, as a command typed in a terminal has it (then ``preexec``).
-    A test run started in the background by a non-interactive shell (``cmd &``) has SIGINT ignored, which
-    treediff would inherit and, by design, keep ignoring: its Ctrl-C tests then timed out (fifteenth session)."""
+    """The child's set-up: SIGINT at its default (:func:`sigint_at_default`: a suite started in the background
+    has it ignored, and treediff's Ctrl-C tests then timed out, fifteenth session), then ``preexec``."""
 
     def setup() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        sigint_at_default()
         if preexec is not None:
             preexec()
 

@@ -3,13 +3,12 @@ that counts its forks, and the real command stopped by a signal while its child 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from support.runner_helpers import children_of, wait_until
+from support.runner_helpers import children_of, sigint_at_default, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,10 +74,6 @@ _STUCK = textwrap.dedent("""
 """)
 
 
-def _sigint_default() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def stop_while_stuck(tmp_path: Path, stuck: str, args: list[str], signum: int,
                      scratch_made: int | None = None, child_only: bool = False,
                      entry: str = "main", min_log_bytes: int = 0) -> tuple[int, str, int, Path]:
@@ -100,7 +95,7 @@ def stop_while_stuck(tmp_path: Path, stuck: str, args: list[str], signum: int,
     # SIGINT at its default in the command (Python then raises KeyboardInterrupt for it): a test run started
     # in the background has SIGINT ignored, which the command would inherit and, by design, keep ignoring.
     proc = subprocess.Popen([sys.executable, "-c", _STUCK, module, name, str(marker), *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_at_default)
     try:
         assert wait_until(lambda: marker.exists() and marker.read_text() != "", 60)
         child = int(marker.read_text())

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -89,3 +90,10 @@ def wait_until(predicate, timeout: float, step: float = 0.02) -> bool:
             return True
         time.sleep(step)
     return predicate()
+
+
+def sigint_at_default() -> None:
+    """A child's ``preexec_fn``: SIGINT at its default, as a command typed in a terminal has it.  A test run
+    started in the background by a non-interactive shell (``cmd &``) has SIGINT ignored, which treediff would
+    inherit and, by design, keep ignoring (Python then raises no KeyboardInterrupt for it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
