@@ -157,8 +157,8 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
     from treediff.store.budget import MemoryBudget
     from treediff.store.heap import keep_freed_heap, kept_within
 
-    # (numpy temporaries reuse freed memory: store/heap.py; the forks below inherit it)
-    keep_freed_heap(kept_within((memory_limit or MemoryBudget()).limit))
+    budget = memory_limit or MemoryBudget()
+    keep_freed_heap(kept_within(budget.limit))  # (numpy temporaries reuse freed memory; the forks inherit it)
     with Opening(inputs, engine, positions, keep_complete) as opening:  # (the logs' parse starts now)
         with importing():
             from treediff.report.core import ReportOptions, build_report, parse_tables
@@ -171,10 +171,7 @@ def report(inputs, tables, by, fmt, output, plot_dir, engine, positions, under, 
         fmt = format_from_output(fmt, output, choices=_FORMAT_CHOICES)
         _check_output(output, [*inputs, *([positions] if positions else [])], fmt)
         source = opening.source()
-    if in_memory:
-        target = _batch_target(True)
-    else:
-        target = (memory_limit or MemoryBudget()).report_batch_records
+    target = _batch_target(True) if in_memory else budget.report_batch_records
     keep = None
     notes: list[str] = []
     if under:

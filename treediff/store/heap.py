@@ -36,9 +36,9 @@ _USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TO
 
 def keep_freed_heap(kept: int = KEPT_BYTES) -> bool:
     """Set glibc's mmap and trim thresholds to ``kept`` bytes for this process (and the children it forks
-    later); True when set.  Nothing is done (False) without glibc's ``mallopt`` (macOS, musl accepts nothing)
-    or when the user's environment sets malloc's tunables, or ``kept`` is 0.  Only the allocator's policy changes: numbers,
-    outputs and the memory budget's estimates stay the same."""
+    later); True when set.  Nothing is done (False) without glibc's ``mallopt`` (macOS, musl accepts nothing),
+    when the user's environment sets malloc's tunables, or when ``kept`` is 0.  Only the allocator's policy
+    changes: numbers and outputs stay the same."""
     if kept <= 0 or any(name in os.environ for name in _USER_SETTINGS):
         return False
     try:
