@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import gc
 import gzip
+import os
 import tempfile
 from pathlib import Path
 
@@ -226,11 +227,17 @@ def test_the_allowance_is_at_most_an_eighth_of_the_free_space(tmp_path, monkeypa
         return Stat
 
     monkeypatch.setattr(spill_module.os, "statvfs", statvfs)
+    monkeypatch.setattr(spill_module, "available_memory", lambda: 1 << 40)
     Stat.f_bavail = (1 << 40) // 4096  # 1 TiB free: the constant
-    assert plain_allowance(tmp_path) == SPILL_PLAIN_BYTES
+    assert plain_allowance(tmp_path) == SPILL_PLAIN_BYTES == 4 << 30
     Stat.f_bavail = (800 << 20) // 4096  # 800 MiB free: 100 MiB
     assert plain_allowance(tmp_path) == 100 << 20
     Stat.f_bavail = 0
+    assert plain_allowance(tmp_path) == 0
+    Stat.f_bavail = (1 << 40) // 4096
+    monkeypatch.setattr(spill_module, "available_memory", lambda: 8 << 30)  # 8 GiB available: 1 GiB
+    assert plain_allowance(tmp_path) == 1 << 30
+    monkeypatch.setattr(spill_module, "available_memory", lambda: 0)  # (not known: every part compressed)
     assert plain_allowance(tmp_path) == 0
 
     def fails(path):
@@ -238,6 +245,50 @@ def test_the_allowance_is_at_most_an_eighth_of_the_free_space(tmp_path, monkeypa
 
     monkeypatch.setattr(spill_module.os, "statvfs", fails)
     assert plain_allowance(tmp_path) == 0
+
+
+def _memory_files(tmp_path: Path, monkeypatch, meminfo: str | None, v2: tuple[str, str] | None,
+                  v1: tuple[str, str] | None) -> None:
+    """Point available_memory at files under tmp_path (None: the file is absent)."""
+    def at(name: str, text: str | None) -> Path:
+        path = tmp_path / name
+        if text is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(text)
+        return path
+
+    monkeypatch.setattr(spill_module, "_MEMINFO", at("meminfo", meminfo))
+    monkeypatch.setattr(spill_module, "_CGROUP_V2", (at("v2.max", v2 and v2[0]), at("v2.current", v2 and v2[1])))
+    monkeypatch.setattr(spill_module, "_CGROUP_V1", (at("v1.limit", v1 and v1[0]), at("v1.usage", v1 and v1[1])))
+
+
+MEMINFO = "MemTotal:       24576000 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\nBuffers: 1 kB\n"
+
+
+def test_available_memory_is_the_kernels_figure_or_the_cgroups_room_whichever_is_less(tmp_path, monkeypatch):
+    _memory_files(tmp_path, monkeypatch, MEMINFO, None, None)
+    assert spill_module.available_memory() == 20_000_000 * 1024  # (meminfo's figures are KiB)
+    # cgroup v2 without a limit ("max") and v1's "unlimited" (a huge number) change nothing
+    _memory_files(tmp_path, monkeypatch, MEMINFO, ("max\n", "5000000\n"), ("9223372036854771712\n", "4040237056\n"))
+    assert spill_module.available_memory() == 20_000_000 * 1024
+    # a v2 limit of 4 GiB with 1 GiB used leaves 3 GiB; a v1 limit likewise
+    _memory_files(tmp_path, monkeypatch, MEMINFO, (f"{4 << 30}\n", f"{1 << 30}\n"), None)
+    assert spill_module.available_memory() == 3 << 30
+    _memory_files(tmp_path, monkeypatch, MEMINFO, None, (f"{2 << 30}", f"{(2 << 30) + 5}"))  # (over: none left)
+    assert spill_module.available_memory() == 0
+    # no meminfo (not Linux) but a cgroup: the cgroup's room; neither: 0, nothing counted on
+    _memory_files(tmp_path, monkeypatch, None, (f"{4 << 30}", f"{3 << 30}"), None)
+    assert spill_module.available_memory() == 1 << 30
+    _memory_files(tmp_path, monkeypatch, None, None, None)
+    assert spill_module.available_memory() == 0
+    _memory_files(tmp_path, monkeypatch, "MemTotal: 1 kB\nMemAvailable: lots\n", None, None)  # (unreadable)
+    assert spill_module.available_memory() == 0
+
+
+def test_available_memory_on_this_machine_is_within_its_memory(tmp_path):
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert 0 < spill_module.available_memory() <= total
 
 
 def parquet_of(tmp_path: Path) -> Path:

@@ -41,23 +41,27 @@ from treediff.store.validate import check_finite
 if TYPE_CHECKING:  # (the writer runs in a log's parse, which imports no pandas)
     import pandas as pd
 
-__all__ = ["SPILL_COMPRESSION", "SPILL_PLAIN_BYTES", "SpillWriter", "plain_allowance", "spill_iterations_path",
-           "spill_searches_path", "spill_source"]
+__all__ = ["SPILL_COMPRESSION", "SPILL_PLAIN_BYTES", "SpillWriter", "available_memory", "plain_allowance",
+           "spill_iterations_path", "spill_searches_path", "spill_source"]
 
 #: How the parts are compressed (``pa.ipc.IpcWriteOptions(compression=...)``).  Measured on the 1M-line
 #: stockfish log's 10 chunks (docs/PERFORMANCE.md): uncompressed 153 MB (19x the Parquet spill's 7.9 MB),
 #: lz4 28 MB (3.6x), zstd 14 MB (1.8x); writing 0.055 / 0.124 / 0.230 CPU-s against Parquet's 0.340,
 #: compare's four read passes 0.54 / 0.75 / 0.91 against Parquet's 1.05.  lz4 keeps the disk near the 3x
-#: a scratch file may take (a 20M + 20M compare: 1.2 GB, not 6 GB) for two thirds of the CPU saved.
+#: a scratch file may take for two thirds of the CPU saved: it is used past :func:`plain_allowance`.
 SPILL_COMPRESSION: str | None = "lz4"
-#: Bytes of parts a spill writes uncompressed before it compresses the rest (at most an eighth of the free
-#: space where it writes: :func:`plain_allowance`).  An uncompressed part costs no compression when written
-#: and is read zero-copy from its mapping, where a compressed one is decompressed into fresh memory at every
-#: read: on the 1M-line bench logs, ~0.1 CPU-s written and ~0.07 CPU-s a read pass per log, which is
-#: compare 1M + 1M 3.44 -> 3.26 s, 4.60 -> 4.19 CPU-s (docs/PERFORMANCE.md, sixth session).  A part is ~5x its lz4 size, so the
-#: allowance (256 MiB: a ~1.5M-record log whole) bounds what that costs in scratch space, while a large
-#: log's spill stays near the lz4 figures above.
-SPILL_PLAIN_BYTES = 256 << 20
+#: At most this many bytes of parts a spill writes uncompressed before it compresses the rest; less where
+#: the free space or the memory is short (:func:`plain_allowance`: an eighth of either).  An uncompressed
+#: part costs no compression when written and is read zero-copy from its mapping, where a compressed one is
+#: decompressed into fresh memory at every read (docs/PERFORMANCE.md, sixteenth session): the spill parse of
+#: the 20M-line stockfish bench log took 8.28 CPU-s all plain against 10.54 with 256 MiB plain (0.41 against
+#: 0.53 CPU-us a line), and compare 20M + 20M 21.7 against 23.4 s, for ~2.9 GB of scratch against ~0.9 GB and
+#: a higher peak RSS (its mapped pages: 945 against 671 MB).  Sixth to fifteenth sessions: 256 MiB.
+SPILL_PLAIN_BYTES = 4 << 30
+#: Where the memory figures :func:`available_memory` reads are (Linux; absent elsewhere).
+_MEMINFO = Path("/proc/meminfo")
+_CGROUP_V2 = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current"))
+_CGROUP_V1 = (Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"))
 #: Schema metadata keys of a part: its rows and its smallest and largest ``search`` (decimal text).
 META_ROWS = b"treediff.spill.rows"
 META_MIN_SEARCH = b"treediff.spill.min_search"
@@ -78,12 +82,55 @@ def spill_iterations_path(directory: str | os.PathLike[str]) -> Path:
 
 def plain_allowance(directory: str | os.PathLike[str]) -> int:
     """Bytes of uncompressed parts a spill in ``directory`` may write: :data:`SPILL_PLAIN_BYTES`, at most an
-    eighth of the space free there (a small ``TMPDIR`` keeps room), 0 when that cannot be read."""
+    eighth of the space free there (a small ``TMPDIR`` keeps room) and an eighth of :func:`available_memory`;
+    0 when the free space cannot be read.
+
+    Why the memory: the parts are written to the page cache and read back from it, memory-mapped.  Past what
+    memory holds, the writes wait for the disk (the kernel throttles a writer whose dirty pages pass a fifth
+    of the memory, by default) and the reads go to it, where compressed parts are a third of the bytes.
+    """
     try:
         stat = os.statvfs(directory)
     except (OSError, AttributeError):  # (AttributeError: no statvfs on this platform)
         return 0
-    return max(0, min(SPILL_PLAIN_BYTES, stat.f_bavail * stat.f_frsize // 8))
+    return max(0, min(SPILL_PLAIN_BYTES, stat.f_bavail * stat.f_frsize // 8, available_memory() // 8))
+
+
+def available_memory() -> int:
+    """Bytes of memory this process could still use without taking it from others: the kernel's
+    ``MemAvailable``, less where the memory cgroup (v2 or v1, as mounted) leaves less; 0 when neither can be
+    read (not Linux), so that nothing is counted on it."""
+    figures = [_meminfo_available(_MEMINFO)]
+    for limit_path, usage_path in (_CGROUP_V2, _CGROUP_V1):
+        limit, usage = _read_int(limit_path), _read_int(usage_path)
+        if limit is not None and usage is not None:
+            figures.append(max(0, limit - usage))
+    known = [f for f in figures if f is not None]
+    return min(known) if known else 0
+
+
+def _meminfo_available(path: Path) -> int | None:
+    """``MemAvailable`` of a ``/proc/meminfo``-shaped file, in bytes (its figures are KiB); None if absent."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name == "MemAvailable":
+            fields = rest.split()
+            if fields and fields[0].isdigit():
+                return int(fields[0]) * 1024
+    return None
+
+
+def _read_int(path: Path) -> int | None:
+    """A cgroup file's one number (bytes); None if absent or not a number (v2's ``max``: no limit)."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def _part_paths(directory: Path) -> list[Path]:
