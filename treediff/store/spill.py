@@ -271,10 +271,34 @@ def _read_profile(path: Path) -> pd.DataFrame | None:
                          ) from None
 
 
+def _own_dictionaries(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with every dictionary column's dictionary copied out of the part's mapping (the indices are
+    left as they are).
+
+    A dictionary is a few hundred values, but whatever keeps one alive (pandas categories are views of it,
+    and a table's categories are kept past its batch) kept the whole part mapped, and every page of it that
+    had been read counted in the process's memory.  The budget counts the record buffers a kept slice holds,
+    not those: with parts written uncompressed, `compare` of the 5M-line bench logs kept 14 parts mapped
+    (142 MB) where 1 was needed, and compare 100M + 100M peaked 1.1 GB higher (docs/PERFORMANCE.md,
+    sixteenth session).  A copy is ~2 µs a column.
+    """
+    columns = batch.columns
+    copied = False
+    for i, field in enumerate(batch.schema):
+        if pa.types.is_dictionary(field.type):
+            column = columns[i]
+            # (safe=False: the indices were valid when written; checking them again is a pass over every row)
+            columns[i] = pa.DictionaryArray.from_arrays(column.indices, pa.concat_arrays([column.dictionary]),
+                                                        ordered=field.type.ordered, safe=False)
+            copied = True
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema) if copied else batch
+
+
 def read_parts(paths: Sequence[Path], schema: pa.Schema, columns: list[str] | None) -> pa.Table:
     """The record batches of the parts ``paths`` as one table (a chunk a part), only ``columns`` (in that
     order; None: all).  Memory-mapped: the table's buffers point into the mappings (uncompressed buffers)
-    or hold the decompressed bytes; a mapping is unmapped once no buffer refers to it."""
+    or hold the decompressed bytes; a mapping is unmapped once no buffer refers to it.  The dictionaries are
+    copies (:func:`_own_dictionaries`)."""
     indices = None if columns is None else sorted(schema.get_field_index(c) for c in columns)
     options = pa.ipc.IpcReadOptions(included_fields=indices)
     batches: list[pa.RecordBatch] = []
@@ -282,7 +306,7 @@ def read_parts(paths: Sequence[Path], schema: pa.Schema, columns: list[str] | No
         try:
             with pa.memory_map(str(path)) as mapped:  # (closing it leaves the mapping to the buffers)
                 reader = pa.ipc.open_file(mapped, options=options)
-                batches.extend(reader.get_batch(i) for i in range(reader.num_record_batches))
+                batches.extend(_own_dictionaries(reader.get_batch(i)) for i in range(reader.num_record_batches))
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"{path}: a scratch file of this run is unreadable ({str(exc).splitlines()[0][:200]})"
                              ) from None
