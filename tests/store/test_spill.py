@@ -291,6 +291,37 @@ def test_available_memory_on_this_machine_is_within_its_memory(tmp_path):
     assert 0 < spill_module.available_memory() <= total
 
 
+def _mapped_parts(directory: Path) -> int:
+    """How many of ``directory``'s part files this process has mapped (Linux: /proc/self/maps)."""
+    with open("/proc/self/maps") as maps:
+        return sum(1 for line in maps if str(directory) in line and line.rstrip().endswith(".arrow"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps (Linux)")
+@pytest.mark.parametrize("plain", ["plain", "lz4"])
+def test_a_kept_dictionary_or_category_does_not_keep_its_part_mapped(plain, tmp_path):
+    """What outlives a batch read from the parts (a column's categories, a dictionary) is a copy: the part's
+    mapping goes with the batch, and with it every page of the part the process had read."""
+    table = pq.read_table(parquet_of(tmp_path))
+    with SpillWriter(tmp_path / "s", table.schema, plain_bytes=PLAIN_MODES[plain]) as writer:
+        for i in range(0, table.num_rows, 200):
+            writer.write(table.slice(i, 200))
+    parts = parts_of(tmp_path / "s")
+    assert len(parts) > 2 and all(_compressed(p) == (plain == "lz4") for p in parts)
+    read = spill_module.read_parts(parts, table.schema, None)
+    if plain == "plain":  # (every column read: the records' buffers are views of the mappings)
+        assert _mapped_parts(tmp_path / "s") == len(parts)
+    categories = [read.column("move").chunk(i).dictionary for i in range(read.column("move").num_chunks)]
+    kinds = read.column("kind").to_pandas().cat.categories
+    pd.testing.assert_series_equal(read.to_pandas()["move"], table.select(["move"]).to_pandas()["move"],
+                                   check_categorical=False)
+    del read
+    gc.collect()
+    assert _mapped_parts(tmp_path / "s") == 0
+    assert len(kinds) > 0 and sum(len(c) for c in categories) > 0  # (still alive, still readable)
+    assert set(categories[0].to_pylist()) <= set(table.column("move").to_pylist())
+
+
 def parquet_of(tmp_path: Path) -> Path:
     out = tmp_path / "x.parquet"
     parse_to_parquet([LOGS[1]], out)

@@ -52,11 +52,12 @@ __all__ = ["SPILL_COMPRESSION", "SPILL_PLAIN_BYTES", "SpillWriter", "available_m
 SPILL_COMPRESSION: str | None = "lz4"
 #: At most this many bytes of parts a spill writes uncompressed before it compresses the rest; less where
 #: the free space or the memory is short (:func:`plain_allowance`: an eighth of either).  An uncompressed
-#: part costs no compression when written and is read zero-copy from its mapping, where a compressed one is
-#: decompressed into fresh memory at every read (docs/PERFORMANCE.md, sixteenth session): the spill parse of
-#: the 20M-line stockfish bench log took 8.28 CPU-s all plain against 10.54 with 256 MiB plain (0.41 against
-#: 0.53 CPU-us a line), and compare 20M + 20M 21.7 against 23.4 s, for ~2.9 GB of scratch against ~0.9 GB and
-#: a higher peak RSS (its mapped pages: 945 against 671 MB).  Sixth to fifteenth sessions: 256 MiB.
+#: part costs no compression when written and is read by a copy out of the page cache (or viewed in place
+#: when read whole), where a compressed one is decompressed at every read (docs/PERFORMANCE.md, sixteenth
+#: session): the spill parse of the 20M-line stockfish bench log took 7.6-7.9 CPU-s all plain against 9.0-9.5
+#: with 256 MiB plain (0.38-0.40 against 0.45-0.47 CPU-us a line), compare 20M + 20M 19.9 against 21.2 s and
+#: 1,052 against 1,155 MB (summed RSS), for ~2.9 GB of scratch a log against ~0.8 GB.  Sixth to fifteenth
+#: sessions: 256 MiB.
 SPILL_PLAIN_BYTES = 4 << 30
 #: Where the memory figures :func:`available_memory` reads are (Linux; absent elsewhere).
 _MEMINFO = Path("/proc/meminfo")
@@ -234,8 +235,7 @@ def spill_source(directory: str | os.PathLike[str]) -> GroupedSource:
 
     Records are read part by part into batches of about ``target`` records, whole searches, only the
     columns asked for, exactly as a Parquet pair's row groups are (:class:`~treediff.store.source.GroupedSource`);
-    each part is memory-mapped and read without a copy (lz4 buffers are decompressed, only the columns
-    asked for).
+    each part is memory-mapped and only the columns asked for are read out of it (:func:`read_parts`).
     """
     directory = Path(directory)
     searches = read_searches(spill_searches_path(directory))
@@ -296,9 +296,11 @@ def _own_dictionaries(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 def read_parts(paths: Sequence[Path], schema: pa.Schema, columns: list[str] | None) -> pa.Table:
     """The record batches of the parts ``paths`` as one table (a chunk a part), only ``columns`` (in that
-    order; None: all).  Memory-mapped: the table's buffers point into the mappings (uncompressed buffers)
-    or hold the decompressed bytes; a mapping is unmapped once no buffer refers to it.  The dictionaries are
-    copies (:func:`_own_dictionaries`)."""
+    order; None: all).  Memory-mapped: an uncompressed part read whole is viewed in place; of some columns
+    (``included_fields``), pyarrow 26 copies the buffers it reads out of the mapping; a compressed part's
+    are decompressed into fresh memory.  A mapping is unmapped once no buffer refers to it, and the
+    dictionaries are copies (:func:`_own_dictionaries`), so a batch read of some columns lets its parts go
+    as soon as it is read."""
     indices = None if columns is None else sorted(schema.get_field_index(c) for c in columns)
     options = pa.ipc.IpcReadOptions(included_fields=indices)
     batches: list[pa.RecordBatch] = []
