@@ -16,7 +16,9 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 
@@ -229,3 +231,43 @@ def test_compare_peak_rss_stays_within_a_small_memory_limit(tmp_path):
     positions = {t["name"]: t for t in small["tables"]}["divergence_total"]["rows"][0]["positions"]
     assert positions > 40  # (400k lines: ~47 positions, each aligned)
     assert peak < limit + floor, f"peak {peak >> 20} MB, limit 300 MB + floor {floor >> 20} MB"
+
+
+def test_compact_frees_each_batch_before_it_copies_the_next(monkeypatch):
+    """Two batches, each sliced into two positions' frames, interleaved (position 0 holds a slice of each,
+    so does position 1).  Copying entry by entry keeps both batches until the third copy (both batches and
+    three half-batch copies); batch by batch, the first batch is freed before the second one's slices are
+    copied, so the peak is a half batch less.  Counted in Arrow's pool, after every copy."""
+    rows = 1 << 20  # 8 MiB of int64 a batch
+    pool_now = pa.total_allocated_bytes
+
+    def batch(offset: int) -> pa.Table:  # (computed, so that its buffer is the pool's, not numpy's)
+        return pa.table({"x": pc.add(pa.array(np.arange(rows, dtype=np.int64)), offset)})
+
+    side = stream._Side.__new__(stream._Side)
+    b0, b1 = batch(0), batch(rows)
+    half = rows // 2
+    side.pending = {0: stream._Pending(frames=[b0.slice(0, half), b1.slice(0, half)], pins=[0, 1]),
+                    1: stream._Pending(frames=[b0.slice(half), b1.slice(half)], pins=[0, 1])}
+    side._batch_bytes = {0: stream.frame_bytes(b0), 1: stream.frame_bytes(b1)}
+    side._batch_rows = {0: rows, 1: rows}
+    expected = [[f.column("x").to_pylist()[:3] for f in e.frames] for e in side.pending.values()]
+    del b0, b1
+    start = pool_now()
+    peaks: list[int] = []
+    real = stream._owned
+
+    def owned(frame):
+        copy = real(frame)
+        peaks.append(pool_now() - start)
+        return copy
+
+    monkeypatch.setattr(stream, "_owned", owned)
+    side.compact()
+    batch_bytes = rows * 8
+    assert len(peaks) == 4
+    # at most both batches' memory beyond the start: one copy of each half of the first batch, then the first
+    # batch freed (entry by entry: a batch and a half, 12 MiB, after the second copy)
+    assert max(peaks) <= batch_bytes + batch_bytes // 16, [p >> 20 for p in peaks]
+    assert [[f.column("x").to_pylist()[:3] for f in e.frames] for e in side.pending.values()] == expected
+    assert all(pin == -1 for e in side.pending.values() for pin in e.pins) and side._batch_bytes == {}

@@ -86,3 +86,87 @@ def test_what_is_kept_is_an_eighth_of_the_memory_limit_at_most_256_mib():
     assert kept_within(16 * 1024**3) == 256 << 20
     assert kept_within(100_000_000) == 12_500_000
     assert kept_within(0) == 0
+
+
+# ------------------------------------------------------------------ giving freed memory back (compare)
+
+#: Makes 2,000 blocks of 64 KiB (below malloc's mmap threshold: heap blocks), frees three in four (the kept
+#: ones keep the heap's top, so glibc's own trim of the top gives nothing back), and prints the resident
+#: KiB before and after one call of ``trim_freed_heap_now_and_then``, and what it returned.
+_FRAGMENTED = r"""
+def rss_kib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+
+blocks = [bytearray(64 << 10) for _ in range(2000)]
+kept = blocks[3::4]
+del blocks
+before = rss_kib()
+from treediff.store import heap
+did = heap.trim_freed_heap_now_and_then()
+print(before, rss_kib(), did)
+"""
+
+
+def _trimmed(prefix: str) -> tuple[int, int, str]:
+    run = subprocess.run([sys.executable, "-c", prefix + _FRAGMENTED], capture_output=True, text=True,
+                         timeout=120, env=_clean_env())
+    assert run.returncode == 0, run.stderr
+    before, after, did = run.stdout.split()
+    return int(before), int(after), did
+
+
+def test_a_fragmented_heap_is_given_back_once_asked_and_not_before():
+    before, after, did = _trimmed("")
+    assert did == "False" and before - after < 16 << 10, (before, after)  # (glibc alone keeps it)
+    asked = "from treediff.store import heap\nheap.give_back_freed_heap()\n"
+    before, after, did = _trimmed(asked)  # (~160 MB resident: below TRIM_ABOVE, left as it is)
+    assert did == "False" and before - after < 16 << 10, (before, after)
+    before, after, did = _trimmed(asked + "heap.TRIM_ABOVE = 64 << 20\n")
+    # 1,500 freed blocks of 64 KiB: ~94 MiB free amid the heap
+    assert did == "True" and before - after > 64 << 10, (before, after)
+
+
+def test_the_heap_is_trimmed_at_most_once_an_interval(monkeypatch):
+    from treediff.store import heap
+
+    calls: list[int] = []
+    clock = [1000.0]
+    monkeypatch.setattr(heap, "_trimming", False)
+    monkeypatch.setattr(heap, "_last_trim", 0.0)
+    monkeypatch.setattr(heap, "TRIM_ABOVE", 0)
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: calls.append)
+    monkeypatch.setattr(heap.time, "monotonic", lambda: clock[0])
+    assert not heap.trim_freed_heap_now_and_then() and calls == []  # (not asked for)
+    heap.give_back_freed_heap()
+    assert heap.trim_freed_heap_now_and_then() and calls == [0]
+    clock[0] += heap.TRIM_INTERVAL / 2
+    assert not heap.trim_freed_heap_now_and_then() and calls == [0]
+    clock[0] += heap.TRIM_INTERVAL / 2
+    assert heap.trim_freed_heap_now_and_then() and calls == [0, 0]
+    monkeypatch.setattr(heap, "TRIM_ABOVE", 1 << 50)  # (a process holding less than that: not trimmed)
+    clock[0] += heap.TRIM_INTERVAL
+    assert not heap.trim_freed_heap_now_and_then() and calls == [0, 0]
+    monkeypatch.setattr(heap, "TRIM_ABOVE", 0)
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: None)  # (no glibc)
+    clock[0] += heap.TRIM_INTERVAL
+    assert not heap.trim_freed_heap_now_and_then()
+
+
+def test_batches_read_after_release_freed_memory_trim_the_heap_between_them(monkeypatch):
+    """compare calls release_freed_memory; the batch reader then trims between batches."""
+    from treediff.parse.source import open_source
+    from treediff.store import heap
+    from treediff.store.source import release_freed_memory
+
+    calls: list[int] = []
+    monkeypatch.setattr(heap, "_trimming", False)
+    monkeypatch.setattr(heap, "TRIM_INTERVAL", 0.0)
+    monkeypatch.setattr(heap, "TRIM_ABOVE", 0)
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: calls.append)
+    source = open_source(FIXTURE.with_name("stockfish_batch3.log"))
+    batches = sum(1 for _ in source.arrow_batches(["kind"], target=20))
+    assert batches >= 3 and calls == []  # (report and the rest: malloc as it is)
+    release_freed_memory()
+    assert sum(1 for _ in source.arrow_batches(["kind"], target=20)) == batches
+    assert len(calls) >= batches - 1

@@ -179,14 +179,21 @@ class _Side:
 
     def compact(self, batches: set[int] | None = None) -> None:
         """Copy every pending frame that is a slice of a batch (of ``batches``; None: of any), so the
-        batches are freed: a few positions still waiting for the other input no longer keep them alive."""
+        batches are freed: a few positions still waiting for the other input no longer keep them alive.
+
+        Batch by batch: a batch is freed once its last slice is copied, so at most one batch's copies are
+        alive beside the batches still to do (copying entry by entry kept every batch until the end: the held
+        bytes twice over, compare 100M + 100M's peak, docs/PERFORMANCE.md, sixteenth session)."""
+        slices: dict[int, list[tuple[_Pending, int]]] = {}
         for entry in self.pending.values():
             for k, pin in enumerate(entry.pins):
                 if pin >= 0 and (batches is None or pin in batches):
-                    frame = entry.frames[k]
-                    entry.frames[k] = _owned(frame)
-                    entry.pins[k] = -1
-                    entry.owned += frame_bytes(entry.frames[k])
+                    slices.setdefault(pin, []).append((entry, k))
+        for pin in sorted(slices):
+            for entry, k in slices.pop(pin):
+                entry.frames[k] = _owned(entry.frames[k])
+                entry.pins[k] = -1
+                entry.owned += frame_bytes(entry.frames[k])
         for b in list(self._batch_bytes) if batches is None else batches:
             self._batch_bytes.pop(b, None)
             self._batch_rows.pop(b, None)

@@ -13,8 +13,11 @@ more at 5M + 5M, ``parse`` nothing: they do not call this.
 from __future__ import annotations
 
 import os
+import time
+from typing import Callable
 
-__all__ = ["KEPT_BYTES", "keep_freed_heap", "kept_within"]
+__all__ = ["KEPT_BYTES", "TRIM_ABOVE", "TRIM_INTERVAL", "give_back_freed_heap", "keep_freed_heap", "kept_within",
+           "trim_freed_heap_now_and_then"]
 
 #: The mmap and trim thresholds set (bytes): a block below it comes from the heap, and up to this much of
 #: the heap's free top is kept.  Bounds what the process holds beyond its live data.
@@ -52,3 +55,74 @@ def keep_freed_heap(kept: int = KEPT_BYTES) -> bool:
     # (each returns 1 when accepted; the mmap threshold first: setting either one alone fixes the other at its
     # default, and a 128 KiB mmap threshold with a large trim threshold was measured 25% slower)
     return bool(mallopt(_M_MMAP_THRESHOLD, kept)) and bool(mallopt(_M_TRIM_THRESHOLD, kept))
+
+
+#: Seconds at least between two trims of the heap (:func:`trim_freed_heap_now_and_then`).
+TRIM_INTERVAL = 1.0
+#: Resident bytes below which the heap is not trimmed: a trim's pages are faulted in again when reused (on
+#: compare 100M + 100M of logs whose positions come back five times, 89 trims cost ~40 CPU-s, most of it
+#: the kernel's), which a process holding little need not pay.
+TRIM_ABOVE = 512 << 20
+#: Whether :func:`trim_freed_heap_now_and_then` trims (:func:`give_back_freed_heap` turns it on), and when it
+#: last did (``time.monotonic()``).
+_trimming = False
+_last_trim = 0.0
+
+
+def give_back_freed_heap() -> None:
+    """From now on, give the heap's free pages back to the system every :data:`TRIM_INTERVAL` seconds, as
+    batches are read (:func:`trim_freed_heap_now_and_then`): for compare, whose ``--memory-limit``
+    counts what it holds, the opposite of :func:`keep_freed_heap` (its tables and divergences call this,
+    through :func:`treediff.store.source.release_freed_memory`).
+
+    glibc returns a freed block to the system only if it was mmapped or lies at the heap's top.  compare
+    frees many blocks of a few KiB to a few MiB (per-position slices and their copies, the aligner's arrays)
+    among live ones, so the heap kept its high-water mark: compare 100M + 100M (distinct positions) peaked at
+    2.70 GB of summed PSS, 2.5 GB of it one process, with 545 MB of Arrow data live; ``malloc_trim(0)`` every
+    2 s in that run gave back 0.2-1.2 GB each time (docs/PERFORMANCE.md, sixteenth session).  Numbers and
+    outputs stay the same; only the allocator's memory changes."""
+    global _trimming
+    _trimming = True
+
+
+def trim_freed_heap_now_and_then() -> bool:
+    """``malloc_trim(0)`` (glibc: every free page of every arena back to the system) if
+    :func:`give_back_freed_heap` was called, :data:`TRIM_INTERVAL` seconds passed since the last and the
+    process holds at least :data:`TRIM_ABOVE` bytes; True when it trimmed.  Nothing without glibc.  Called between batches (:func:`treediff.store.source.read_ahead`)."""
+    global _last_trim
+    if not _trimming:
+        return False
+    now = time.monotonic()
+    if now - _last_trim < TRIM_INTERVAL:
+        return False
+    _last_trim = now
+    resident = _resident_bytes()
+    if resident is not None and resident < TRIM_ABOVE:
+        return False
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+def _resident_bytes() -> int | None:
+    """This process's resident set (bytes), from ``/proc/self/statm``; None where there is none."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None where the C library has none (macOS, musl)."""
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
