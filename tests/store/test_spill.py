@@ -247,9 +247,10 @@ def test_the_allowance_is_at_most_an_eighth_of_the_free_space(tmp_path, monkeypa
     assert plain_allowance(tmp_path) == 0
 
 
-def _memory_files(tmp_path: Path, monkeypatch, meminfo: str | None, v2: tuple[str, str] | None,
-                  v1: tuple[str, str] | None) -> None:
-    """Point available_memory at files under tmp_path (None: the file is absent)."""
+def _memory_files(tmp_path: Path, monkeypatch, meminfo: str | None, v2: tuple[str, ...] | None,
+                  v1: tuple[str, ...] | None) -> None:
+    """Point available_memory at files under tmp_path (None: the file is absent); a cgroup's figures are
+    (limit, usage) or (limit, usage, memory.stat)."""
     def at(name: str, text: str | None) -> Path:
         path = tmp_path / name
         if text is None:
@@ -258,9 +259,13 @@ def _memory_files(tmp_path: Path, monkeypatch, meminfo: str | None, v2: tuple[st
             path.write_text(text)
         return path
 
+    def cgroup(name: str, figures: tuple[str, ...] | None, key: str) -> tuple:
+        limit, usage, stat = (*figures, None)[:3] if figures else (None, None, None)
+        return (at(f"{name}.limit", limit), at(f"{name}.usage", usage), at(f"{name}.stat", stat), key)
+
     monkeypatch.setattr(spill_module, "_MEMINFO", at("meminfo", meminfo))
-    monkeypatch.setattr(spill_module, "_CGROUP_V2", (at("v2.max", v2 and v2[0]), at("v2.current", v2 and v2[1])))
-    monkeypatch.setattr(spill_module, "_CGROUP_V1", (at("v1.limit", v1 and v1[0]), at("v1.usage", v1 and v1[1])))
+    monkeypatch.setattr(spill_module, "_CGROUP_V2", cgroup("v2", v2, "inactive_file"))
+    monkeypatch.setattr(spill_module, "_CGROUP_V1", cgroup("v1", v1, "total_inactive_file"))
 
 
 MEMINFO = "MemTotal:       24576000 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\nBuffers: 1 kB\n"
@@ -277,6 +282,13 @@ def test_available_memory_is_the_kernels_figure_or_the_cgroups_room_whichever_is
     assert spill_module.available_memory() == 3 << 30
     _memory_files(tmp_path, monkeypatch, MEMINFO, None, (f"{2 << 30}", f"{(2 << 30) + 5}"))  # (over: none left)
     assert spill_module.available_memory() == 0
+    # the usage's inactive page cache is not memory taken: 4 GiB used of 4, 3 GiB of it inactive file pages
+    v2_stat = f"anon 123\nfile {3 << 30}\ninactive_file {3 << 30}\nactive_file 0\n"
+    _memory_files(tmp_path, monkeypatch, MEMINFO, (f"{4 << 30}", f"{4 << 30}", v2_stat), None)
+    assert spill_module.available_memory() == 3 << 30
+    v1_stat = f"cache 99\ninactive_file 1\ntotal_inactive_file {1 << 30}\n"  # (v1: the hierarchy's total)
+    _memory_files(tmp_path, monkeypatch, MEMINFO, None, (f"{4 << 30}", f"{4 << 30}", v1_stat))
+    assert spill_module.available_memory() == 1 << 30
     # no meminfo (not Linux) but a cgroup: the cgroup's room; neither: 0, nothing counted on
     _memory_files(tmp_path, monkeypatch, None, (f"{4 << 30}", f"{3 << 30}"), None)
     assert spill_module.available_memory() == 1 << 30
@@ -286,40 +298,10 @@ def test_available_memory_is_the_kernels_figure_or_the_cgroups_room_whichever_is
     assert spill_module.available_memory() == 0
 
 
+@pytest.mark.skipif(not Path("/proc/meminfo").exists(), reason="Linux")
 def test_available_memory_on_this_machine_is_within_its_memory(tmp_path):
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert 0 < spill_module.available_memory() <= total
-
-
-def _mapped_parts(directory: Path) -> int:
-    """How many of ``directory``'s part files this process has mapped (Linux: /proc/self/maps)."""
-    with open("/proc/self/maps") as maps:
-        return sum(1 for line in maps if str(directory) in line and line.rstrip().endswith(".arrow"))
-
-
-@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps (Linux)")
-@pytest.mark.parametrize("plain", ["plain", "lz4"])
-def test_a_kept_dictionary_or_category_does_not_keep_its_part_mapped(plain, tmp_path):
-    """What outlives a batch read from the parts (a column's categories, a dictionary) is a copy: the part's
-    mapping goes with the batch, and with it every page of the part the process had read."""
-    table = pq.read_table(parquet_of(tmp_path))
-    with SpillWriter(tmp_path / "s", table.schema, plain_bytes=PLAIN_MODES[plain]) as writer:
-        for i in range(0, table.num_rows, 200):
-            writer.write(table.slice(i, 200))
-    parts = parts_of(tmp_path / "s")
-    assert len(parts) > 2 and all(_compressed(p) == (plain == "lz4") for p in parts)
-    read = spill_module.read_parts(parts, table.schema, None)
-    if plain == "plain":  # (every column read: the records' buffers are views of the mappings)
-        assert _mapped_parts(tmp_path / "s") == len(parts)
-    categories = [read.column("move").chunk(i).dictionary for i in range(read.column("move").num_chunks)]
-    kinds = read.column("kind").to_pandas().cat.categories
-    pd.testing.assert_series_equal(read.to_pandas()["move"], table.select(["move"]).to_pandas()["move"],
-                                   check_categorical=False)
-    del read
-    gc.collect()
-    assert _mapped_parts(tmp_path / "s") == 0
-    assert len(kinds) > 0 and sum(len(c) for c in categories) > 0  # (still alive, still readable)
-    assert set(categories[0].to_pylist()) <= set(table.column("move").to_pylist())
 
 
 def parquet_of(tmp_path: Path) -> Path:

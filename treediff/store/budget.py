@@ -114,9 +114,14 @@ class MemoryBudget:
 
     @property
     def pending_bytes(self) -> int:
-        """Bytes the positions waiting for the other input may keep in memory (half of the limit; counted
-        as the batches their frames keep alive, :meth:`_Side.held`); beyond, they are spilled."""
-        return max(1, self.limit // 2)
+        """Bytes the positions waiting for the other input may keep in memory (a quarter of the limit;
+        counted as the batches their frames keep alive, :meth:`_Side.held`); beyond, they are spilled.
+
+        Half the limit until the sixteenth session: with what the process held when its divergences began
+        (the tables' results, the interpreter: ~0.5 GB at 100M + 100M) and the aligner beside it, compare
+        100M + 100M peaked at 2.33 GB of summed PSS; at a quarter, 1.53 GB in about the same time (169.5
+        against 172.7-177.1 s; docs/PERFORMANCE.md)."""
+        return max(1, self.limit // 4)
 
     def check_pair(self, label: str, n_a: int, n_b: int, paths: Sequence[str]) -> None:
         """Refuse, before aligning, a position pair larger than the budget (exit 2 naming files and position)."""

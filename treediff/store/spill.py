@@ -61,8 +61,12 @@ SPILL_COMPRESSION: str | None = "lz4"
 SPILL_PLAIN_BYTES = 4 << 30
 #: Where the memory figures :func:`available_memory` reads are (Linux; absent elsewhere).
 _MEMINFO = Path("/proc/meminfo")
-_CGROUP_V2 = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current"))
-_CGROUP_V1 = (Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+#: A memory cgroup's limit, usage and statistics files, and the statistic of its usage that is page cache
+#: the kernel reclaims first (not memory taken: what ``docker stats`` and the kubelet leave out too).
+_CGROUP_V2 = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current"),
+              Path("/sys/fs/cgroup/memory.stat"), "inactive_file")
+_CGROUP_V1 = (Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+              Path("/sys/fs/cgroup/memory/memory.stat"), "total_inactive_file")
 #: Schema metadata keys of a part: its rows and its smallest and largest ``search`` (decimal text).
 META_ROWS = b"treediff.spill.rows"
 META_MIN_SEARCH = b"treediff.spill.min_search"
@@ -99,13 +103,15 @@ def plain_allowance(directory: str | os.PathLike[str]) -> int:
 
 def available_memory() -> int:
     """Bytes of memory this process could still use without taking it from others: the kernel's
-    ``MemAvailable``, less where the memory cgroup (v2 or v1, as mounted) leaves less; 0 when neither can be
-    read (not Linux), so that nothing is counted on it."""
+    ``MemAvailable``, less where the memory cgroup (v2 or v1, as mounted) leaves less (its limit less its
+    usage, the inactive page cache not counted as used); 0 when neither can be read (not Linux), so that
+    nothing is counted on it."""
     figures = [_meminfo_available(_MEMINFO)]
-    for limit_path, usage_path in (_CGROUP_V2, _CGROUP_V1):
+    for limit_path, usage_path, stat_path, reclaimable in (_CGROUP_V2, _CGROUP_V1):
         limit, usage = _read_int(limit_path), _read_int(usage_path)
         if limit is not None and usage is not None:
-            figures.append(max(0, limit - usage))
+            cache = _stat_value(stat_path, reclaimable) or 0
+            figures.append(max(0, limit - max(0, usage - cache)))
     known = [f for f in figures if f is not None]
     return min(known) if known else 0
 
@@ -122,6 +128,19 @@ def _meminfo_available(path: Path) -> int | None:
             fields = rest.split()
             if fields and fields[0].isdigit():
                 return int(fields[0]) * 1024
+    return None
+
+
+def _stat_value(path: Path, name: str) -> int | None:
+    """The value of ``name`` in a cgroup ``memory.stat`` file (bytes); None if absent."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == name and fields[1].isdigit():
+            return int(fields[1])
     return None
 
 
