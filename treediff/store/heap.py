@@ -59,9 +59,9 @@ def keep_freed_heap(kept: int = KEPT_BYTES) -> bool:
 
 #: Seconds at least between two trims of the heap (:func:`trim_freed_heap_now_and_then`).
 TRIM_INTERVAL = 1.0
-#: Resident bytes below which the heap is not trimmed: a trim's pages are faulted in again when reused (on
-#: compare 100M + 100M of logs whose positions come back five times, 89 trims cost ~40 CPU-s, most of it
-#: the kernel's), which a process holding little need not pay.
+#: Resident bytes below which the heap is not trimmed: a trim's pages are faulted in again when reused (89
+#: trims cost ~40 CPU-s, most of it the kernel's, in a compare 100M + 100M holding ~2 GB whose positions came
+#: back five times), a cost a process holding little need not pay.
 TRIM_ABOVE = 512 << 20
 #: Whether :func:`trim_freed_heap_now_and_then` trims (:func:`give_back_freed_heap` turns it on), and when it
 #: last did (``time.monotonic()``).
@@ -88,7 +88,8 @@ def give_back_freed_heap() -> None:
 def trim_freed_heap_now_and_then() -> bool:
     """``malloc_trim(0)`` (glibc: every free page of every arena back to the system) if
     :func:`give_back_freed_heap` was called, :data:`TRIM_INTERVAL` seconds passed since the last and the
-    process holds at least :data:`TRIM_ABOVE` bytes; True when it trimmed.  Nothing without glibc.  Called between batches (:func:`treediff.store.source.read_ahead`)."""
+    process holds at least :data:`TRIM_ABOVE` bytes; True when it trimmed.  Nothing without glibc.  Called
+    between batches (:func:`treediff.store.source.read_ahead`)."""
     global _last_trim
     if not _trimming:
         return False
