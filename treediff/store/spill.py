@@ -106,40 +106,27 @@ def available_memory() -> int:
     ``MemAvailable``, less where the memory cgroup (v2 or v1, as mounted) leaves less (its limit less its
     usage, the inactive page cache not counted as used); 0 when neither can be read (not Linux), so that
     nothing is counted on it."""
-    figures = [_meminfo_available(_MEMINFO)]
+    kib = _named_figure(_MEMINFO, "MemAvailable")  # (meminfo's figures are KiB)
+    figures = [None if kib is None else kib * 1024]
     for limit_path, usage_path, stat_path, reclaimable in (_CGROUP_V2, _CGROUP_V1):
         limit, usage = _read_int(limit_path), _read_int(usage_path)
         if limit is not None and usage is not None:
-            cache = _stat_value(stat_path, reclaimable) or 0
+            cache = _named_figure(stat_path, reclaimable) or 0
             figures.append(max(0, limit - max(0, usage - cache)))
     known = [f for f in figures if f is not None]
     return min(known) if known else 0
 
 
-def _meminfo_available(path: Path) -> int | None:
-    """``MemAvailable`` of a ``/proc/meminfo``-shaped file, in bytes (its figures are KiB); None if absent."""
+def _named_figure(path: Path, name: str) -> int | None:
+    """The number on the line of ``path`` named ``name``: ``/proc/meminfo``'s ``MemAvailable:  123 kB`` or a
+    cgroup ``memory.stat``'s ``inactive_file 123``; None if the file or the line is absent or not a number."""
     try:
         text = path.read_text()
     except OSError:
         return None
     for line in text.splitlines():
-        name, _, rest = line.partition(":")
-        if name == "MemAvailable":
-            fields = rest.split()
-            if fields and fields[0].isdigit():
-                return int(fields[0]) * 1024
-    return None
-
-
-def _stat_value(path: Path, name: str) -> int | None:
-    """The value of ``name`` in a cgroup ``memory.stat`` file (bytes); None if absent."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == name and fields[1].isdigit():
+        fields = line.replace(":", " ", 1).split()
+        if len(fields) >= 2 and fields[0] == name and fields[1].isdigit():
             return int(fields[1])
     return None
 
