@@ -298,6 +298,9 @@ def parquet_source(path: str | Path) -> GroupedSource:
     schema = parquet.schema_arrow
     check_records_schema(path, schema)
     names = set(schema.names)
+    # Each read opens the file with the footer parsed here: parsing it again per read cost ~4 CPU-ms for a
+    # footer of 184 row groups, 0.7 CPU-s of `report` over a 20M-record file read group by group.
+    footer = parquet.metadata
 
     def read(columns: list[str] | None, groups: Sequence[int] | None = None) -> pa.Table:
         # Columns a file written by an older treediff lacks (e.g. visit, parent_visit) are left out, not an
@@ -311,7 +314,7 @@ def parquet_source(path: str | Path) -> GroupedSource:
                     empty = schema.empty_table()
                     table = empty if present is None else empty.select(present)
                 else:
-                    table = pq.ParquetFile(path).read_row_groups(list(groups), columns=present)
+                    table = pq.ParquetFile(path, metadata=footer).read_row_groups(list(groups), columns=present)
             except (pa.ArrowException, OSError) as exc:
                 raise InputError(f"{path}: not a readable Parquet records file ({str(exc).splitlines()[0][:200]})"
                                  ) from None
