@@ -209,3 +209,43 @@ def test_an_fh_partial_keeps_one_row_a_band(tmp_path):
     assert {row["mn"] for row in rows if row["mn"] == row["mn"]} <= {1.0, 2.0, 3.0, 5.0}
     assert not any(row["mn"] == 4.0 for row in rows)
     assert sum(row["tries"] for row in rows if row["mn"] == 3.0) == 2
+
+
+class _ColumnsAsked:
+    """A source that records the records columns each batches() call asks for."""
+
+    def __init__(self, source):
+        self.source, self.asked = source, []
+
+    def __getattr__(self, name):
+        return getattr(self.source, name)
+
+    def batches(self, columns=None, target=None):
+        self.asked.append(set(columns or ()))
+        return self.source.batches(columns, target)
+
+
+@pytest.mark.parametrize("buckets, read", [("kind,depth,mn", set()), ("kind,nt", {"node_type"}),
+                                           ("see,hist", {"see", "hist"}), ("nt,see,hist", {"node_type", "see", "hist"})])
+def test_fh_reads_the_columns_of_its_buckets_only(monkeypatch, buckets, read):
+    """see, hist and node_type are decoded only for the buckets that count by them (each column a 20M-record
+    file's report reads but no table uses costs ~0.1-0.35 CPU-s); the numbers are those of a fold that reads
+    all three."""
+    import pandas as pd
+
+    from treediff.parse.source import open_source
+    from treediff.report.tables.fh import FhTable
+    from treediff.report.tries import OPTIONAL, SHADOW_OPTIONAL
+
+    spy = _ColumnsAsked(open_source(_TRACES / "stockfish_batch3.log"))
+    options = ReportOptions(fh_buckets=parse_buckets(buckets))
+    report = build_report(spy, ["fh"], None, 300, options=options)
+    assert spy.asked and all(asked & {"see", "hist", "node_type"} == read for asked in spy.asked)
+    with monkeypatch.context() as patched:
+        patched.setattr(FhTable, "optional_columns", (*OPTIONAL, *SHADOW_OPTIONAL, "see", "hist", "node_type"))
+        full = _ColumnsAsked(open_source(_TRACES / "stockfish_batch3.log"))
+        every = build_report(full, ["fh"], None, 300, options=options)
+    assert all({"see", "hist", "node_type"} <= asked for asked in full.asked)
+    assert [s.name for s in report.sections] == [s.name for s in every.sections]
+    for mine, theirs in zip(report.sections, every.sections):
+        pd.testing.assert_frame_equal(mine.frame, theirs.frame)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from treediff.report.grouped import group_rows
+from treediff.report.grouped import group_rows, lexsort_ints
 
 
 def _reference(keys: dict[str, np.ndarray], values: np.ndarray) -> pd.DataFrame:
@@ -92,3 +92,28 @@ def test_int_sums_are_exact_beyond_float_precision():
     assert sums.tolist() == [2**60 + 2, 7]  # (in float64, 2**60 + 1 rounds back to 2**60)
     assert groups.int_sums(np.array([1, 1, 1, 0, 1], dtype=np.int64)).tolist() == [3, 1]  # rows 0, 2, 4; 1, 3
     assert group_rows(np.zeros(0, dtype=np.int64)).int_sums(np.zeros(0, dtype=np.int64)).tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lexsort_ints_is_lexsort(seed):
+    """One stable sort of the packed keys orders rows as ``np.lexsort`` does (last key first, ties in row
+    order), over negative keys, bools, sorted keys and ranges too wide to pack (lexsort itself then)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(400):
+        n = int(rng.integers(1, 80))
+        keys = []
+        for _ in range(int(rng.integers(1, 4))):
+            high = 1 << int(rng.integers(1, 45))  # up to 2**44: three keys may overflow 62 bits packed
+            key = rng.integers(-5, high, n)
+            keys.append(np.sort(key) if rng.random() < 0.3 else key)
+        if rng.random() < 0.2:
+            keys.append(rng.random(n) < 0.5)
+        np.testing.assert_array_equal(lexsort_ints(keys), np.lexsort(keys))
+
+
+def test_lexsort_ints_of_no_rows_and_non_integer_keys():
+    assert lexsort_ints([np.zeros(0, np.int64), np.zeros(0, np.int64)]).tolist() == []
+    floats = [np.array([2.5, 1.5, 2.5]), np.array([1, 1, 0])]
+    assert lexsort_ints(floats).tolist() == np.lexsort(floats).tolist() == [2, 1, 0]
+    wide = [np.array([0, 1 << 40, 5]), np.array([1 << 40, 0, 1 << 40])]  # 2**80 tuples: not packed
+    assert lexsort_ints(wide).tolist() == np.lexsort(wide).tolist() == [1, 0, 2]

@@ -10,11 +10,12 @@ of adding gives the same float.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Groups", "group_rows"]
+__all__ = ["Groups", "group_rows", "lexsort_ints"]
 
 #: Whole numbers up to this size add up exactly in float64 in any order (2**53 over a margin for the count).
 _EXACT_SUM = float(1 << 52)
@@ -91,6 +92,28 @@ def group_rows(*keys: np.ndarray) -> Groups:
     dense, uniques = pd.factorize(codes)
     dense = np.asarray(dense, dtype=np.int64)
     return Groups(dense, _first_rows(dense))
+
+
+def lexsort_ints(keys: Sequence[np.ndarray]) -> np.ndarray:
+    """``np.lexsort(keys)`` of integer keys (the last key sorts first; rows with equal keys keep their
+    order), by one stable sort of the keys packed into an int64 where their ranges fit, else lexsort's.
+
+    lexsort sorts once per key: three keys of ~300K rows took 37 ms against 15 ms packed (issue 17)."""
+    arrays = [np.asarray(key) for key in keys]
+    if not arrays or not len(arrays[0]) or any(a.dtype.kind not in "iub" for a in arrays):
+        return np.lexsort(arrays) if arrays else np.zeros(0, dtype=np.int64)
+    packed: np.ndarray | None = None
+    width = 1
+    for key in reversed(arrays):  # the primary key first: its value is the packed number's highest part
+        low, high = int(key.min()), int(key.max())
+        span = high - low + 1
+        width *= span
+        if width >= 1 << 62:
+            return np.lexsort(arrays)
+        part = key.astype(np.int64) - low if low else key.astype(np.int64)
+        packed = part if packed is None else packed * span + part
+    assert packed is not None
+    return np.argsort(packed, kind="stable")
 
 
 def _first_rows(dense: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from treediff.report.grouped import group_rows
+from treediff.report.grouped import group_rows, lexsort_ints
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 from treediff.report.tries import COLUMNS, OPTIONAL, derive, pct, strings_at
@@ -72,7 +72,7 @@ def _residual(batch: Batch) -> ResidualPartial:
     usable = is_move & t.rec_in_main & ~null & ~excluded & (prune | ~np.isnan(nd))
     sel = np.flatnonzero(usable)
     # The last usable record of each (run, path): sort by (run, path, position).
-    order = np.lexsort((sel, t.rec_path[sel], t.rec_run[sel]))
+    order = lexsort_ints((sel, t.rec_path[sel], t.rec_run[sel]))
     s = sel[order]
     key = t.rec_run[s] * np.int64(int(t.rec_path.max(initial=0)) + 1) + t.rec_path[s]
     last = np.r_[key[1:] != key[:-1], True] if len(s) else np.zeros(0, bool)
@@ -83,7 +83,7 @@ def _residual(batch: Batch) -> ResidualPartial:
     iters = batch.iters[dec]
     # Moves across iterations: (search row, path), iterations in run order.
     mkey = srow * np.int64(int(t.rec_path.max(initial=0)) + 1) + t.rec_path[dec]
-    m_order = np.lexsort((t.rec_run[dec], mkey))
+    m_order = lexsort_ints((t.rec_run[dec], mkey))
     d = dec[m_order]
     mk = mkey[m_order]
     res_o, it_o, sub_o = residual[m_order], iters[m_order], subtree[m_order]
@@ -129,7 +129,7 @@ def _root_best(batch: Batch, t) -> pd.DataFrame:
     brank = rank_of[b_codes[r]]
     run, path = t.rec_run[r], t.rec_path[r]
     # Each root move's last RESULT in the root's main visit.
-    o = np.lexsort((r, path, run))
+    o = lexsort_ints((r, path, run))
     lastm = np.r_[(run[o][1:] != run[o][:-1]) | (path[o][1:] != path[o][:-1]), True]
     cand = o[lastm]
     ok = ~np.isnan(score[cand])
