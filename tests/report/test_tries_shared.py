@@ -99,3 +99,31 @@ def test_scope_alone_and_with_the_tries_tables_agree() -> None:
     assert [s.name for s in alone] == [s.name for s in together]
     for got, want in zip(together, alone):
         pd.testing.assert_frame_equal(got.frame, want.frame)
+
+
+def test_a_table_that_reads_the_derivation_reads_its_columns():
+    """A table marked ``reads_tries`` asks for every column the derivation needs, so that alone (``--table
+    scope``) it derives as it does beside the others: scope without ``depth`` cut and hashed every node's path
+    in numpy instead (3x its CPU), with the same numbers."""
+    from treediff.report.tables import TABLES
+
+    readers = [name for name, table in TABLES.items() if getattr(table, "reads_tries", False)]
+    assert {"scope", "cutoffs", "fh", "residual"} <= set(readers)
+    for name in readers:
+        missing = [c for c in tries.COLUMNS if c not in TABLES[name].columns]
+        assert not missing, (name, missing)
+
+
+@pytest.mark.skipif(not tries.compiled_available(), reason="the compiled kernels are not built")
+def test_scope_alone_uses_the_shared_derivation(monkeypatch):
+    calls = _count_kernel_runs(monkeypatch)
+    cut_here: list[int] = []
+    real = scope._visits_by_parent_visit
+
+    def spied(*args, **kwargs):
+        cut_here.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scope, "_visits_by_parent_visit", spied)
+    build_report(open_source(str(REAL)), ["scope"])
+    assert calls and not cut_here  # derived once a batch; the numpy visits (and their path cuts) not run

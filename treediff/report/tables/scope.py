@@ -600,7 +600,9 @@ class ScopeTable:
     cost = 0.5
     #: Reads the batch's move-try derivation (treediff.report.tries.derive): core runs it first, on its own.
     reads_tries = True
-    columns = ("tag", "act", "kind", "ply", "seq", "iter", "path")
+    #: (``depth`` too, which scope does not count by: the shared derivation reads it, treediff.report.tries.COLUMNS.
+    #: Without it `--table scope` alone cut and hashed the paths itself, in numpy: 3x its CPU.)
+    columns = ("tag", "act", "kind", "ply", "seq", "iter", "path", "depth")
     #: Read when the input has them: the move (else taken from the path), null-move flag, RESULT bound (else no
     #: visit counts as a cutoff) and the parser's node visits (else visits are delimited without them).
     optional_columns = ("move", "null_move", "bound", "visit", "parent_visit")
