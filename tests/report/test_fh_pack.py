@@ -28,3 +28,20 @@ def test_pack_steps_aside():
     assert _pack({"a": np.array([1.0, 2.5])}, ["a"]) is None  # not a whole number
     wide = {f"c{i}": np.array([0, 2 ** 20]) for i in range(4)}  # (2^20 + 1)^4 > 2^62: the key would overflow
     assert _pack(wide, list(wide)) is None
+
+
+def test_a_move_number_keeps_the_low_of_the_band_mn_band_names():
+    """What a partial keeps of ``mn`` is the low end of the band :func:`mn_band` labels it with: none for a
+    missing number, one below 1 or between two bands' ends, +inf in 17+ (one search over the bands' lows)."""
+    import numpy as np
+
+    from treediff.report.tables.fh import _mn_band_low
+    from treediff.report.tries import MN_BANDS, mn_band
+
+    low_of = {label: float(lo) for lo, _, label in MN_BANDS}
+    values = np.array([np.nan, -np.inf, -3, 0, 0.5, 1, 1.5, 2, 2.5, 3, 4, 4.5, 5, 8, 8.1, 9, 16, 16.5, 17, 18,
+                       1e9, np.inf, *np.arange(-2, 40, 0.25)])
+    want = np.array([low_of[label] if label is not None else np.nan for label in mn_band(values)])
+    np.testing.assert_array_equal(_mn_band_low(values), want)
+    assert np.isnan(_mn_band_low(np.array([2.5, 0.0, np.nan]))).all()
+    assert _mn_band_low(np.array([1, 2, 3, 4, 5, 17, np.inf])).tolist() == [1, 2, 3, 3, 5, 17, 17]

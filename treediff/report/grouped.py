@@ -73,11 +73,19 @@ def group_rows(*keys: np.ndarray) -> Groups:
     if n == 0:
         return Groups(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     parts = []
+    in_first_order = True  # every part's codes numbered 0, 1, ... in order of first appearance
     for key in keys:
-        codes, uniques = pd.factorize(np.asarray(key), use_na_sentinel=False)
+        values = np.asarray(key)
+        if values.dtype.kind in "iub":  # integers: their offsets from the smallest, no hash (the tuples get one)
+            low, high = int(values.min()), int(values.max())
+            if high - low < 1 << 40:
+                parts.append((values.astype(np.int64) - low, high - low + 1))
+                in_first_order = False
+                continue
+        codes, uniques = pd.factorize(values, use_na_sentinel=False)
         parts.append((np.asarray(codes, dtype=np.int64), max(len(uniques), 1)))
     codes, width = parts[0]
-    if len(parts) == 1:  # one key's codes: numbered in order of first appearance (unless a pandas puts NaN last)
+    if len(parts) == 1 and in_first_order:  # one key's codes: in order of first appearance (unless pandas puts NaN last)
         first = _first_rows(codes)
         if len(first) == width:
             return Groups(codes, first)

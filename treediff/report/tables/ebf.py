@@ -136,6 +136,12 @@ def _per_cell_ply(batch: Batch, mask: np.ndarray) -> pd.DataFrame:
     return batch.cell_frame(cells // width, ply=cells % width, count=flat[cells].astype(np.int64))
 
 
+def _nan_as_zero(values: np.ndarray) -> np.ndarray:
+    """``values`` with NaN as 0.0 (visit numbers: whole or missing; ``np.nan_to_num`` took 2.5x as long, for
+    infinities they cannot hold)."""
+    return np.where(np.isnan(values), 0.0, values)
+
+
 def main_visits(batch: Batch) -> np.ndarray | None:
     """Per record: does this RESULT close its node's main visit (None when the records carry no visits).
 
@@ -160,7 +166,7 @@ def main_visits(batch: Batch) -> np.ndarray | None:
     move_codes, _ = batch.codes("move")
     arrays = [batch.srow * (1 << 16) + batch.iters, batch.plies, batch.is_result, batch.is_move,
               np.asarray(move_codes, dtype=np.int64), np.asarray(records["depth"], dtype=np.float64),
-              np.nan_to_num(visit, nan=0.0), np.nan_to_num(parent_visit, nan=0.0)]
+              _nan_as_zero(visit), _nan_as_zero(parent_visit)]
     if order is not None:
         arrays = [a[order] for a in arrays]
     flags = main_visit_flags(*arrays)

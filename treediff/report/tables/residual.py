@@ -77,7 +77,9 @@ def _residual(batch: Batch) -> ResidualPartial:
     key = t.rec_run[s] * np.int64(int(t.rec_path.max(initial=0)) + 1) + t.rec_path[s]
     last = np.r_[key[1:] != key[:-1], True] if len(s) else np.zeros(0, bool)
     dec = s[last]                                            # one decision per (run, path)
-    residual = np.where(prune[dec], 0.0, np.maximum(np.nan_to_num(nd[dec]), 0.0))
+    # max(nan_to_num(nd), 0): NaN and -inf as 0, +inf as the largest float (fmax skips NaN; in two passes, not
+    # nan_to_num's copies and masks).
+    residual = np.where(prune[dec], 0.0, np.minimum(np.fmax(nd[dec], 0.0), np.finfo(np.float64).max))
     subtree = t.subtree[t.try_of[dec]]
     srow = batch.srow[dec]
     iters = batch.iters[dec]
