@@ -136,3 +136,16 @@ def test_forcing_the_fallback_gives_the_same_scope_table(log, monkeypatch):
     if len(compiled[0].frame):
         assert calls  # the fallback did run
         assert (compiled[0].frame["remaining"] > 0).any()
+
+
+@pytest.mark.parametrize("arrow_type", ["string", "large_string"])
+def test_parent_path_is_rpartition(arrow_type):
+    """A node's path is its MOVE record's path without the last move: ``str.rpartition("/")[0]``, null kept."""
+    import pyarrow as pa
+
+    from treediff.report.tables.scope import parent_path
+
+    paths = ["", "e2e4", "e2e4/e7e5", "e2e4/e7e5/g1f3", "0000/e7e5", "e2e4/0000", "/", "x/", "/y", "a//b", None]
+    got = parent_path(pa.array(paths, type=getattr(pa, arrow_type)()))
+    assert got.type == getattr(pa, arrow_type)()
+    assert got.to_pylist() == [None if p is None else p.rpartition("/")[0] for p in paths]
