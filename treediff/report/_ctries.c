@@ -13,6 +13,9 @@
  * implementations equal on every fixture and on random traces
  * (tests/report/test_ctries.py).
  *
+ * cell_counts() is the per-cell counting of several tables (np.bincount of packed keys over masked
+ * records) in one pass, without the masked copies (tests/report/test_cell_counts.py).
+ *
  * scope_visits() does the node-visit part of the scope table
  * (treediff.report.tables.scope, its numpy path with the parser's visit
  * columns): visits, their members and what each prune needs, in a few linear
@@ -1394,9 +1397,114 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------------------ */
+/* cell_counts: the tables' per-cell counts (acts, why, lmr, ebf's RESULT records per ply), one pass.      */
+
+#define CC_MAX_KEYS 4
+
+PyDoc_STRVAR(cell_counts_doc,
+"cell_counts(out, mask, weights, keys, offsets, strides) -> None\n\n"
+"For every record i with mask[i] (uint8; None: every record), adds 1 (weights None; out int64) or weights[i]\n"
+"(float64; out float64) to out[sum_j (keys[j][i] + offsets[j]) * strides[j]]: what\n"
+"np.bincount(packed[mask], weights[mask], minlength=len(out)) gives (sums in record order, as bincount's),\n"
+"without the masked copies and packed temporaries.  keys: 1 to 4 int64 arrays of the records; offsets,\n"
+"strides: that many ints.  A cell outside out raises ValueError (nothing is written there).");
+
+static PyObject *cell_counts(PyObject *self, PyObject *args)
+{
+    PyObject *out_o, *mask_o, *weights_o, *keys_o, *offsets_o, *strides_o;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &out_o, &mask_o, &weights_o, &keys_o, &offsets_o, &strides_o))
+        return NULL;
+    Py_buffer out = {0}, mask = {0}, weights = {0}, keys[CC_MAX_KEYS];
+    memset(keys, 0, sizeof keys);
+    int64_t offsets[CC_MAX_KEYS], strides[CC_MAX_KEYS];
+    int n_keys = 0, have_mask = mask_o != Py_None, have_weights = weights_o != Py_None;
+    PyObject *result = NULL;
+    PyObject *key_seq = PySequence_Fast(keys_o, "cell_counts: keys must be a sequence");
+    PyObject *off_seq = key_seq ? PySequence_Fast(offsets_o, "cell_counts: offsets must be a sequence") : NULL;
+    PyObject *str_seq = off_seq ? PySequence_Fast(strides_o, "cell_counts: strides must be a sequence") : NULL;
+    if (!str_seq)
+        goto done;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(key_seq);
+    if (k < 1 || k > CC_MAX_KEYS || PySequence_Fast_GET_SIZE(off_seq) != k || PySequence_Fast_GET_SIZE(str_seq) != k) {
+        PyErr_SetString(PyExc_ValueError, "cell_counts: 1 to 4 keys, with one offset and one stride each");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        offsets[j] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(off_seq, j));
+        strides[j] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(str_seq, j));
+        if (PyErr_Occurred())
+            goto done;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(key_seq, j), &keys[j], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            goto done;
+        n_keys++;
+    }
+    if (PyObject_GetBuffer(out_o, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    if (have_mask && PyObject_GetBuffer(mask_o, &mask, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    if (have_weights && PyObject_GetBuffer(weights_o, &weights, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    const int64_t n = (int64_t)(keys[0].len / 8);
+    int ok = out.len % 8 == 0 && (!have_mask || mask.len == n) && (!have_weights || weights.len == n * 8);
+    for (int j = 0; j < n_keys; j++)
+        ok = ok && keys[j].len == n * 8 && keys[j].itemsize == 8 && keys[j].format && strchr("lq", keys[j].format[0]);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "cell_counts: int64 keys of one length, a mask and weights of that length");
+        goto done;
+    }
+    const int64_t size = (int64_t)(out.len / 8);
+    const int64_t *key[CC_MAX_KEYS];
+    for (int j = 0; j < n_keys; j++)
+        key[j] = (const int64_t *)keys[j].buf;
+    const uint8_t *m = have_mask ? (const uint8_t *)mask.buf : NULL;
+    const double *w = have_weights ? (const double *)weights.buf : NULL;
+    int64_t *counts = (int64_t *)out.buf;
+    double *sums = (double *)out.buf;
+    int64_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        if (m && !m[i])
+            continue;
+        int64_t cell = 0;
+        for (int j = 0; j < n_keys; j++)
+            cell += (key[j][i] + offsets[j]) * strides[j];
+        if (cell < 0 || cell >= size) {
+            bad = i;
+            break;
+        }
+        if (w)
+            sums[cell] += w[i];
+        else
+            counts[cell]++;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "cell_counts: record %lld falls outside the %lld cells", (long long)bad,
+                     (long long)size);
+        goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int j = 0; j < n_keys; j++)
+        PyBuffer_Release(&keys[j]);
+    if (out.obj)
+        PyBuffer_Release(&out);
+    if (mask.obj)
+        PyBuffer_Release(&mask);
+    if (weights.obj)
+        PyBuffer_Release(&weights);
+    Py_XDECREF(key_seq);
+    Py_XDECREF(off_seq);
+    Py_XDECREF(str_seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"derive", derive, METH_VARARGS, derive_doc},
     {"scope_visits", scope_visits, METH_VARARGS, scope_visits_doc},
+    {"cell_counts", cell_counts, METH_VARARGS, cell_counts_doc},
     {NULL, NULL, 0, NULL},
 };
 

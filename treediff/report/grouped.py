@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["Groups", "group_rows", "lexsort_ints"]
+__all__ = ["Groups", "cell_counts", "group_rows", "lexsort_ints"]
 
 #: Whole numbers up to this size add up exactly in float64 in any order (2**53 over a margin for the count).
 _EXACT_SUM = float(1 << 52)
@@ -85,7 +85,7 @@ def group_rows(*keys: np.ndarray) -> Groups:
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
         parts.append((np.asarray(codes, dtype=np.int64), max(len(uniques), 1)))
     codes, width = parts[0]
-    if len(parts) == 1 and in_first_order:  # one key's codes: in order of first appearance (unless pandas puts NaN last)
+    if len(parts) == 1 and in_first_order:  # one key's codes, in order of first appearance (but NaN put last)
         first = _first_rows(codes)
         if len(first) == width:
             return Groups(codes, first)
@@ -122,6 +122,40 @@ def lexsort_ints(keys: Sequence[np.ndarray]) -> np.ndarray:
         packed = part if packed is None else packed * span + part
     assert packed is not None
     return np.argsort(packed, kind="stable")
+
+
+def cell_counts(size: int, keys: Sequence[tuple[np.ndarray, int, int]], mask: np.ndarray | None = None,
+                weights: np.ndarray | None = None) -> np.ndarray:
+    """Records counted (or ``weights`` summed) per cell: ``np.bincount(cell[mask], weights[mask],
+    minlength=size)`` where a record's cell is ``sum((key + offset) * stride)`` over ``keys`` (key arrays of
+    the records with their offset and stride; 1 to 4).  int64 counts, or float64 sums with ``weights``.
+
+    The compiled kernel (``_ctries.cell_counts``) does it in one pass, where numpy copies every key through
+    the mask and packs them in temporaries (a table's counts of 1M records: ~7 ms against ~1.5); numpy is
+    the fallback, with the same numbers (sums in record order, as bincount's)."""
+    from treediff.report import tries  # (which loads the compiled module)
+
+    if tries.compiled_available() and len(keys) <= 4:
+        out = np.zeros(size, dtype=np.float64 if weights is not None else np.int64)
+        tries._ctries.cell_counts(
+            out, None if mask is None else np.ascontiguousarray(mask, dtype=bool).view(np.uint8),
+            None if weights is None else np.ascontiguousarray(weights, dtype=np.float64),
+            [np.ascontiguousarray(key, dtype=np.int64) for key, _, _ in keys],
+            [int(offset) for _, offset, _ in keys], [int(stride) for _, _, stride in keys])
+        return out
+    rows = None if mask is None else np.flatnonzero(mask)
+    cell: np.ndarray | None = None
+    for key, offset, stride in keys:
+        part = np.asarray(key, dtype=np.int64) if rows is None else np.asarray(key, dtype=np.int64)[rows]
+        part = (part + offset) * stride if offset or stride != 1 else part
+        cell = part if cell is None else cell + part
+    assert cell is not None
+    summed = None if weights is None else (np.asarray(weights, dtype=np.float64) if rows is None
+                                           else np.asarray(weights, dtype=np.float64)[rows])
+    out = np.bincount(cell, weights=summed, minlength=size)
+    if len(out) > size:
+        raise ValueError(f"cell_counts: a record falls outside the {size} cells")
+    return out.astype(np.float64 if weights is not None else np.int64, copy=False)
 
 
 def _first_rows(dense: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from treediff.report.grouped import group_rows
+from treediff.report.grouped import cell_counts, group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 
@@ -40,14 +40,13 @@ class ActCounts:
 
 def count_act_kind(batch: Batch) -> pd.DataFrame:
     """Long frame: group, act, kind, count (only non-zero cells), for MOVE records of a batch's cells."""
-    move = batch.is_move
-    g = batch.record_groups.record_group[move]
     a_codes, a_cats = batch.codes("act")
     k_codes, k_cats = batch.codes("kind")
-    a = a_codes[move] + 1  # -1 (missing) becomes 0
-    k = k_codes[move] + 1
     na, nk = len(a_cats) + 1, len(k_cats) + 1
-    flat = np.bincount((g * na + a) * nk + k, minlength=batch.record_groups.n * na * nk)
+    # Cell (group, act + 1, kind + 1) of each MOVE record: a missing act or kind (-1) becomes 0.
+    flat = cell_counts(batch.record_groups.n * na * nk,
+                       [(batch.record_groups.record_group, 0, na * nk), (a_codes, 1, nk), (k_codes, 1, 1)],
+                       mask=batch.is_move)
     cells = np.flatnonzero(flat)
     acts = np.concatenate([[None], a_cats])
     kinds = np.concatenate([[None], k_cats])
@@ -63,7 +62,7 @@ def count_act_kind(batch: Batch) -> pd.DataFrame:
 
 def act_counts(batch: Batch) -> ActCounts:
     """The :class:`ActCounts` partial of one batch."""
-    moves = np.bincount(batch.record_groups.record_group[batch.is_move], minlength=batch.n_cells)
+    moves = cell_counts(batch.n_cells, [(batch.record_groups.record_group, 0, 1)], mask=batch.is_move)
     long = count_act_kind(batch)
     g = long["group"].to_numpy()
     return ActCounts(

@@ -57,6 +57,7 @@ from typing import Sequence
 from treediff.model.errors import InputError
 from treediff.parse.visits import main_visit_flags
 from treediff.report import floats
+from treediff.report.grouped import cell_counts
 from treediff.report.grouping import RECORD_KEYS, key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 
@@ -128,10 +129,9 @@ VISIT_COLUMNS = ("seq", "move", "visit", "parent_visit")
 
 def _per_cell_ply(batch: Batch, mask: np.ndarray) -> pd.DataFrame:
     """Records of ``mask`` counted per (srow, iter, ply) cell."""
-    rg = batch.record_groups.record_group
-    plies = batch.plies[mask]
-    width = int(plies.max()) + 1 if len(plies) else 1
-    flat = np.bincount(rg[mask] * width + plies, minlength=batch.n_cells * width)
+    plies = batch.plies
+    width = int(plies.max(where=mask, initial=0)) + 1  # (plies >= 0; 1 for no records)
+    flat = cell_counts(batch.n_cells * width, [(batch.record_groups.record_group, 0, width), (plies, 0, 1)], mask=mask)
     cells = np.flatnonzero(flat)
     return batch.cell_frame(cells // width, ply=cells % width, count=flat[cells].astype(np.int64))
 

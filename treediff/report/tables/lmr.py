@@ -26,7 +26,7 @@ import pandas as pd
 
 from typing import Sequence
 
-from treediff.report.grouped import group_rows
+from treediff.report.grouped import cell_counts, group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 
@@ -68,7 +68,7 @@ def lmr_stats(batch: Batch) -> LmrStats:
     research = move & batch.kind_mask("RESEARCH")
 
     def count(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(rg[mask], minlength=n).astype(np.int64)
+        return cell_counts(n, [(rg, 0, 1)], mask=mask)
 
     return LmrStats(count(move), count(move & ~null), count(lmr), count(research), rg[has], red_all[has])
 

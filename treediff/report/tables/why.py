@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from treediff.report.grouped import cell_counts
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
 
@@ -24,11 +25,10 @@ def why_counts(batch: Batch) -> pd.DataFrame:
     move = batch.is_move
     w_codes, w_cats = batch.codes("why") if "why" in batch.records else (np.full(len(move), -1), np.zeros(0, object))
     k_codes, k_cats = batch.codes("kind")
-    g = batch.record_groups.record_group[move]
-    w = w_codes[move] + 1
-    k = k_codes[move] + 1
     nw, nk = len(w_cats) + 1, len(k_cats) + 1
-    flat = np.bincount((g * nw + w) * nk + k, minlength=batch.n_cells * nw * nk)
+    # Cell (group, why + 1, kind + 1) of each MOVE record: a missing why or kind (-1) becomes 0.
+    flat = cell_counts(batch.n_cells * nw * nk,
+                       [(batch.record_groups.record_group, 0, nw * nk), (w_codes, 1, nk), (k_codes, 1, 1)], mask=move)
     cells = np.flatnonzero(flat)
     whys = np.concatenate([[None], w_cats.astype(object)])
     kinds = np.concatenate([[None], k_cats.astype(object)])
