@@ -75,3 +75,22 @@ def test_a_group_without_prunes_gets_an_all_row_of_zero():
     assert skips["act"].tolist() == ["(all)"]
     assert skips["count"].tolist() == [0] and skips["moves"].tolist() == [18]
     assert skips["pct_of_moves"].tolist() == [0.0]
+
+
+def test_ranked_places_values_as_a_sort_of_the_distinct_values():
+    """Each value's place among the sorted distinct values, missing ones (None, NaN) last, as np.unique of the
+    present values orders them."""
+    import numpy as np
+
+    from treediff.report.tables.acts import _ranked
+
+    rng = np.random.default_rng(5)
+    words = np.array(["LMR", "FULL", "NMP", "lmp", "Z", "a b", ""], dtype=object)
+    for _ in range(50):
+        values = rng.choice(np.r_[words, [None, np.nan]].astype(object), int(rng.integers(0, 40)))
+        rank, distinct = _ranked(values)
+        present = np.array([v for v in values if isinstance(v, str)], dtype=object)
+        want_distinct = np.unique(present) if len(present) else np.zeros(0, dtype=object)
+        assert distinct.tolist() == [*want_distinct.tolist(), None]
+        assert [distinct[r] for r in rank] == [v if isinstance(v, str) else None for v in values]
+        assert rank.dtype == np.int64

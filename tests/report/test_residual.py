@@ -49,3 +49,48 @@ def test_no_scores_no_best_move(tmp_path):
     r = build_report(source_of(tmp_path, text), ["residual"])
     assert len(r["pv_stability"]) == 0
     assert r["residual"].iloc[0]["paths"] == 3
+
+
+def _pv_rule(best: list, iters: list) -> dict:
+    """pv_stability of one search, by its definition (module docstring), one run at a time."""
+    final = best[-1]
+    k = len(best) - 1
+    while k > 0 and best[k - 1] == final:
+        k -= 1
+    return {"iterations": len(best), "final_best": final, "stable_from": iters[k],
+            "changes": sum(a != b for a, b in zip(best[:-1], best[1:])),
+            "best_moves": " ".join(f"{i}:{m}" for i, m in zip(iters, best))}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pv_stability_of_many_searches_is_the_rule_search_by_search(seed):
+    """The columnar pv_frame gives, search by search, what the definition gives (runs out of order in the
+    partial rows, one-run searches, a flip back to an earlier move, a missing best path)."""
+    import numpy as np
+    import pandas as pd
+
+    from treediff.report.grouping import parse_by
+    from treediff.report.table import Grouping
+    from treediff.report.tables.residual import pv_frame
+
+    rng = np.random.default_rng(seed)
+    n_searches = 40
+    searches = pd.DataFrame({"engine": ["sf"] * n_searches, "search": np.arange(100, 100 + n_searches),
+                             "position": [f"p{i}" for i in range(n_searches)]})
+    rows = []
+    for srow in rng.permutation(n_searches)[:30]:  # some searches without a best move at all
+        runs = int(rng.integers(1, 8))
+        for run in rng.permutation(runs):
+            rows.append({"srow": int(srow), "run": int(run), "iter": int(run) + 1,
+                         "best": None if rng.random() < 0.05 else str(rng.choice(["e2e4", "d2d4", "g1f3"]))})
+    pv = pd.DataFrame(rows)
+    grouping = Grouping(searches, tuple(parse_by(None)), pd.DataFrame({"srow": [], "iter": []}))
+    frame = pv_frame(searches, grouping, pv)
+    assert len(frame) == pv["srow"].nunique()
+    for _, row in frame.iterrows():
+        part = pv[pv["search"] == row["search"]] if "search" in pv else \
+            pv[pv["srow"] == int(row["search"]) - 100].sort_values("run")
+        want = _pv_rule(part["best"].tolist(), part["iter"].tolist())
+        got = {c: row[c] for c in want}
+        assert got == want, (row["search"], got, want)
+        assert row["position"] == f"p{int(row['search']) - 100}"

@@ -93,11 +93,13 @@ def _ranked(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each value's place among the sorted distinct values (missing ones, None or NaN, after them all), and
     the distinct values followed by None (so that ``distinct[rank]`` gives the values back, None for NaN)."""
     values = np.asarray(values, dtype=object)
-    missing = np.asarray(pd.isna(values), dtype=bool)
-    present = values[~missing]
-    distinct = np.unique(present) if len(present) else np.zeros(0, dtype=object)
-    rank = np.full(len(values), len(distinct), dtype=np.int64)
-    rank[~missing] = np.searchsorted(distinct, present)
+    # The few distinct values hashed out first, then sorted: np.unique sorted every row's string (0.1 s for
+    # the ~0.5M rows of a 20M-record report's partials, twice: acts and skips finish).
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)  # (None and NaN: -1)
+    distinct = np.sort(np.asarray(uniques, dtype=object))
+    # place[c]: where distinct value c sorts; the last slot: the missing values' place, after them all
+    place = np.append(np.searchsorted(distinct, np.asarray(uniques, dtype=object)), len(distinct)).astype(np.int64)
+    rank = place[np.where(codes >= 0, codes, len(distinct))]
     with_none = np.empty(len(distinct) + 1, dtype=object)
     with_none[:-1] = distinct
     return rank, with_none

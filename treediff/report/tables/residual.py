@@ -151,18 +151,25 @@ def pv_frame(searches: pd.DataFrame, grouping: Grouping, pv: pd.DataFrame) -> pd
     if not len(pv):
         return pd.DataFrame({c: [] for c in ["engine", *cols]})
     pv = pv.sort_values(["srow", "run"], kind="stable")
-    rows = []
-    for srow, part in pv.groupby("srow", sort=True):
-        best = part["best"].tolist()
-        iters = part["iter"].tolist()
-        final = best[-1]
-        k = len(best) - 1
-        while k > 0 and best[k - 1] == final:
-            k -= 1
-        rows.append({"srow": int(srow), "iterations": len(best), "final_best": final, "stable_from": int(iters[k]),
-                     "changes": int(sum(a != b for a, b in zip(best[:-1], best[1:]))),
-                     "best_moves": " ".join(f"{i}:{m}" for i, m in zip(iters, best))})
-    body = pd.DataFrame(rows)
+    # Per search (its rows consecutive, runs in order): the final best move, the changes from one run to the
+    # next, and the run from which the final move stayed best (the last change, else the first run).  In
+    # numpy over all searches at once: a loop over pandas groups took 0.3 s for 2,479 searches.
+    srow_all = pv["srow"].to_numpy(dtype=np.int64)
+    best = pv["best"].to_numpy(dtype=object)
+    iters = pv["iter"].to_numpy(dtype=np.int64)
+    n = len(pv)
+    starts = np.flatnonzero(np.r_[True, srow_all[1:] != srow_all[:-1]])
+    ends = np.r_[starts[1:], n]
+    changed = np.zeros(n, dtype=bool)
+    changed[1:] = best[1:] != best[:-1]
+    changed[starts] = False
+    last_change = np.maximum.reduceat(np.where(changed, np.arange(n), -1), starts)
+    stable = np.where(last_change >= 0, last_change, starts)
+    steps = [f"{i}:{m}" for i, m in zip(iters.tolist(), best.tolist())]
+    body = pd.DataFrame({"srow": srow_all[starts], "iterations": (ends - starts).astype(np.int64),
+                         "final_best": best[ends - 1], "stable_from": iters[stable],
+                         "changes": np.add.reduceat(changed.astype(np.int64), starts),
+                         "best_moves": [" ".join(steps[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]})
     srows = body["srow"].to_numpy(dtype=np.int64)
     sg = grouping.search_groups
     keys = key_frame(sg.groups, sg.search_group[srows])

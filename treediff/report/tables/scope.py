@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 
 from treediff.parse.checker import (checker_at, compiled_checker_available, fen_checker_args, legal_counts_compiled,
                                     several_kings)
-from treediff.report.grouped import group_rows
+from treediff.report.grouped import cell_counts, group_rows
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
 from treediff.report.tables.acts import ALL_ROW
@@ -334,9 +334,7 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
         firsts = pr.first_act if per_act else pr.first_visit
 
         def count(weights: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
-            c = cell if mask is None else cell[mask]
-            w = None if weights is None else (weights if mask is None else weights[mask])
-            return np.bincount(c, weights=w, minlength=size).astype(np.int64)
+            return cell_counts(size, [(cell, 0, 1)], mask=mask, weights=weights).astype(np.int64, copy=False)
 
         prunes = count()
         cells = np.flatnonzero(prunes)
