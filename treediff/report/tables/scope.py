@@ -312,10 +312,15 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     fens_all = batch.searches["fen"].astype("object").to_numpy(dtype=object) if "fen" in batch.searches else None
     fen_codes, fen_values = (pd.factorize(pd.Series(fens_all, dtype="object")) if fens_all is not None
                              else (np.full(len(batch.searches), -1), np.zeros(0, dtype=object)))
-    node_fen = np.asarray(fen_codes, dtype=np.int64)[srow[pr.visit_first_prune]]
-    codes, d_fen, d_paths = _distinct_nodes(node_fen, pr.visit_first_prune, paths_at,
-                                            None if shared is None else shared[1])
-    legal = _legal_counts_at(d_fen, list(fen_values), d_paths)[codes]
+    # Only at the visits that did not end in a cutoff: a cutoff's prunes leave no moves "remaining" (``known``
+    # below), so its node's legal moves were counted for nothing (the checker is a tenth of the report's CPU).
+    counted = np.ones(len(pr.visit_first_prune), dtype=bool)
+    counted[pr.visit[pr.cutoff]] = False
+    first_prune = pr.visit_first_prune[counted]
+    node_fen = np.asarray(fen_codes, dtype=np.int64)[srow[first_prune]]
+    codes, d_fen, d_paths = _distinct_nodes(node_fen, first_prune, paths_at, None if shared is None else shared[1])
+    legal = np.full(len(counted), -1, dtype=np.int64)
+    legal[counted] = _legal_counts_at(d_fen, list(fen_values), d_paths)[codes]
     p_legal = legal[pr.visit]
     known = (p_legal >= 0) & ~pr.cutoff
     remaining = np.where(known, np.maximum(p_legal - pr.upto, 0), 0)
