@@ -104,7 +104,7 @@ def test_scope_alone_and_with_the_tries_tables_agree() -> None:
 def test_a_table_that_reads_the_derivation_reads_its_columns():
     """A table marked ``reads_tries`` asks for every column the derivation needs, so that alone (``--table
     scope``) it derives as it does beside the others: scope without ``depth`` cut and hashed every node's path
-    in numpy instead (3x its CPU), with the same numbers."""
+    in numpy instead (twice its CPU), with the same numbers."""
     from treediff.report.tables import TABLES
 
     readers = [name for name, table in TABLES.items() if getattr(table, "reads_tries", False)]

@@ -615,7 +615,7 @@ class ScopeTable:
     #: Reads the batch's move-try derivation (treediff.report.tries.derive): core runs it first, on its own.
     reads_tries = True
     #: (``depth`` too, which scope does not count by: the shared derivation reads it, treediff.report.tries.COLUMNS.
-    #: Without it `--table scope` alone cut and hashed the paths itself, in numpy: 3x its CPU.)
+    #: Without it `--table scope` alone cut and hashed the paths itself, in numpy: twice its CPU.)
     columns = ("tag", "act", "kind", "ply", "seq", "iter", "path", "depth")
     #: Read when the input has them: the move (else taken from the path), null-move flag, RESULT bound (else no
     #: visit counts as a cutoff) and the parser's node visits (else visits are delimited without them).
