@@ -45,3 +45,15 @@ def test_a_move_number_keeps_the_low_of_the_band_mn_band_names():
     np.testing.assert_array_equal(_mn_band_low(values), want)
     assert np.isnan(_mn_band_low(np.array([2.5, 0.0, np.nan]))).all()
     assert _mn_band_low(np.array([1, 2, 3, 4, 5, 17, np.inf])).tolist() == [1, 2, 3, 3, 5, 17, 17]
+
+
+def test_mn_band_order_is_the_place_of_a_label_in_mn_bands():
+    import numpy as np
+
+    from treediff.report.tries import MN_BANDS, mn_band_order
+
+    labels = [label for _, _, label in MN_BANDS]
+    assert [mn_band_order(label) for label in labels] == list(range(len(labels)))
+    assert mn_band_order(np.str_("3-4")) == labels.index("3-4")  # (numpy's strings, as frames give them)
+    for other in (None, float("nan"), np.nan, "x", 1, 3.0, ["1"]):  # not a label: after them all
+        assert mn_band_order(other) == len(labels)

@@ -594,8 +594,16 @@ def mn_band(mn: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Each mn band label's place in display order.
+_MN_BAND_PLACE: dict[object, int] = {label: i for i, (_, _, label) in enumerate(MN_BANDS)}
+
+
 def mn_band_order(label: object) -> int:
-    return next((i for i, (_, _, lab) in enumerate(MN_BANDS) if lab == label), len(MN_BANDS))
+    """A band label's place in display order (:data:`MN_BANDS`); after them all for anything else (None)."""
+    try:
+        return _MN_BAND_PLACE.get(label, len(MN_BANDS))
+    except TypeError:  # (an unhashable value is no label)
+        return len(MN_BANDS)
 
 
 def see_band(see: np.ndarray) -> np.ndarray:
