@@ -483,3 +483,13 @@ def test_the_commands_on_logs_import_with_the_collector_paused(command, tmp_path
     assert enabled == "True"  # (collecting again after the imports)
     # The objects of polars' and pyarrow's modules (and pandas', but for parse and info), frozen by the block.
     assert int(frozen) > 50_000
+
+
+def test_version_names_how_dictionary_columns_are_converted():
+    """--version's answer (the compiled module's file read alone) is treediff.store.categorical's."""
+    out = subprocess.run([sys.executable, "-c", "from treediff.cli import main; main()", "--version"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    used = subprocess.run([sys.executable, "-c", "from treediff.store.categorical import compiled_available as c; "
+                           "print(c())"], capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    said = out.split("dictionary columns converted by: ", 1)[1]
+    assert said.startswith("compiled _cstore") == (used == "True"), (out, used)

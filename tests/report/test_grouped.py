@@ -117,3 +117,61 @@ def test_lexsort_ints_of_no_rows_and_non_integer_keys():
     assert lexsort_ints(floats).tolist() == np.lexsort(floats).tolist() == [2, 1, 0]
     wide = [np.array([0, 1 << 40, 5]), np.array([1 << 40, 0, 1 << 40])]  # 2**80 tuples: not packed
     assert lexsort_ints(wide).tolist() == np.lexsort(wide).tolist() == [1, 0, 2]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_packed_keys_numbered_as_factorize(seed):
+    """The table-indexed numbering (compiled where built) gives factorize's codes and each group's first row,
+    for spans from a few keys to past the table's limit (factorize then)."""
+    from treediff.report import grouped
+
+    rng = np.random.default_rng(seed)
+    for width in (1, 7, 5_000, grouped._TABLE_ENTRIES + 3):
+        n = int(rng.integers(1, 20_000))
+        codes = rng.integers(0, width, n).astype(np.int64)
+        if rng.random() < 0.5:
+            codes[:: 3] = width - 1  # the last key of the span
+        got = grouped._numbered(codes, width)
+        want, _ = pd.factorize(codes)
+        np.testing.assert_array_equal(got.codes, want)
+        np.testing.assert_array_equal(got.first, [int(np.flatnonzero(want == g)[0]) for g in range(got.n)])
+
+
+def test_the_numbering_kernel_refuses_keys_outside_its_span():
+    from treediff.report import tries
+
+    if not tries.compiled_available():
+        pytest.skip("the compiled kernel is not built")
+    codes, first = np.empty(3, np.int64), np.empty(3, np.int64)
+    assert tries._ctries.first_codes(np.array([4, 2, 4], np.int64), 5, codes, first) == 2
+    assert codes.tolist() == [0, 1, 0] and first[:2].tolist() == [0, 1]
+    for bad in ([0, 5, 1], [0, -1, 1]):
+        with pytest.raises(ValueError, match="outside"):
+            tries._ctries.first_codes(np.array(bad, np.int64), 5, codes, first)
+
+
+def test_whole_float_keys_group_as_pandas():
+    """Float keys that are all whole numbers are packed as integers: -0.0 and 0.0 one group (as pandas), the
+    groups and their first rows' values as pandas gives them; a NaN or a fraction keeps the hash."""
+    rng = np.random.default_rng(5)
+    n = 3_000
+    for steps in (np.array([0.0, -0.0, 1.0, 2.0, -3.0, 7.0]), np.array([0.0, 1.0, 2.5]), np.array([1.0, np.nan]),
+                  np.array([2.0 ** 70, 1.0]), np.array([np.inf, 1.0])):
+        keys = {"g": rng.integers(0, 9, n), "step": rng.choice(steps, n)}
+        _assert_like_pandas(keys, rng.integers(0, 4, n).astype(np.float64))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_isin_small_is_isin(seed):
+    from treediff.report.grouped import isin_small
+
+    rng = np.random.default_rng(seed)
+    for dtype in (np.int8, np.int16, np.int64, np.uint8):
+        for _ in range(50):
+            low = 0 if dtype == np.uint8 else int(rng.integers(-128, 0))
+            values = rng.integers(low, 127, int(rng.integers(0, 300))).astype(dtype)
+            members = rng.integers(-200, 200, int(rng.integers(0, 6)))
+            np.testing.assert_array_equal(isin_small(values, members), np.isin(values, members))
+    wide = np.array([0, 1 << 40, 5])
+    assert isin_small(wide, [5, 1 << 40]).tolist() == [False, True, True]
+    assert isin_small(np.array([1.5, 2.0]), [2]).tolist() == [False, True]

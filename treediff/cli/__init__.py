@@ -20,6 +20,7 @@ from treediff.cli.common import (
     aligner_in_use,
     attach_examples,
     command_summaries,
+    dictionary_conversion_in_use,
     move_checker_in_use,
     san_resolver_in_use,
     tokenizer_in_use,
@@ -192,7 +193,8 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
     if not value or ctx.resilient_parsing:
         return
     click.echo(f"treediff {__version__} (tokenizer: {tokenizer_in_use()}; UCI moves checked by: "
-               f"{move_checker_in_use()}; SAN resolved by: {san_resolver_in_use()}; aligner: {aligner_in_use()})")
+               f"{move_checker_in_use()}; SAN resolved by: {san_resolver_in_use()}; aligner: {aligner_in_use()}; "
+               f"dictionary columns converted by: {dictionary_conversion_in_use()})")
     ctx.exit()
 
 

@@ -235,6 +235,19 @@ def aligner_in_use() -> str:
     return "compiled _calign"
 
 
+def dictionary_conversion_in_use() -> str:
+    """How a batch's dictionary columns (tag, act, kind, ...) become pandas Categoricals: the compiled
+    ``_cstore`` pass or pyarrow's ``to_pandas``.  Loads only the compiled module, as :func:`aligner_in_use`; the
+    same answer as :func:`treediff.store.categorical.compiled_available` (tests/test_cli_startup.py)."""
+    try:
+        cstore = _extension_alone("store", "_cstore")
+    except ImportError:
+        return "pyarrow's to_pandas: the compiled _cstore was not built (no C compiler at install?)"
+    if not hasattr(cstore, "dictionary_codes"):
+        return "pyarrow's to_pandas: the compiled _cstore is stale (reinstall to rebuild it)"
+    return "compiled _cstore"
+
+
 def command_summaries(package_dir: str | os.PathLike[str], modules: list[str]) -> dict[str, str] | None:
     """``{command name: help text}`` of every command the modules' ``COMMANDS`` lists, read from their
     source (``ast``) instead of importing them: ``treediff --help`` lists the commands without loading

@@ -13,6 +13,9 @@
  * implementations equal on every fixture and on random traces
  * (tests/report/test_ctries.py).
  *
+ * first_codes() numbers the groups of packed keys in order of first appearance (group_rows) through a
+ * table indexed by the key, where pandas.factorize hashes (tests/report/test_grouped.py).
+ *
  * cell_counts() is the per-cell counting of several tables (np.bincount of packed keys over masked
  * records) in one pass, without the masked copies (tests/report/test_cell_counts.py).
  *
@@ -1501,10 +1504,78 @@ done:
     return result;
 }
 
+/* first_codes: the groups of packed keys numbered in order of first appearance (group_rows), one pass.   */
+
+PyDoc_STRVAR(first_codes_doc,
+"first_codes(keys, span, codes, first) -> number of groups\n\n"
+"keys: int64, each in [0, span).  Writes codes[i] (int64): key i's group, groups numbered 0, 1, ... in\n"
+"order of first appearance (pandas.factorize's codes), and first[g] (int64): group g's first row.  A table\n"
+"of span int32 entries stands in for factorize's hash table.  ValueError on a key outside [0, span).");
+
+static PyObject *first_codes(PyObject *self, PyObject *args)
+{
+    PyObject *keys_o, *codes_o, *first_o;
+    Py_ssize_t span;
+    if (!PyArg_ParseTuple(args, "OnOO", &keys_o, &span, &codes_o, &first_o))
+        return NULL;
+    Py_buffer keys = {0}, codes = {0}, first = {0};
+    PyObject *result = NULL;
+    int32_t *table = NULL;
+    if (PyObject_GetBuffer(keys_o, &keys, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0
+            || PyObject_GetBuffer(codes_o, &codes, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0
+            || PyObject_GetBuffer(first_o, &first, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    const Py_ssize_t n = keys.len / 8;
+    if (keys.itemsize != 8 || !keys.format || !strchr("lq", keys.format[0]) || codes.len != n * 8
+            || first.len != n * 8 || span < 1 || n >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "first_codes: int64 keys, codes and first of one length (< 2**31), span >= 1");
+        goto done;
+    }
+    table = (int32_t *)calloc((size_t)span, sizeof(int32_t));  /* group + 1; 0: not seen */
+    if (!table) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *k = (const int64_t *)keys.buf;
+    int64_t *c = (int64_t *)codes.buf, *f = (int64_t *)first.buf;
+    int32_t groups = 0;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t key = (uint64_t)k[i];
+        if (key >= (uint64_t)span) {
+            bad = i;
+            break;
+        }
+        int32_t g = table[key];
+        if (!g) {
+            f[groups] = i;
+            g = table[key] = ++groups;
+        }
+        c[i] = g - 1;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "first_codes: key %zd is outside [0, %zd)", bad, span);
+        goto done;
+    }
+    result = PyLong_FromLong(groups);
+done:
+    free(table);
+    if (keys.obj)
+        PyBuffer_Release(&keys);
+    if (codes.obj)
+        PyBuffer_Release(&codes);
+    if (first.obj)
+        PyBuffer_Release(&first);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"derive", derive, METH_VARARGS, derive_doc},
     {"scope_visits", scope_visits, METH_VARARGS, scope_visits_doc},
     {"cell_counts", cell_counts, METH_VARARGS, cell_counts_doc},
+    {"first_codes", first_codes, METH_VARARGS, first_codes_doc},
     {NULL, NULL, 0, NULL},
 };
 

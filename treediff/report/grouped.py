@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["Groups", "cell_counts", "group_rows", "lexsort_ints"]
+__all__ = ["Groups", "cell_counts", "group_rows", "isin_small", "lexsort_ints"]
 
 #: Whole numbers up to this size add up exactly in float64 in any order (2**53 over a margin for the count).
 _EXACT_SUM = float(1 << 52)
@@ -86,6 +86,13 @@ def group_rows(*keys: np.ndarray) -> Groups:
                 parts.append((values.astype(np.int64) - low, high - low + 1))
                 in_first_order = False
                 continue
+        elif values.dtype.kind == "f" and _whole_numbers(values):  # (depth steps in plies): as integers
+            whole = values.astype(np.int64)  # (-0.0 and 0.0 both 0: equal, as pandas has them)
+            low, high = int(whole.min()), int(whole.max())
+            if high - low < 1 << 40:
+                parts.append((whole - low, high - low + 1))
+                in_first_order = False
+                continue
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
         parts.append((np.asarray(codes, dtype=np.int64), max(len(uniques), 1)))
     codes, width = parts[0]
@@ -100,10 +107,31 @@ def group_rows(*keys: np.ndarray) -> Groups:
             codes, width = np.asarray(codes, dtype=np.int64), len(uniques)
         codes = codes * span + part
         width *= span
-    # codes of the first key are in first-appearance order, the packed tuples are not: hash them once more
-    dense, uniques = pd.factorize(codes)
-    dense = np.asarray(dense, dtype=np.int64)
-    return Groups(dense, _first_rows(dense))
+    # codes of the first key are in first-appearance order, the packed tuples are not: number them once more
+    return _numbered(codes, width)
+
+
+#: :func:`_numbered` takes a table of a (4-byte) entry per possible packed key up to this many entries (64 MB),
+#: and up to 4 entries a row (or 64K): beyond, factorize's hash table is smaller and faster.
+_TABLE_ENTRIES = 1 << 24
+
+
+def _numbered(codes: np.ndarray, width: int) -> Groups:
+    """The :class:`Groups` of packed keys ``codes`` (int64 in [0, width)), numbered in order of first
+    appearance: through a table indexed by the key (``_ctries.first_codes``: ~1 ns a row) where the kernel is
+    built and the table small, else by ``pd.factorize`` (~10-30 ns a row); the same numbers."""
+    from treediff.report import tries  # (which loads the compiled module)
+
+    n = len(codes)
+    kernel = getattr(tries._ctries, "first_codes", None) if tries.compiled_available() else None  # (None: stale)
+    if kernel is not None and width <= min(_TABLE_ENTRIES, max(4 * n, 1 << 16)) and n < (1 << 31) - 1:
+        dense = np.empty(n, dtype=np.int64)
+        first = np.empty(n, dtype=np.int64)
+        groups = kernel(np.ascontiguousarray(codes, dtype=np.int64), width, dense, first)
+        return Groups(dense, first[:groups].copy())
+    factorized, _ = pd.factorize(codes)
+    factorized = np.asarray(factorized, dtype=np.int64)
+    return Groups(factorized, _first_rows(factorized))
 
 
 def lexsort_ints(keys: Sequence[np.ndarray]) -> np.ndarray:
@@ -160,6 +188,29 @@ def cell_counts(size: int, keys: Sequence[tuple[np.ndarray, int, int]], mask: np
     if len(out) > size:
         raise ValueError(f"cell_counts: a record falls outside the {size} cells")
     return out.astype(np.float64 if weights is not None else np.int64, copy=False)
+
+
+def isin_small(values: np.ndarray, members: np.ndarray | Sequence[int]) -> np.ndarray:
+    """``np.isin(values, members)`` of integers (plies, category codes) by a lookup table over the values'
+    range (one gather), where numpy sorts or compares once per member; ``np.isin`` when the range is wide."""
+    values = np.asarray(values)
+    wanted = np.asarray(members, dtype=np.int64)
+    if values.dtype.kind not in "iu" or not len(values) or not len(wanted):
+        return np.isin(values, wanted)
+    low, high = int(values.min()), int(values.max())
+    if high - low > 1 << 20:
+        return np.isin(values, wanted)
+    table = np.zeros(high - low + 1, dtype=bool)
+    inside = wanted[(wanted >= low) & (wanted <= high)]
+    table[inside - low] = True
+    at = values.astype(np.intp, copy=False)  # (no overflow of narrow codes when shifted)
+    return table[at - low] if low else table[at]
+
+
+def _whole_numbers(values: np.ndarray) -> bool:
+    """Whether every float is a whole number an int64 holds (no NaN, no infinity)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.abs(values) < 2.0 ** 62)) and bool(np.array_equal(values, np.trunc(values)))
 
 
 def _first_rows(dense: np.ndarray) -> np.ndarray:

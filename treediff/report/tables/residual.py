@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from treediff.report.grouped import group_rows, lexsort_ints
+from treediff.report.grouped import group_rows, isin_small, lexsort_ints
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat
 from treediff.report.tries import COLUMNS, OPTIONAL, derive, pct, strings_at
@@ -66,7 +66,7 @@ def _residual(batch: Batch) -> ResidualPartial:
     k_codes, k_cats = batch.codes("kind")
     kinds = np.asarray(k_cats, dtype=object)
     prune = batch.kind_mask("PRUNE")
-    excluded = np.isin(k_codes, np.flatnonzero(np.isin(kinds, ("NULL_PROBE", "NODE_CUT"))))
+    excluded = isin_small(k_codes, np.flatnonzero(np.isin(kinds, ("NULL_PROBE", "NODE_CUT"))))
     nd = np.asarray(rec["new_depth"].to_numpy(dtype=np.float64, na_value=np.nan)) if "new_depth" in rec \
         else np.full(n, np.nan)
     usable = is_move & t.rec_in_main & ~null & ~excluded & (prune | ~np.isnan(nd))

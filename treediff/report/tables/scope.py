@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 
 from treediff.parse.checker import (checker_at, compiled_checker_available, fen_checker_args, legal_counts_compiled,
                                     several_kings)
-from treediff.report.grouped import cell_counts, group_rows
+from treediff.report.grouped import cell_counts, group_rows, isin_small
 from treediff.report.grouping import key_frame
 from treediff.report.table import Batch, Grouping, Section, concat, none_for_nan
 from treediff.report.tables.acts import ALL_ROW
@@ -239,7 +239,7 @@ def _pathless_visits(is_move: np.ndarray, node_ply: np.ndarray, key: np.ndarray,
     prevkey[new_run] = -1
     vid = np.full(n, -1, dtype=np.int64)
     end = np.full(n, -1, dtype=np.int64)
-    moves = np.flatnonzero(is_move & np.isin(node_ply, levels))
+    moves = np.flatnonzero(is_move & isin_small(node_ply, levels))
     moves = moves[np.argsort(node_ply[moves].astype(np.int16), kind="stable")]  # radix sort of small ints
     bounds = np.searchsorted(node_ply[moves], levels, side="left"), np.searchsorted(node_ply[moves], levels,
                                                                                    side="right")
@@ -385,7 +385,7 @@ def _prunes_compiled(records: pd.DataFrame, take, is_move, is_result, node_ply, 
     when a node of a visit has no shared path code (then numpy cuts the paths)."""
     pv = take(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan))
     rv = take(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan))
-    at_level = np.isin(node_ply, levels)
+    at_level = isin_small(node_ply, levels)
     own, parent = shared
     node = np.where(is_move, parent, own)
     read = at_level & ((is_move & ~np.isnan(pv)) | (is_result & ~np.isnan(rv)))
@@ -487,12 +487,10 @@ def _distinct_nodes(node_fen: np.ndarray, moves: np.ndarray, paths_at,
         if len(node) and int(node.min()) < 0:
             node = None
     if node is not None:
-        span = int(node.max()) + 1 if len(node) else 1
-        codes, _ = pd.factorize((node_fen + 1) * span + node)  # (node_fen -1: no FEN)
-        codes = np.asarray(codes, dtype=np.int64)
-        first = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
-        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # each distinct node's first record
-        return codes, node_fen[first], parent_path(paths_at(moves[first]))
+        if not len(node):
+            return np.zeros(0, dtype=np.int64), node_fen[:0], parent_path(paths_at(moves))
+        nodes = group_rows(node_fen, node)  # (node_fen -1: no FEN)
+        return nodes.codes, node_fen[nodes.first], parent_path(paths_at(moves[nodes.first]))
     node_paths = pc.dictionary_encode(parent_path(paths_at(moves)))
     path_codes = _codes(node_paths)
     codes, distinct = pd.factorize(node_fen * (len(node_paths.dictionary) + 1) + path_codes)
@@ -523,7 +521,7 @@ def _visits_by_parent_visit(records: pd.DataFrame, take, is_move: np.ndarray, is
     n = len(is_move)
     pv = take(records["parent_visit"].to_numpy(dtype=np.float64, na_value=np.nan))
     rv = take(records["visit"].to_numpy(dtype=np.float64, na_value=np.nan))
-    at_level = np.isin(node_ply, levels)
+    at_level = isin_small(node_ply, levels)
     moves = np.flatnonzero(is_move & at_level & ~np.isnan(pv))
     results = np.flatnonzero(is_result & at_level & ~np.isnan(rv))
     # The node of a MOVE record is its path without the last move; of a RESULT record its path.  Codes from
