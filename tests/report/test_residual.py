@@ -94,3 +94,71 @@ def test_pv_stability_of_many_searches_is_the_rule_search_by_search(seed):
         got = {c: row[c] for c in want}
         assert got == want, (row["search"], got, want)
         assert row["position"] == f"p{int(row['search']) - 100}"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_last_decisions_one_pass_or_sorted(seed, monkeypatch):
+    """The last row of each (run, path): the compiled pass (runs one after the other) and the sort give the
+    same rows, each counted by hand here; runs out of order go to the sort."""
+    import numpy as np
+
+    from treediff.report import tries
+    from treediff.report.tables import residual
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3_000))
+    run = np.sort(rng.integers(0, 12, n))
+    path = rng.integers(0, int(rng.integers(1, 60)), n)
+    rows = np.sort(rng.choice(10 * n, n, replace=False))
+    want = sorted(max(rows[(run == r) & (path == p)]) for r, p in set(zip(run.tolist(), path.tolist())))
+    assert sorted(residual._last_decisions(rows, run, path).tolist()) == want
+    shuffled = rng.permutation(n)  # runs no longer one stretch each: sorted instead
+    assert sorted(residual._last_decisions(rows, run[shuffled], path[shuffled]).tolist()) == sorted(
+        max(rows[(run[shuffled] == r) & (path[shuffled] == p)]) for r, p in set(zip(run.tolist(), path.tolist())))
+    monkeypatch.setenv(tries.NUMPY_ENV, "1")  # no kernel: the sort alone
+    assert sorted(residual._last_decisions(rows, run, path).tolist()) == want
+
+
+def test_the_last_in_runs_kernel_refuses_what_it_cannot_number():
+    import numpy as np
+
+    from treediff.report import tries
+
+    if not tries.compiled_available():
+        pytest.skip("the compiled kernel is not built")
+    last = np.empty(4, np.uint8)
+    tries._ctries.last_in_runs(np.array([0, 0, 1, 1]), np.array([2, 2, 2, 0]), 3, last)
+    assert last.tolist() == [0, 1, 1, 1]
+    with pytest.raises(ValueError, match="decrease"):
+        tries._ctries.last_in_runs(np.array([0, 1, 0, 1]), np.array([0, 0, 0, 0]), 3, last)
+    with pytest.raises(ValueError, match="outside"):
+        tries._ctries.last_in_runs(np.array([0, 0, 0, 0]), np.array([0, 3, 0, 0]), 3, last)
+
+
+def test_residual_with_the_kernel_or_the_sort_is_the_same(tmp_path, monkeypatch):
+    """The whole table on the real Stockfish trace with repeated visits, last decisions by the pass and by the
+    sort (the kernel removed)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from treediff.report import tries
+    from treediff.report.tables import residual
+
+    log = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "mid_a_d7.log"
+    from treediff.parse.source import open_source
+
+    with_kernel = build_report(open_source(log), ["residual"])
+    monkeypatch.setattr(residual, "_last_decisions", _sorted_last_decisions)
+    sorted_only = build_report(open_source(log), ["residual"])
+    assert len(with_kernel["residual_iter"]) > 3
+    for name in ("residual", "residual_iter", "residual_stalled", "pv_stability"):
+        pd.testing.assert_frame_equal(with_kernel[name], sorted_only[name])
+
+
+def _sorted_last_decisions(rows, run, path):
+    import numpy as np
+
+    order = np.lexsort((rows, path, run))
+    key = run[order] * (int(path.max(initial=0)) + 1) + path[order]
+    return rows[order][np.r_[key[1:] != key[:-1], True]] if len(rows) else rows[:0]

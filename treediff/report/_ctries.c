@@ -16,6 +16,9 @@
  * first_codes() numbers the groups of packed keys in order of first appearance (group_rows) through a
  * table indexed by the key, where pandas.factorize hashes (tests/report/test_grouped.py).
  *
+ * last_in_runs() marks the last row of each (run, key) pair where runs come one after the other (residual's
+ * last decision of each move in an iteration) in one pass, where numpy sorts (tests/report/test_residual.py).
+ *
  * cell_counts() is the per-cell counting of several tables (np.bincount of packed keys over masked
  * records) in one pass, without the masked copies (tests/report/test_cell_counts.py).
  *
@@ -1571,11 +1574,87 @@ done:
     return result;
 }
 
+/* last_in_runs: residual's last decision of each (run, path), one pass instead of a sort.                 */
+
+PyDoc_STRVAR(last_in_runs_doc,
+"last_in_runs(run, key, span, last) -> None\n\n"
+"run, key: int64 of one length m, run non-decreasing (each run one stretch), each key in [0, span).  Sets\n"
+"last[i] (uint8) to 1 where row i is the last row of its (run, key) pair, else 0.  ValueError when a run\n"
+"decreases or a key is outside [0, span).");
+
+static PyObject *last_in_runs(PyObject *self, PyObject *args)
+{
+    PyObject *run_o, *key_o, *last_o;
+    Py_ssize_t span;
+    if (!PyArg_ParseTuple(args, "OOnO", &run_o, &key_o, &span, &last_o))
+        return NULL;
+    Py_buffer runs = {0}, keys = {0}, last = {0};
+    PyObject *result = NULL;
+    int64_t *stamp = NULL, *row = NULL;
+    if (PyObject_GetBuffer(run_o, &runs, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0
+            || PyObject_GetBuffer(key_o, &keys, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0
+            || PyObject_GetBuffer(last_o, &last, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    const Py_ssize_t m = keys.len / 8;
+    if (keys.itemsize != 8 || runs.itemsize != 8 || !keys.format || !strchr("lq", keys.format[0]) || !runs.format
+            || !strchr("lq", runs.format[0]) || runs.len != m * 8 || last.len != m || span < 1) {
+        PyErr_SetString(PyExc_ValueError, "last_in_runs: int64 runs and keys of one length, a uint8 output, span >= 1");
+        goto done;
+    }
+    stamp = (int64_t *)malloc(sizeof(int64_t) * (size_t)span);
+    row = (int64_t *)malloc(sizeof(int64_t) * (size_t)span);
+    if (!stamp || !row) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *r = (const int64_t *)runs.buf, *k = (const int64_t *)keys.buf;
+    uint8_t *out = (uint8_t *)last.buf;
+    Py_ssize_t bad = -1;
+    int why = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* stamp[key]: the run of the key's latest row; only keys met in the current run are compared, so a stamp
+     * from an earlier run (or the initial fill's) never matches: runs only grow. */
+    for (Py_ssize_t j = 0; j < span; j++)
+        stamp[j] = INT64_MIN;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t key = (uint64_t)k[i];
+        if (key >= (uint64_t)span || r[i] == INT64_MIN || (i && r[i] < r[i - 1])) {
+            bad = i;
+            why = key >= (uint64_t)span ? 1 : 2;
+            break;
+        }
+        if (stamp[key] == r[i])
+            out[row[key]] = 0;  /* a later row of the same (run, key) */
+        stamp[key] = r[i];
+        row[key] = i;
+        out[i] = 1;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, why == 1 ? "last_in_runs: key %zd is outside [0, %zd)"
+                                                : "last_in_runs: the runs decrease at row %zd (span %zd)", bad, span);
+        goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(stamp);
+    free(row);
+    if (runs.obj)
+        PyBuffer_Release(&runs);
+    if (keys.obj)
+        PyBuffer_Release(&keys);
+    if (last.obj)
+        PyBuffer_Release(&last);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"derive", derive, METH_VARARGS, derive_doc},
     {"scope_visits", scope_visits, METH_VARARGS, scope_visits_doc},
     {"cell_counts", cell_counts, METH_VARARGS, cell_counts_doc},
     {"first_codes", first_codes, METH_VARARGS, first_codes_doc},
+    {"last_in_runs", last_in_runs, METH_VARARGS, last_in_runs_doc},
     {NULL, NULL, 0, NULL},
 };
 

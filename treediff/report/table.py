@@ -137,6 +137,7 @@ class Batch:
         self.searches = searches
         self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._flags: dict[str, np.ndarray] = {}
+        self._strings: dict[str, Any] = {}
         #: Whether a table folded over this batch reads the full move-try derivation (a table with
         #: ``full_tries = True``): then a light request derives the full one, which every table shares.
         self.wants_full_tries = False
@@ -193,6 +194,19 @@ class Batch:
             self._flags[column] = (flag_values(self.records[column]) if column in self.records
                                    else np.zeros(len(self.records), dtype=bool))
         return self._flags[column]
+
+    def arrow_strings(self, column: str) -> Any:
+        """A string column of the records as one Arrow ``large_string`` array, nulls kept (made once per batch:
+        the move-try derivation and scope both read the paths so, and each joining and casting the column's
+        chunks copied every path).  No copy of an Arrow-backed column's strings beyond that join."""
+        if column not in self._strings:
+            import pyarrow as pa
+
+            values = pa.array(self.records[column], from_pandas=True)
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            self._strings[column] = values.cast(pa.large_string()) if values.type != pa.large_string() else values
+        return self._strings[column]
 
     @cached_property
     def iters(self) -> np.ndarray:

@@ -71,12 +71,7 @@ def _residual(batch: Batch) -> ResidualPartial:
         else np.full(n, np.nan)
     usable = is_move & t.rec_in_main & ~null & ~excluded & (prune | ~np.isnan(nd))
     sel = np.flatnonzero(usable)
-    # The last usable record of each (run, path): sort by (run, path, position).
-    order = lexsort_ints((sel, t.rec_path[sel], t.rec_run[sel]))
-    s = sel[order]
-    key = t.rec_run[s] * np.int64(int(t.rec_path.max(initial=0)) + 1) + t.rec_path[s]
-    last = np.r_[key[1:] != key[:-1], True] if len(s) else np.zeros(0, bool)
-    dec = s[last]                                            # one decision per (run, path)
+    dec = _last_decisions(sel, t.rec_run[sel], t.rec_path[sel])  # one decision per (run, path)
     # max(nan_to_num(nd), 0): NaN and -inf as 0, +inf as the largest float (fmax skips NaN; in two passes, not
     # nan_to_num's copies and masks).
     residual = np.where(prune[dec], 0.0, np.minimum(np.fmax(nd[dec], 0.0), np.finfo(np.float64).max))
@@ -112,6 +107,28 @@ def _residual(batch: Batch) -> ResidualPartial:
     per_iter = batch.cell_frame(by_iter.take(g), res_iter=by_iter.take(res_iter).astype(np.int64),
                                 paths=by_iter.sizes(), res_sum=by_iter.sums(res_o[member]))
     return ResidualPartial(paths, per_iter, _root_best(batch, t))
+
+
+def _last_decisions(rows: np.ndarray, run: np.ndarray, path: np.ndarray) -> np.ndarray:
+    """The last of ``rows`` (ascending record positions) of each (run, path): in row order by one compiled pass
+    where runs come one after the other (records in trace order: the usual batch), else sorted by (run, path)
+    (a stable sort of the packed keys).  Callers order the decisions themselves: either order gives the same
+    table."""
+    from treediff.report import tries  # (which loads the compiled module)
+
+    kernel = getattr(tries._ctries, "last_in_runs", None) if tries.compiled_available() else None
+    if kernel is not None and len(rows) and bool(np.all(run[1:] >= run[:-1])):
+        last = np.empty(len(rows), dtype=np.uint8)
+        try:
+            kernel(np.ascontiguousarray(run, dtype=np.int64), np.ascontiguousarray(path, dtype=np.int64),
+                   int(path.max()) + 1, last)
+            return rows[last.view(bool)]
+        except ValueError:  # (a path without a code: the sort below groups it all the same)
+            pass
+    order = lexsort_ints((rows, path, run))
+    key = run[order] * np.int64(int(path.max(initial=0)) + 1) + path[order]
+    last = np.r_[key[1:] != key[:-1], True] if len(rows) else np.zeros(0, bool)
+    return rows[order][last]
 
 
 def _root_best(batch: Batch, t) -> pd.DataFrame:

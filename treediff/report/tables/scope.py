@@ -289,7 +289,7 @@ def scope_counts(batch: Batch) -> pd.DataFrame | None:
     idx = np.flatnonzero(prune)
     levels = _distinct_small(node_ply[idx])
 
-    path_column = _arrow_strings(records["path"])
+    path_column = batch.arrow_strings("path")
 
     def paths_at(rows: np.ndarray) -> pa.Array:
         """The paths of some records (positions in the sorted order), as Arrow strings ("" when missing)."""
@@ -555,14 +555,6 @@ def _distinct_small(values: np.ndarray) -> np.ndarray:
         return values
     low = int(values.min())
     return np.flatnonzero(np.bincount(values - low)) + low
-
-
-def _arrow_strings(column: pd.Series) -> pa.Array:
-    """A string column of the records as one Arrow array (no copy for pandas' Arrow-backed strings)."""
-    values = pa.array(column, from_pandas=True)
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    return values.cast(pa.large_string()) if values.type != pa.large_string() else values
 
 
 def parent_path(paths: pa.Array) -> pa.Array:
