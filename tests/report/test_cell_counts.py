@@ -71,3 +71,26 @@ def test_the_kernel_refuses_keys_it_cannot_read():
         tries._ctries.cell_counts(out, np.ones(3, np.uint8), None, [np.array([0, 1])], [0], [1])  # mask length
     with pytest.raises(ValueError):
         tries._ctries.cell_counts(out, None, None, [np.array([0])] * 5, [0] * 5, [1] * 5)  # five keys
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_records_cell_after_cell(implementation, seed):
+    """A batch's records come cell after cell: runs of one cell (the kernel keeps the running cell's total),
+    a cell met again after others, masked-out records at the start, inside and at the ends of runs, a run
+    wholly masked out, and an out-of-range key on a masked-out record (not counted, not an error)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        runs = rng.integers(0, 12, int(rng.integers(1, 30)))            # cells, a cell may come back later
+        cell = np.repeat(runs, rng.integers(1, 40, len(runs)))
+        mask = rng.random(len(cell)) < rng.choice([0.0, 0.3, 0.9, 1.0])
+        mask[: int(rng.integers(0, 5))] = False
+        if rng.random() < 0.5:
+            cell = cell.copy()
+            off = np.flatnonzero(~mask)
+            if len(off):
+                cell[off[0]] = 999                                        # outside, but masked out
+        weights = rng.integers(-3, 4, len(cell)).astype(np.float64) if rng.random() < 0.3 else None
+        got = cell_counts(12, [(cell, 0, 1)], mask=mask, weights=weights)
+        want = _reference(12, [(np.where(mask, cell, 0), 0, 1)], mask, weights)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == (np.float64 if weights is not None else np.int64)

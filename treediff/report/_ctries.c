@@ -1416,6 +1416,71 @@ PyDoc_STRVAR(cell_counts_doc,
 "without the masked copies and packed temporaries.  keys: 1 to 4 int64 arrays of the records; offsets,\n"
 "strides: that many ints.  A cell outside out raises ValueError (nothing is written there).");
 
+/* The passes of cell_counts; each returns the first record whose cell is outside [0, size), else -1.
+ * One key (a batch's cell: search, iteration): the records come cell after cell, so the running cell's
+ * total is kept in a local and stored when the cell changes (counts[cell]++ record after record waited on
+ * the previous store: ~2.7 ns a record); a masked-out record stays in the running cell and adds 0, without
+ * a branch (a mispredicted one cost ~2 ns a record at a quarter masked out). */
+static int64_t cc_counts1(int64_t *counts, int64_t size, const uint8_t *m, const int64_t *key, int64_t offset,
+                          int64_t stride, int64_t n)
+{
+    int64_t cur = -1, count = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t take = m ? m[i] != 0 : 1;
+        int64_t cell = (key[i] + offset) * stride;
+        if (__builtin_expect(take & ((uint64_t)cell >= (uint64_t)size), 0)) {
+            if (cur >= 0)
+                counts[cur] = count;
+            return i;
+        }
+        cell = cur + ((cell - cur) & -take);  /* take ? cell : cur, without a branch */
+        if (cell != cur) {
+            if (cur >= 0)
+                counts[cur] = count;
+            cur = cell;
+            count = counts[cell];
+        }
+        count += take;
+    }
+    if (cur >= 0)
+        counts[cur] = count;
+    return -1;
+}
+
+/* Several keys: the cell changes from record to record (acts, kinds), so each record adds to its cell directly
+ * (a running total would mispredict at nearly every record); a masked-out record adds 0 to cell 0. */
+static int64_t cc_counts(int64_t *counts, int64_t size, const uint8_t *m, const int64_t *const *key,
+                         const int64_t *offsets, const int64_t *strides, int n_keys, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t take = m ? m[i] != 0 : 1;
+        int64_t cell = 0;
+        for (int j = 0; j < n_keys; j++)
+            cell += (key[j][i] + offsets[j]) * strides[j];
+        if (__builtin_expect(take & ((uint64_t)cell >= (uint64_t)size), 0))
+            return i;
+        counts[cell & -take] += take;
+    }
+    return -1;
+}
+
+/* Weighted: each record adds to its cell in record order, as bincount's (the same float sums). */
+static int64_t cc_sums(double *sums, int64_t size, const uint8_t *m, const double *w, const int64_t *const *key,
+                       const int64_t *offsets, const int64_t *strides, int n_keys, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (m && !m[i])
+            continue;
+        int64_t cell = 0;
+        for (int j = 0; j < n_keys; j++)
+            cell += (key[j][i] + offsets[j]) * strides[j];
+        if ((uint64_t)cell >= (uint64_t)size)
+            return i;
+        sums[cell] += w[i];
+    }
+    return -1;
+}
+
 static PyObject *cell_counts(PyObject *self, PyObject *args)
 {
     PyObject *out_o, *mask_o, *weights_o, *keys_o, *offsets_o, *strides_o;
@@ -1469,21 +1534,12 @@ static PyObject *cell_counts(PyObject *self, PyObject *args)
     double *sums = (double *)out.buf;
     int64_t bad = -1;
     Py_BEGIN_ALLOW_THREADS
-    for (int64_t i = 0; i < n; i++) {
-        if (m && !m[i])
-            continue;
-        int64_t cell = 0;
-        for (int j = 0; j < n_keys; j++)
-            cell += (key[j][i] + offsets[j]) * strides[j];
-        if (cell < 0 || cell >= size) {
-            bad = i;
-            break;
-        }
-        if (w)
-            sums[cell] += w[i];
-        else
-            counts[cell]++;
-    }
+    if (w)
+        bad = cc_sums(sums, size, m, w, key, offsets, strides, n_keys, n);
+    else if (n_keys == 1)
+        bad = cc_counts1(counts, size, m, key[0], offsets[0], strides[0], n);
+    else
+        bad = cc_counts(counts, size, m, key, offsets, strides, n_keys, n);
     Py_END_ALLOW_THREADS
     if (bad >= 0) {
         PyErr_Format(PyExc_ValueError, "cell_counts: record %lld falls outside the %lld cells", (long long)bad,
