@@ -94,3 +94,11 @@ def test_records_cell_after_cell(implementation, seed):
         want = _reference(12, [(np.where(mask, cell, 0), 0, 1)], mask, weights)
         np.testing.assert_array_equal(got, want)
         assert got.dtype == (np.float64 if weights is not None else np.int64)
+
+
+def test_no_cells(implementation):
+    """No cell at all: nothing is counted while every record is masked out; a record counted is outside."""
+    keys = [(np.array([0, 3]), 0, 2), (np.array([1, 0]), 0, 1)]
+    assert cell_counts(0, keys, mask=np.array([False, False])).tolist() == []
+    with pytest.raises(ValueError):
+        cell_counts(0, keys, mask=np.array([False, True]))

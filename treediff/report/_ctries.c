@@ -1452,6 +1452,12 @@ static int64_t cc_counts1(int64_t *counts, int64_t size, const uint8_t *m, const
 static int64_t cc_counts(int64_t *counts, int64_t size, const uint8_t *m, const int64_t *const *key,
                          const int64_t *offsets, const int64_t *strides, int n_keys, int64_t n)
 {
+    if (size < 1) {  /* no cell 0 for the masked-out records to add 0 to: any record counted is outside */
+        for (int64_t i = 0; i < n; i++)
+            if (!m || m[i])
+                return i;
+        return -1;
+    }
     for (int64_t i = 0; i < n; i++) {
         int64_t take = m ? m[i] != 0 : 1;
         int64_t cell = 0;

@@ -193,7 +193,7 @@ def strings_at(records: pd.DataFrame, column: str, index: np.ndarray) -> np.ndar
     out = np.empty(len(index), dtype=object)
     if not len(index):
         return out
-    if len(index) and (int(index.min()) < 0 or int(index.max()) >= len(values)):
+    if int(index.min()) < 0 or int(index.max()) >= len(values):
         raise IndexError(f"strings_at: a row outside the {len(values)} records")
     ends = np.cumsum([len(c) for c in chunked.chunks])
     chunk_of = np.searchsorted(ends, index, side="right")

@@ -3,8 +3,8 @@
 A records table has eleven dictionary columns (``tag``, ``act``, ``kind``, ``move``, ...).  ``to_pandas``
 converts each element by element after a bounds check of every index: ~5 ns a record per column, ~1 CPU-s of
 ``report --table all`` of a 20M-record file (issue 17).  Here the chunks' dictionaries (a few to a few
-thousand values) are unified in Python, in Arrow's order (the first chunk's values, then each new value as it
-first appears), and the compiled ``dictionary_codes`` (``treediff/store/_cstore.c``) writes every record's code
+thousand values) are unified with Arrow's hash kernels, in Arrow's order (the first chunk's values, then each
+chunk's new values in its dictionary's order), and the compiled ``dictionary_codes`` (``treediff/store/_cstore.c``) writes every record's code
 in one pass.  The Categorical is the one ``to_pandas`` gives: the same categories (and their dtype), codes of
 the same width, -1 for a null (tests/store/test_categorical.py).
 
