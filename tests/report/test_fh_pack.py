@@ -40,7 +40,9 @@ def test_a_move_number_keeps_the_low_of_the_band_mn_band_names():
 
     low_of = {label: float(lo) for lo, _, label in MN_BANDS}
     values = np.array([np.nan, -np.inf, -3, 0, 0.5, 1, 1.5, 2, 2.5, 3, 4, 4.5, 5, 8, 8.1, 9, 16, 16.5, 17, 18,
-                       1e9, np.inf, *np.arange(-2, 40, 0.25)])
+                       1e9, np.inf, -0.0, 1023, 1024, 1025, 2.0 ** 63, -2.0 ** 63, *np.arange(-2, 40, 0.25),
+                       *np.arange(0, 1100)])  # (whole numbers below 1024 by the table, the rest by the search)
+    values = np.concatenate([values, np.random.default_rng(1).permutation(values)])
     want = np.array([low_of[label] if label is not None else np.nan for label in mn_band(values)])
     np.testing.assert_array_equal(_mn_band_low(values), want)
     assert np.isnan(_mn_band_low(np.array([2.5, 0.0, np.nan]))).all()
@@ -57,3 +59,4 @@ def test_mn_band_order_is_the_place_of_a_label_in_mn_bands():
     assert mn_band_order(np.str_("3-4")) == labels.index("3-4")  # (numpy's strings, as frames give them)
     for other in (None, float("nan"), np.nan, "x", 1, 3.0, ["1"]):  # not a label: after them all
         assert mn_band_order(other) == len(labels)
+
